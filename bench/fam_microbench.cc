@@ -1,0 +1,538 @@
+// fam_microbench: the cost of fampool's basic operations on the embedded model, each next to
+// the plain-memory operation it replaces, measured in the same run on the same buffers.
+//
+//   transfers   blocking and non-blocking get/put, 256 B .. 64 MiB, GB/s, against memcpy
+//   latency     256 B blocking get/put, median and p99 of single operations, against memcpy
+//   atomics     uint64 fam_fetch_add and fam_add, ns/op, against __atomic_fetch_add
+//   metadata    allocate+deallocate of a 4 KiB item (us), create+destroy of a 64 MiB region (ms)
+//
+// Transfers walk a 256 MiB FAM item and a 256 MiB local buffer at the same offsets, one full
+// sweep per measurement, so that large sizes run out of cache; memcpy does the same walk
+// between two ordinary 256 MiB buffers. Every figure is the median of several trials.
+//
+//   fam_microbench [--quick] [--csv PATH] [--strict]
+//
+// Prints a table, writes PATH (default fam_microbench.csv) with the columns
+// metric,size_bytes,value,unit,baseline_value,ratio (ratio = value / baseline_value), and
+// checks the project's performance targets (PASS/MISS). Exits 1 on an error, and with
+// --strict also 2 when a target is missed.
+#include <fam/fam.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace openfam;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kKiB = 1024, kMiB = 1024 * kKiB;
+constexpr uint64_t kWorkingBytes = 256 * kMiB;  // FAM item, local buffer, memcpy buffers
+constexpr uint64_t kSizes[] = {256, 4 * kKiB, 64 * kKiB, kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB};
+constexpr uint64_t kNonblockingBatch = 16;  // operations issued between fam_quiet calls
+constexpr uint64_t kLatencyBytes = 256;
+constexpr uint64_t kLatencyWindow = 64 * kKiB;  // latency ops walk this much: in cache
+
+const char *kRegionName = "fam_microbench";
+const char *kAllocRegionName = "fam_microbench_alloc";
+const char *kCycleRegionName = "fam_microbench_cycle";
+
+// The issue's targets.
+constexpr double kTransferRatioTarget = 0.85;  // blocking get/put >= 1 MiB vs memcpy
+constexpr double kLatencyTargetNs = 200;       // 256 B blocking get/put, median
+constexpr double kFetchAddTargetNs = 100;      // uint64 fam_fetch_add
+constexpr double kAllocTargetUs = 20;          // allocate + deallocate
+constexpr double kRegionTargetMs = 2;          // create + destroy region
+
+struct Settings {
+    bool quick = false;
+    bool strict = false;
+    std::string csv = "fam_microbench.csv";
+    int trials = 5;  // medians are taken over this many trials
+    uint64_t latency_samples = 200000;
+    uint64_t atomic_ops = 1000000;
+    uint64_t alloc_pairs = 2000;
+    uint64_t region_pairs = 200;
+};
+
+// One measured figure: a row of the table and of the CSV.
+struct Row {
+    std::string metric;
+    uint64_t size = 0;
+    double value = 0;
+    std::string unit;
+    double baseline = NAN;  // NAN: no baseline
+    std::string note;       // printed only (cache state, baseline name)
+
+    double ratio() const { return std::isnan(baseline) ? NAN : value / baseline; }
+};
+
+struct Target {
+    std::string what;
+    bool pass;
+    std::string detail;
+};
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double percentile(std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    size_t rank = static_cast<size_t>(std::ceil(q * v.size()));
+    return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+volatile uint64_t g_sink;
+
+// Keeps the compiler from dropping stores to memory nobody reads afterwards.
+inline void clobber_memory() { asm volatile("" ::: "memory"); }
+
+std::string size_label(uint64_t bytes) {
+    if (bytes >= kMiB && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + " MiB";
+    if (bytes >= kKiB && bytes % kKiB == 0) return std::to_string(bytes / kKiB) + " KiB";
+    return std::to_string(bytes) + " B";
+}
+
+uint64_t cache_bytes(int name) {
+    long v = sysconf(name);
+    return v > 0 ? static_cast<uint64_t>(v) : 0;
+}
+
+// Both sides of a transfer sweep kWorkingBytes: the working set is twice that.
+std::string cache_state(uint64_t working_set) {
+    uint64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
+    uint64_t llc = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
+    if (llc == 0) llc = l2;
+    if (llc == 0) return "cache size unknown";
+    if (working_set <= l2) return "in-cache (L2)";
+    if (working_set <= llc) return "in-cache (LLC)";
+    return "out-of-cache";
+}
+
+class Bench {
+  public:
+    Bench(fam &my_fam, const Settings &settings) : fam_(my_fam), s_(settings) {}
+    ~Bench() {
+        std::free(src_);
+        std::free(dst_);
+    }
+
+    void run() {
+        setup();
+        transfers();
+        latency();
+        atomics();
+        allocation();
+        regions();
+        teardown();
+    }
+
+    const std::vector<Row> &rows() const { return rows_; }
+    double clock_overhead_ns() const { return clock_overhead_ns_; }
+
+  private:
+    static void destroy_if_exists(fam &my_fam, const char *name) {
+        try {
+            Fam_Region_Descriptor *stale = my_fam.fam_lookup_region(name);
+            my_fam.fam_destroy_region(stale);
+            delete stale;
+        } catch (const Fam_Exception &e) {
+            if (e.fam_error() != FAM_ERR_NOTFOUND) throw;
+        }
+    }
+
+    void setup() {
+        for (const char *name : {kRegionName, kAllocRegionName, kCycleRegionName})
+            destroy_if_exists(fam_, name);
+        region_ = fam_.fam_create_region(kRegionName, kWorkingBytes + 16 * kMiB, 0700, nullptr);
+        item_ = fam_.fam_allocate("buffer", kWorkingBytes, 0600, region_);
+
+        src_ = static_cast<char *>(std::aligned_alloc(4096, kWorkingBytes));
+        dst_ = static_cast<char *>(std::aligned_alloc(4096, kWorkingBytes));
+        if (!src_ || !dst_) throw std::runtime_error("cannot allocate 2 x 256 MiB of memory");
+        // Touch every page now, so that no measurement pays for first-touch faults.
+        for (uint64_t i = 0; i < kWorkingBytes; ++i) src_[i] = static_cast<char>(i * 131);
+        std::memset(dst_, 0, kWorkingBytes);
+        fam_.fam_put_blocking(src_, item_, 0, kWorkingBytes);
+        fam_.fam_get_blocking(dst_, item_, 0, kWorkingBytes);
+        if (std::memcmp(src_, dst_, kWorkingBytes) != 0)
+            throw std::runtime_error("a 256 MiB put + get did not round-trip");
+    }
+
+    void teardown() {
+        fam_.fam_deallocate(item_);
+        delete item_;
+        fam_.fam_destroy_region(region_);
+        delete region_;
+    }
+
+    // Seconds for one sweep of kWorkingBytes in operations of `size` bytes at offset 0,
+    // size, 2*size, ...; `op(offset)` performs one.
+    template <typename Op>
+    static double sweep(uint64_t size, Op op) {
+        uint64_t ops = kWorkingBytes / size;
+        auto start = Clock::now();
+        for (uint64_t i = 0; i < ops; ++i) op(i * size);
+        clobber_memory();
+        return seconds(start, Clock::now());
+    }
+
+    template <typename Op>
+    double gbps(uint64_t size, Op op) {
+        std::vector<double> rates;
+        for (int t = 0; t < s_.trials; ++t) rates.push_back(kWorkingBytes / sweep(size, op) / 1e9);
+        return median(rates);
+    }
+
+    // Non-blocking: issue kNonblockingBatch operations (fewer when they would cover the
+    // buffer more than once), then fam_quiet.
+    template <typename Op>
+    double gbps_nonblocking(uint64_t size, Op op) {
+        uint64_t batch = std::min(kNonblockingBatch, kWorkingBytes / size);
+        return gbps(size, [&](uint64_t offset) {
+            op(offset);
+            if ((offset / size + 1) % batch == 0) fam_.fam_quiet();
+        });
+    }
+
+    void transfers() {
+        const std::string cache = cache_state(2 * kWorkingBytes);
+        for (uint64_t size : kSizes) {
+            double copy =
+                gbps(size, [&](uint64_t off) { std::memcpy(dst_ + off, src_ + off, size); });
+            double get = gbps(
+                size, [&](uint64_t off) { fam_.fam_get_blocking(dst_ + off, item_, off, size); });
+            double put = gbps(
+                size, [&](uint64_t off) { fam_.fam_put_blocking(src_ + off, item_, off, size); });
+            double get_nb = gbps_nonblocking(size, [&](uint64_t off) {
+                fam_.fam_get_nonblocking(dst_ + off, item_, off, size);
+            });
+            fam_.fam_quiet();
+            double put_nb = gbps_nonblocking(size, [&](uint64_t off) {
+                fam_.fam_put_nonblocking(src_ + off, item_, off, size);
+            });
+            fam_.fam_quiet();
+            std::string note = "vs memcpy, " + cache;
+            rows_.push_back({"memcpy", size, copy, "GB/s", NAN, cache});
+            rows_.push_back({"get_blocking", size, get, "GB/s", copy, note});
+            rows_.push_back({"put_blocking", size, put, "GB/s", copy, note});
+            rows_.push_back({"get_nonblocking", size, get_nb, "GB/s", copy, note});
+            rows_.push_back({"put_nonblocking", size, put_nb, "GB/s", copy, note});
+            std::fprintf(stderr, "  transfers %-7s done\n", size_label(size).c_str());
+        }
+        // The sweeps wrote src_ into the item: spot-check that they really moved data.
+        std::vector<char> check(4096);
+        fam_.fam_get_blocking(check.data(), item_, kWorkingBytes / 2, check.size());
+        if (std::memcmp(check.data(), src_ + kWorkingBytes / 2, check.size()) != 0)
+            throw std::runtime_error("the item does not hold what the put sweeps wrote");
+    }
+
+    // Nanoseconds of each of `n` single operations (the clock's own cost included).
+    template <typename Op>
+    static std::vector<double> single_op_ns(uint64_t n, Op op) {
+        std::vector<double> ns(n);
+        const uint64_t slots = kLatencyWindow / kLatencyBytes;
+        for (uint64_t i = 0; i < n; ++i) {
+            uint64_t off = (i % slots) * kLatencyBytes;
+            auto start = Clock::now();
+            op(off);
+            auto end = Clock::now();
+            ns[i] = std::chrono::duration<double, std::nano>(end - start).count();
+        }
+        clobber_memory();
+        return ns;
+    }
+
+    void latency() {
+        const uint64_t n = s_.latency_samples;
+        std::vector<double> clock_ns(n);
+        for (uint64_t i = 0; i < n; ++i) {
+            auto a = Clock::now();
+            auto b = Clock::now();
+            clock_ns[i] = std::chrono::duration<double, std::nano>(b - a).count();
+        }
+        clock_overhead_ns_ = median(clock_ns);
+
+        // Warm the window in both buffers and in the item before sampling.
+        for (int pass = 0; pass < 2; ++pass) {
+            fam_.fam_get_blocking(dst_, item_, 0, kLatencyWindow);
+            fam_.fam_put_blocking(src_, item_, 0, kLatencyWindow);
+        }
+        const uint64_t size = kLatencyBytes;
+        auto copy =
+            single_op_ns(n, [&](uint64_t off) { std::memcpy(dst_ + off, src_ + off, size); });
+        auto get = single_op_ns(
+            n, [&](uint64_t off) { fam_.fam_get_blocking(dst_ + off, item_, off, size); });
+        auto put = single_op_ns(
+            n, [&](uint64_t off) { fam_.fam_put_blocking(src_ + off, item_, off, size); });
+        const std::string note = "vs memcpy, in-cache, includes clock";
+        double copy50 = median(copy), copy99 = percentile(copy, 0.99);
+        rows_.push_back({"memcpy_latency_p50", size, copy50, "ns", NAN, "in-cache"});
+        rows_.push_back({"memcpy_latency_p99", size, copy99, "ns", NAN, "in-cache"});
+        rows_.push_back({"get_blocking_latency_p50", size, median(get), "ns", copy50, note});
+        rows_.push_back(
+            {"get_blocking_latency_p99", size, percentile(get, 0.99), "ns", copy99, note});
+        rows_.push_back({"put_blocking_latency_p50", size, median(put), "ns", copy50, note});
+        rows_.push_back(
+            {"put_blocking_latency_p99", size, percentile(put, 0.99), "ns", copy99, note});
+        std::fprintf(stderr, "  latency done\n");
+    }
+
+    // Nanoseconds per operation over `n` back-to-back operations, median of the trials.
+    template <typename Op>
+    double ns_per_op(uint64_t n, Op op) {
+        std::vector<double> per_op;
+        for (int t = 0; t < s_.trials; ++t) {
+            auto start = Clock::now();
+            for (uint64_t i = 0; i < n; ++i) op();
+            clobber_memory();
+            per_op.push_back(seconds(start, Clock::now()) * 1e9 / n);
+        }
+        return median(per_op);
+    }
+
+    void atomics() {
+        const uint64_t n = s_.atomic_ops;
+        alignas(64) uint64_t local = 0;
+        uint64_t sink = 0;
+        double local_fetch_add =
+            ns_per_op(n, [&] { sink += __atomic_fetch_add(&local, 1, __ATOMIC_SEQ_CST); });
+        double local_add = ns_per_op(n, [&] { __atomic_add_fetch(&local, 1, __ATOMIC_SEQ_CST); });
+
+        fam_.fam_set(item_, 0, uint64_t{0});
+        double fetch_add = ns_per_op(n, [&] { sink += fam_.fam_fetch_add(item_, 0, uint64_t{1}); });
+        double add = ns_per_op(n, [&] { fam_.fam_add(item_, 0, uint64_t{1}); });
+        fam_.fam_quiet();
+        uint64_t total = fam_.fam_fetch_uint64(item_, 0);
+        if (total != 2 * s_.trials * n)
+            throw std::runtime_error("fam_fetch_add/fam_add lost increments: counter is " +
+                                     std::to_string(total) + ", expected " +
+                                     std::to_string(2 * s_.trials * n));
+        g_sink = sink;  // the fetched values are used
+
+        const std::string plain = "ordinary memory, one location";
+        rows_.push_back({"local_atomic_fetch_add_uint64", 8, local_fetch_add, "ns/op", NAN, plain});
+        rows_.push_back({"local_atomic_add_uint64", 8, local_add, "ns/op", NAN, plain});
+        rows_.push_back({"fetch_add_uint64", 8, fetch_add, "ns/op", local_fetch_add,
+                         "vs __atomic_fetch_add, one location"});
+        rows_.push_back({"add_uint64", 8, add, "ns/op", local_add,
+                         "vs __atomic_add_fetch (result unused), one location"});
+        std::fprintf(stderr, "  atomics done\n");
+    }
+
+    // Microseconds per allocate+deallocate pair of 4 KiB items, named and anonymous.
+    void allocation() {
+        Fam_Region_Descriptor *region =
+            fam_.fam_create_region(kAllocRegionName, 64 * kMiB, 0700, nullptr);
+        std::vector<double> named, anonymous;
+        for (uint64_t i = 0; i < s_.alloc_pairs; ++i) {
+            auto start = Clock::now();
+            Fam_Descriptor *d = fam_.fam_allocate("bench_item", 4 * kKiB, 0600, region);
+            fam_.fam_deallocate(d);
+            named.push_back(seconds(start, Clock::now()) * 1e6);
+            delete d;
+
+            start = Clock::now();
+            d = fam_.fam_allocate(4 * kKiB, 0600, region);
+            fam_.fam_deallocate(d);
+            anonymous.push_back(seconds(start, Clock::now()) * 1e6);
+            delete d;
+        }
+        fam_.fam_destroy_region(region);
+        delete region;
+        rows_.push_back({"allocate_deallocate_named_p50", 4 * kKiB, median(named), "us", NAN, ""});
+        rows_.push_back(
+            {"allocate_deallocate_named_p99", 4 * kKiB, percentile(named, 0.99), "us", NAN, ""});
+        rows_.push_back(
+            {"allocate_deallocate_anonymous_p50", 4 * kKiB, median(anonymous), "us", NAN, ""});
+        rows_.push_back({"allocate_deallocate_anonymous_p99", 4 * kKiB, percentile(anonymous, 0.99),
+                         "us", NAN, ""});
+        std::fprintf(stderr, "  allocation done\n");
+    }
+
+    void regions() {
+        std::vector<double> ms;
+        for (uint64_t i = 0; i < s_.region_pairs; ++i) {
+            auto start = Clock::now();
+            Fam_Region_Descriptor *r =
+                fam_.fam_create_region(kCycleRegionName, 64 * kMiB, 0700, nullptr);
+            fam_.fam_destroy_region(r);
+            ms.push_back(seconds(start, Clock::now()) * 1e3);
+            delete r;
+        }
+        rows_.push_back(
+            {"create_destroy_region_p50", 64 * kMiB, median(ms), "ms", NAN, "volatile"});
+        rows_.push_back(
+            {"create_destroy_region_p99", 64 * kMiB, percentile(ms, 0.99), "ms", NAN, "volatile"});
+        std::fprintf(stderr, "  regions done\n");
+    }
+
+    fam &fam_;
+    Settings s_;
+    Fam_Region_Descriptor *region_ = nullptr;
+    Fam_Descriptor *item_ = nullptr;
+    char *src_ = nullptr;
+    char *dst_ = nullptr;
+    double clock_overhead_ns_ = 0;
+    std::vector<Row> rows_;
+};
+
+const Row &find_row(const std::vector<Row> &rows, const std::string &metric, uint64_t size) {
+    for (const Row &r : rows)
+        if (r.metric == metric && r.size == size) return r;
+    throw std::logic_error("no measurement " + metric + " " + std::to_string(size));
+}
+
+std::string fixed(double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+std::vector<Target> check_targets(const std::vector<Row> &rows) {
+    std::vector<Target> targets;
+    auto at_most = [&](const Row &r, double limit, const std::string &what) {
+        targets.push_back({what, r.value <= limit,
+                           fixed(r.value, 2) + " " + r.unit + " (target <= " + fixed(limit, 0) +
+                               " " + r.unit + ")"});
+    };
+    for (const char *op : {"get_blocking", "put_blocking"}) {
+        for (uint64_t size : kSizes) {
+            if (size < kMiB) continue;
+            const Row &r = find_row(rows, op, size);
+            targets.push_back({std::string(op) + " " + size_label(size),
+                               r.ratio() >= kTransferRatioTarget,
+                               fixed(r.ratio(), 3) +
+                                   " x memcpy (target >= " + fixed(kTransferRatioTarget, 2) + ")"});
+        }
+    }
+    at_most(find_row(rows, "get_blocking_latency_p50", 256), kLatencyTargetNs,
+            "get_blocking 256 B latency (median)");
+    at_most(find_row(rows, "put_blocking_latency_p50", 256), kLatencyTargetNs,
+            "put_blocking 256 B latency (median)");
+    at_most(find_row(rows, "fetch_add_uint64", 8), kFetchAddTargetNs, "fam_fetch_add uint64");
+    at_most(find_row(rows, "allocate_deallocate_named_p50", 4 * kKiB), kAllocTargetUs,
+            "allocate+deallocate 4 KiB, named (median)");
+    at_most(find_row(rows, "allocate_deallocate_anonymous_p50", 4 * kKiB), kAllocTargetUs,
+            "allocate+deallocate 4 KiB, anonymous (median)");
+    at_most(find_row(rows, "create_destroy_region_p50", 64 * kMiB), kRegionTargetMs,
+            "create+destroy 64 MiB region (median)");
+    return targets;
+}
+
+void print_table(const std::vector<Row> &rows) {
+    std::printf("%-34s %8s %11s %-6s %11s %7s  %s\n", "metric", "size", "value", "unit", "baseline",
+                "ratio", "note");
+    for (const Row &r : rows) {
+        std::string base = std::isnan(r.baseline) ? "-" : fixed(r.baseline, 2);
+        std::string ratio = std::isnan(r.ratio()) ? "-" : fixed(r.ratio(), 3);
+        std::printf("%-34s %8s %11.2f %-6s %11s %7s  %s\n", r.metric.c_str(),
+                    size_label(r.size).c_str(), r.value, r.unit.c_str(), base.c_str(),
+                    ratio.c_str(), r.note.c_str());
+    }
+}
+
+void write_csv(const std::vector<Row> &rows, const std::string &path) {
+    FILE *f = std::fopen(path.c_str(), "w");
+    if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+    std::fprintf(f, "metric,size_bytes,value,unit,baseline_value,ratio\n");
+    for (const Row &r : rows) {
+        std::string base = std::isnan(r.baseline) ? "" : fixed(r.baseline, 4);
+        std::string ratio = std::isnan(r.ratio()) ? "" : fixed(r.ratio(), 4);
+        std::fprintf(f, "%s,%llu,%.4f,%s,%s,%s\n", r.metric.c_str(),
+                     static_cast<unsigned long long>(r.size), r.value, r.unit.c_str(), base.c_str(),
+                     ratio.c_str());
+    }
+    if (std::fclose(f) != 0) throw std::runtime_error("cannot write " + path);
+}
+
+Settings parse(int argc, char **argv) {
+    Settings s;
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "--quick") {
+            s.quick = true;
+        } else if (arg == "--strict") {
+            s.strict = true;
+        } else if (arg == "--csv" && i + 1 < argc) {
+            s.csv = argv[++i];
+        } else {
+            throw std::invalid_argument("usage: fam_microbench [--quick] [--csv PATH] [--strict]");
+        }
+    }
+    if (s.quick) {
+        s.trials = 2;
+        s.latency_samples = 20000;
+        s.atomic_ops = 100000;
+        s.alloc_pairs = 200;
+        s.region_pairs = 20;
+    }
+    return s;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    try {
+        Settings settings = parse(argc, argv);
+        fam my_fam;
+        // Measure the embedded model whatever the configuration file says.
+        char model[] = "shared_memory";
+        Fam_Options options{};
+        options.openFamModel = model;
+        my_fam.fam_initialize("default", &options);
+
+        std::printf("fam_microbench: embedded model, %s run (medians of %d trials)\n",
+                    settings.quick ? "quick" : "full", settings.trials);
+        std::printf(
+            "caches: L2 %s, LLC %s; transfers sweep a 256 MiB item and a 256 MiB "
+            "local buffer (memcpy: two 256 MiB buffers): working set 512 MiB, %s\n",
+            size_label(cache_bytes(_SC_LEVEL2_CACHE_SIZE)).c_str(),
+            size_label(cache_bytes(_SC_LEVEL3_CACHE_SIZE)).c_str(),
+            cache_state(2 * kWorkingBytes).c_str());
+        std::fflush(stdout);
+
+        Bench bench(my_fam, settings);
+        bench.run();
+        my_fam.fam_finalize("default");
+
+        std::printf("latencies include the clock's own cost: %.1f ns per reading pair\n\n",
+                    bench.clock_overhead_ns());
+        print_table(bench.rows());
+        write_csv(bench.rows(), settings.csv);
+
+        std::printf("\ntargets:\n");
+        int missed = 0;
+        for (const Target &t : check_targets(bench.rows())) {
+            std::printf("  %-4s %-48s %s\n", t.pass ? "PASS" : "MISS", t.what.c_str(),
+                        t.detail.c_str());
+            missed += !t.pass;
+        }
+        std::printf("%d target(s) missed; CSV written to %s\n", missed, settings.csv.c_str());
+        return settings.strict && missed ? 2 : 0;
+    } catch (const Fam_Exception &e) {
+        std::fprintf(stderr, "fam_microbench: FAILED: %s (Fam_Error %d)\n", e.what(),
+                     e.fam_error());
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "fam_microbench: FAILED: %s\n", e.what());
+    }
+    return 1;
+}

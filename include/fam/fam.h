@@ -1,0 +1,389 @@
+// fam/fam.h: the OpenFAM programming interface as fampool implements it.
+//
+// The first half is plain C (enums and structs shared with fam/fam_c.h); the second half, for
+// C++ only, declares the descriptors and the openfam::fam class whose methods are the API.
+// Errors are reported by throwing openfam::Fam_Exception (fam/fam_exception.h).
+#ifndef FAM_FAM_H_
+#define FAM_FAM_H_
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef __int128 int128_t;
+#endif
+
+#define FAM_SUCCESS 0
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum Fam_Interleave_Enable { INTERLEAVE_DEFAULT = 0, ENABLE, DISABLE } Fam_Interleave_Enable;
+typedef enum Fam_Memory_Type { MEMORY_TYPE_DEFAULT = 0, VOLATILE, PERSISTENT } Fam_Memory_Type;
+typedef enum Fam_Redundancy_Level { REDUNDANCY_LEVEL_DEFAULT = 0, NONE, RAID1, RAID5 } Fam_Redundancy_Level;
+typedef enum Fam_Permission_Level { PERMISSION_LEVEL_DEFAULT = 0, REGION, DATAITEM } Fam_Permission_Level;
+
+typedef struct Fam_Region_Attributes {
+    Fam_Redundancy_Level redundancyLevel;
+    Fam_Memory_Type memoryType;
+    Fam_Interleave_Enable interleaveEnable;
+    Fam_Permission_Level permissionLevel;
+} Fam_Region_Attributes;
+
+typedef enum Fam_Descriptor_Status {
+    DESC_INVALID,
+    DESC_INIT_DONE,
+    DESC_INIT_DONE_BUT_KEY_NOT_VALID,
+    DESC_UNINITIALIZED
+} Fam_Descriptor_Status;
+
+// Names an item or a region across processes: two integers a PE can send to another.
+typedef struct Fam_Global_Descriptor {
+    uint64_t regionId;
+    uint64_t offset;
+} Fam_Global_Descriptor;
+
+#define FAM_MAX_MEMORY_SERVERS 256
+
+// Filled in by fam_stat. `name` points into the descriptor and lives as long as it does.
+typedef struct Fam_Stat {
+    uint64_t size;
+    mode_t perm;
+    char *name;
+    uint32_t uid;
+    uint32_t gid;
+    Fam_Region_Attributes region_attributes;
+    uint64_t num_memservers;
+    uint64_t interleaveSize;
+    uint64_t memory_servers[FAM_MAX_MEMORY_SERVERS];
+} Fam_Stat;
+
+typedef struct Fam_Backup_Options {
+    uint32_t backup_option_reserved;
+} Fam_Backup_Options;
+
+// Options of fam_initialize. Any field may be NULL: the configuration file, then the built-in
+// default supplies it.
+typedef struct Fam_Options {
+    char *defaultRegionName;
+    char *cisServer;
+    char *grpcPort;
+    char *libfabricProvider;
+    char *famThreadModel;
+    char *cisInterfaceType;
+    char *openFamModel;
+    char *famContextModel;
+    char *numConsumer;
+    char *runtime;
+    char *fam_default_memory_type;
+    char *if_device;
+    void *local_buf_addr;
+    uint64_t local_buf_size;
+} Fam_Options;
+
+#ifdef __cplusplus
+}  // extern "C"
+
+#include <fam/fam_exception.h>
+
+namespace fampool {
+struct DescriptorState;
+struct RegionDescriptorState;
+class FamImpl;
+}  // namespace fampool
+
+namespace openfam {
+
+// A handle on one data item. Owned by the caller; `delete` is legal. It carries everything the
+// data path needs, so get/put/atomics on it make no metadata round trip.
+class Fam_Descriptor {
+  public:
+    Fam_Descriptor();
+    explicit Fam_Descriptor(Fam_Global_Descriptor gDescriptor);
+    Fam_Descriptor(Fam_Global_Descriptor gDescriptor, uint64_t itemSize);
+    Fam_Descriptor(const Fam_Descriptor &other);
+    Fam_Descriptor &operator=(const Fam_Descriptor &other);
+    ~Fam_Descriptor();
+
+    Fam_Global_Descriptor get_global_descriptor();
+    void set_global_descriptor(Fam_Global_Descriptor gDescriptor);
+    uint64_t get_size();
+    void set_size(uint64_t itemSize);
+    const char *get_name();
+    mode_t get_perm();
+    uint32_t get_uid();
+    uint32_t get_gid();
+    uint64_t get_interleave_size();
+    uint64_t get_used_memsrv_cnt();
+    uint64_t *get_memserver_ids();
+    Fam_Descriptor_Status get_desc_status();
+    void set_desc_status(Fam_Descriptor_Status status);
+
+    // fampool-private state; not part of the OpenFAM contract.
+    fampool::DescriptorState *state() { return state_; }
+
+  private:
+    fampool::DescriptorState *state_;
+};
+
+// A handle on one region. Owned by the caller; `delete` is legal.
+class Fam_Region_Descriptor {
+  public:
+    Fam_Region_Descriptor();
+    explicit Fam_Region_Descriptor(Fam_Global_Descriptor gDescriptor);
+    Fam_Region_Descriptor(Fam_Global_Descriptor gDescriptor, uint64_t regionSize);
+    Fam_Region_Descriptor(const Fam_Region_Descriptor &other);
+    Fam_Region_Descriptor &operator=(const Fam_Region_Descriptor &other);
+    ~Fam_Region_Descriptor();
+
+    Fam_Global_Descriptor get_global_descriptor();
+    void set_global_descriptor(Fam_Global_Descriptor gDescriptor);
+    uint64_t get_size();
+    void set_size(uint64_t regionSize);
+    const char *get_name();
+    mode_t get_perm();
+    uint32_t get_uid();
+    uint32_t get_gid();
+    Fam_Redundancy_Level get_redundancyLevel();
+    Fam_Memory_Type get_memoryType();
+    Fam_Interleave_Enable get_interleaveEnable();
+    Fam_Permission_Level get_permissionLevel();
+    uint64_t get_interleave_size();
+    uint64_t get_used_memsrv_cnt();
+    uint64_t *get_memserver_ids();
+    Fam_Descriptor_Status get_desc_status();
+    void set_desc_status(Fam_Descriptor_Status status);
+
+    // fampool-private state; not part of the OpenFAM contract.
+    fampool::RegionDescriptorState *state() { return state_; }
+
+  private:
+    fampool::RegionDescriptorState *state_;
+};
+
+class fam_context;
+
+// The OpenFAM API. One object per PE (or per independent user of FAM within a PE); every call
+// below throws Fam_Exception on failure.
+class fam {
+  public:
+    fam();
+    virtual ~fam();
+    fam(const fam &) = delete;
+    fam &operator=(const fam &) = delete;
+
+    // Life cycle and options.
+    void fam_initialize(const char *groupName, Fam_Options *options);
+    void fam_finalize(const char *groupName);
+    void fam_abort(int status);
+    void fam_barrier_all();
+    const char **fam_list_options();
+    const void *fam_get_option(const char *optionName);
+
+    // Regions.
+    Fam_Region_Descriptor *fam_lookup_region(const char *name);
+    Fam_Region_Descriptor *fam_create_region(const char *name, uint64_t size, mode_t permissions,
+                                             Fam_Region_Attributes *regionAttributes);
+    void fam_destroy_region(Fam_Region_Descriptor *descriptor);
+    void fam_resize_region(Fam_Region_Descriptor *descriptor, uint64_t nbytes);
+
+    // Data items.
+    Fam_Descriptor *fam_lookup(const char *itemName, const char *regionName);
+    Fam_Descriptor *fam_allocate(uint64_t nbytes, mode_t accessPermissions,
+                                 Fam_Region_Descriptor *region);
+    Fam_Descriptor *fam_allocate(const char *name, uint64_t nbytes, mode_t accessPermissions,
+                                 Fam_Region_Descriptor *region);
+    void fam_deallocate(Fam_Descriptor *descriptor);
+    void fam_close(Fam_Descriptor *descriptor);
+    void fam_change_permissions(Fam_Descriptor *descriptor, mode_t accessPermissions);
+    void fam_change_permissions(Fam_Region_Descriptor *descriptor, mode_t accessPermissions);
+    void fam_stat(Fam_Descriptor *descriptor, Fam_Stat *famInfo);
+    void fam_stat(Fam_Region_Descriptor *descriptor, Fam_Stat *famInfo);
+
+    // Get and put.
+    void fam_get_blocking(void *local, Fam_Descriptor *descriptor, uint64_t offset,
+                          uint64_t nbytes);
+    void fam_get_nonblocking(void *local, Fam_Descriptor *descriptor, uint64_t offset,
+                             uint64_t nbytes);
+    void fam_put_blocking(void *local, Fam_Descriptor *descriptor, uint64_t offset,
+                          uint64_t nbytes);
+    void fam_put_nonblocking(void *local, Fam_Descriptor *descriptor, uint64_t offset,
+                             uint64_t nbytes);
+
+    // Gather and scatter: strided (element i at (firstElement + i * stride) * elementSize)
+    // and indexed (element i at elementIndex[i] * elementSize).
+    void fam_gather_blocking(void *local, Fam_Descriptor *descriptor, uint64_t nElements,
+                             uint64_t firstElement, uint64_t stride, uint64_t elementSize);
+    void fam_gather_blocking(void *local, Fam_Descriptor *descriptor, uint64_t nElements,
+                             uint64_t *elementIndex, uint64_t elementSize);
+    void fam_gather_nonblocking(void *local, Fam_Descriptor *descriptor, uint64_t nElements,
+                                uint64_t firstElement, uint64_t stride, uint64_t elementSize);
+    void fam_gather_nonblocking(void *local, Fam_Descriptor *descriptor, uint64_t nElements,
+                                uint64_t *elementIndex, uint64_t elementSize);
+    void fam_scatter_blocking(void *local, Fam_Descriptor *descriptor, uint64_t nElements,
+                              uint64_t firstElement, uint64_t stride, uint64_t elementSize);
+    void fam_scatter_blocking(void *local, Fam_Descriptor *descriptor, uint64_t nElements,
+                              uint64_t *elementIndex, uint64_t elementSize);
+    void fam_scatter_nonblocking(void *local, Fam_Descriptor *descriptor, uint64_t nElements,
+                                 uint64_t firstElement, uint64_t stride, uint64_t elementSize);
+    void fam_scatter_nonblocking(void *local, Fam_Descriptor *descriptor, uint64_t nElements,
+                                 uint64_t *elementIndex, uint64_t elementSize);
+
+    // FAM-to-FAM copy, done memory-side.
+    void *fam_copy(Fam_Descriptor *src, uint64_t srcOffset, Fam_Descriptor *dest,
+                   uint64_t destOffset, uint64_t nbytes);
+    void fam_copy_wait(void *waitObj);
+
+    // Backup and restore to the archive store.
+    void *fam_backup(Fam_Descriptor *src, const char *backupName,
+                     Fam_Backup_Options *backupOptions);
+    void fam_backup_wait(void *waitObj);
+    void *fam_restore(const char *backupName, Fam_Descriptor *dest);
+    void *fam_restore(const char *backupName, Fam_Region_Descriptor *destRegion,
+                      const char *dataitemName, mode_t accessPermissions, Fam_Descriptor **dest);
+    void fam_restore_wait(void *waitObj);
+    void *fam_delete_backup(const char *backupName);
+    void fam_delete_backup_wait(void *waitObj);
+    char *fam_list_backup(const char *backupName);
+
+    // Load/store access where the memory is reachable from this node.
+    void *fam_map(Fam_Descriptor *descriptor);
+    void fam_unmap(void *local, Fam_Descriptor *descriptor);
+
+    // Non-fetching atomics.
+    void fam_set(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);
+    void fam_set(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);
+    void fam_set(Fam_Descriptor *descriptor, uint64_t offset, int128_t value);
+    void fam_set(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    void fam_set(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    void fam_set(Fam_Descriptor *descriptor, uint64_t offset, float value);
+    void fam_set(Fam_Descriptor *descriptor, uint64_t offset, double value);
+
+    void fam_add(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);
+    void fam_add(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);
+    void fam_add(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    void fam_add(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    void fam_add(Fam_Descriptor *descriptor, uint64_t offset, float value);
+    void fam_add(Fam_Descriptor *descriptor, uint64_t offset, double value);
+
+    void fam_subtract(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);
+    void fam_subtract(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);
+    void fam_subtract(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    void fam_subtract(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    void fam_subtract(Fam_Descriptor *descriptor, uint64_t offset, float value);
+    void fam_subtract(Fam_Descriptor *descriptor, uint64_t offset, double value);
+
+    void fam_min(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);
+    void fam_min(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);
+    void fam_min(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    void fam_min(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    void fam_min(Fam_Descriptor *descriptor, uint64_t offset, float value);
+    void fam_min(Fam_Descriptor *descriptor, uint64_t offset, double value);
+
+    void fam_max(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);
+    void fam_max(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);
+    void fam_max(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    void fam_max(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    void fam_max(Fam_Descriptor *descriptor, uint64_t offset, float value);
+    void fam_max(Fam_Descriptor *descriptor, uint64_t offset, double value);
+
+    void fam_and(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    void fam_and(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    void fam_or(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    void fam_or(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    void fam_xor(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    void fam_xor(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+
+    // Fetching atomics.
+    int32_t fam_fetch_int32(Fam_Descriptor *descriptor, uint64_t offset);
+    int64_t fam_fetch_int64(Fam_Descriptor *descriptor, uint64_t offset);
+    int128_t fam_fetch_int128(Fam_Descriptor *descriptor, uint64_t offset);
+    uint32_t fam_fetch_uint32(Fam_Descriptor *descriptor, uint64_t offset);
+    uint64_t fam_fetch_uint64(Fam_Descriptor *descriptor, uint64_t offset);
+    float fam_fetch_float(Fam_Descriptor *descriptor, uint64_t offset);
+    double fam_fetch_double(Fam_Descriptor *descriptor, uint64_t offset);
+
+    int32_t fam_swap(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);
+    int64_t fam_swap(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);
+    uint32_t fam_swap(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    uint64_t fam_swap(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    float fam_swap(Fam_Descriptor *descriptor, uint64_t offset, float value);
+    double fam_swap(Fam_Descriptor *descriptor, uint64_t offset, double value);
+
+    int32_t fam_compare_swap(Fam_Descriptor *descriptor, uint64_t offset, int32_t oldValue,
+                             int32_t newValue);
+    int64_t fam_compare_swap(Fam_Descriptor *descriptor, uint64_t offset, int64_t oldValue,
+                             int64_t newValue);
+    uint32_t fam_compare_swap(Fam_Descriptor *descriptor, uint64_t offset, uint32_t oldValue,
+                              uint32_t newValue);
+    uint64_t fam_compare_swap(Fam_Descriptor *descriptor, uint64_t offset, uint64_t oldValue,
+                              uint64_t newValue);
+    int128_t fam_compare_swap(Fam_Descriptor *descriptor, uint64_t offset, int128_t oldValue,
+                              int128_t newValue);
+
+    int32_t fam_fetch_add(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);
+    int64_t fam_fetch_add(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);
+    uint32_t fam_fetch_add(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    uint64_t fam_fetch_add(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    float fam_fetch_add(Fam_Descriptor *descriptor, uint64_t offset, float value);
+    double fam_fetch_add(Fam_Descriptor *descriptor, uint64_t offset, double value);
+
+    int32_t fam_fetch_subtract(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);
+    int64_t fam_fetch_subtract(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);
+    uint32_t fam_fetch_subtract(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    uint64_t fam_fetch_subtract(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    float fam_fetch_subtract(Fam_Descriptor *descriptor, uint64_t offset, float value);
+    double fam_fetch_subtract(Fam_Descriptor *descriptor, uint64_t offset, double value);
+
+    int32_t fam_fetch_min(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);
+    int64_t fam_fetch_min(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);
+    uint32_t fam_fetch_min(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    uint64_t fam_fetch_min(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    float fam_fetch_min(Fam_Descriptor *descriptor, uint64_t offset, float value);
+    double fam_fetch_min(Fam_Descriptor *descriptor, uint64_t offset, double value);
+
+    int32_t fam_fetch_max(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);
+    int64_t fam_fetch_max(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);
+    uint32_t fam_fetch_max(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    uint64_t fam_fetch_max(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    float fam_fetch_max(Fam_Descriptor *descriptor, uint64_t offset, float value);
+    double fam_fetch_max(Fam_Descriptor *descriptor, uint64_t offset, double value);
+
+    uint32_t fam_fetch_and(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    uint64_t fam_fetch_and(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    uint32_t fam_fetch_or(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    uint64_t fam_fetch_or(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+    uint32_t fam_fetch_xor(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value);
+    uint64_t fam_fetch_xor(Fam_Descriptor *descriptor, uint64_t offset, uint64_t value);
+
+    // Ordering and completion of this object's (or context's) operations.
+    void fam_fence();
+    void fam_quiet();
+    uint64_t fam_progress();
+
+    // Contexts: independent streams of data-path operations with their own quiet.
+    fam_context *fam_context_open();
+    void fam_context_close(fam_context *context);
+
+    // fampool-private: the implementation behind this object.
+    fampool::FamImpl *impl() { return impl_; }
+
+  protected:
+    explicit fam(fampool::FamImpl *impl) : impl_(impl) {}
+    fampool::FamImpl *impl_;
+};
+
+// A context opened by fam::fam_context_open. It accepts the data-path, atomic and ordering calls
+// of fam; control-path calls on it throw FAM_ERR_INVALIDOP.
+class fam_context : public fam {
+  public:
+    explicit fam_context(fampool::FamImpl *impl) : fam(impl) {}
+    ~fam_context() override;
+};
+
+}  // namespace openfam
+
+#endif  // __cplusplus
+
+#endif  // FAM_FAM_H_

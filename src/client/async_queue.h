@@ -1,0 +1,48 @@
+// The non-blocking engine of one context: operations posted here run in order on the context's
+// own background thread, so the posting call returns before the copy is done. Progress counts
+// what is posted and not yet complete; Quiet waits for all of it and reports the first error.
+#ifndef FAMPOOL_CLIENT_ASYNC_QUEUE_H_
+#define FAMPOOL_CLIENT_ASYNC_QUEUE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace fampool {
+
+class AsyncQueue {
+  public:
+    AsyncQueue() = default;
+    ~AsyncQueue();
+    AsyncQueue(const AsyncQueue &) = delete;
+    AsyncQueue &operator=(const AsyncQueue &) = delete;
+
+    void Post(std::function<void()> operation);
+    // Posted operations not yet complete.
+    uint64_t Pending();
+    // Waits until every posted operation is complete. Rethrows (and clears) the first error.
+    void Quiet();
+    // Waits like Quiet but keeps any error for the next Quiet.
+    void Drain();
+
+  private:
+    void Run();
+
+    std::mutex mutex_;
+    std::condition_variable work_ready_;
+    std::condition_variable all_done_;
+    std::deque<std::function<void()>> queue_;
+    uint64_t posted_ = 0;
+    uint64_t completed_ = 0;
+    std::exception_ptr first_error_;
+    bool stopping_ = false;
+    std::thread worker_;  // started on the first Post
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_CLIENT_ASYNC_QUEUE_H_

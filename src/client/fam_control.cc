@@ -1,0 +1,222 @@
+// FamImpl: regions, items and descriptor resolution (the control path).
+#include <cstring>
+
+#include "client/fam_impl.h"
+
+namespace fampool {
+namespace {
+
+void CheckNameArgument(const char *what, const char *name) {
+    if (!name) Fail(openfam::FAM_ERR_NULLPTR, "{} name is NULL", what);
+}
+
+Fam_Region_Descriptor *NewRegionDescriptor(const RegionInfo &region) {
+    auto *descriptor = new Fam_Region_Descriptor(Fam_Global_Descriptor{region.id, 0}, region.size);
+    RegionDescriptorState *state = descriptor->state();
+    state->region = region;
+    state->status = DESC_INIT_DONE;
+    return descriptor;
+}
+
+void FillStat(Fam_Stat *info, uint64_t size, uint32_t perm, const std::string &name, uint32_t uid,
+              uint32_t gid, const RegionInfo &region) {
+    std::memset(info, 0, sizeof *info);
+    info->size = size;
+    info->perm = perm;
+    info->name = const_cast<char *>(name.c_str());
+    info->uid = uid;
+    info->gid = gid;
+    info->region_attributes = region.attributes;
+    info->interleaveSize = region.interleave_size;
+    info->num_memservers = region.memory_servers.size();
+    for (size_t i = 0; i < region.memory_servers.size() && i < FAM_MAX_MEMORY_SERVERS; ++i) {
+        info->memory_servers[i] = region.memory_servers[i];
+    }
+}
+
+}  // namespace
+
+std::string Describe(const ItemInfo &item) {
+    if (!item.name.empty()) return fmt::format("item \"{}\"", item.name);
+    return fmt::format("unnamed item at offset {} of region \"{}\"", item.offset, item.region.name);
+}
+
+DescriptorState &FamImpl::Resolve(Session &session, Fam_Descriptor *item) {
+    if (!item) Fail(openfam::FAM_ERR_NULLPTR, "descriptor is NULL");
+    DescriptorState &state = *item->state();
+    if (state.status == DESC_INIT_DONE) return state;
+    std::lock_guard<std::mutex> lock(resolve_mutex_);
+    if (state.status == DESC_INVALID) {
+        Fail(openfam::FAM_ERR_INVALID, "descriptor refers to an item that was deallocated");
+    }
+    if (state.status != DESC_INIT_DONE) {
+        // Built from a Fam_Global_Descriptor: fetch what it lacks from the metadata service.
+        ItemInfo info =
+            session.metadata->GetItem(state.global.regionId, state.global.offset, session.caller);
+        state.binding = session.transport->Attach(info);
+        state.item = std::move(info);
+        state.size_known = true;
+        state.status = DESC_INIT_DONE;
+    }
+    return state;
+}
+
+RegionDescriptorState &FamImpl::ResolveRegion(Session &session, Fam_Region_Descriptor *region) {
+    if (!region) Fail(openfam::FAM_ERR_NULLPTR, "region descriptor is NULL");
+    RegionDescriptorState &state = *region->state();
+    if (state.status == DESC_INIT_DONE) return state;
+    std::lock_guard<std::mutex> lock(resolve_mutex_);
+    if (state.status == DESC_INVALID) {
+        Fail(openfam::FAM_ERR_INVALID, "region descriptor refers to a destroyed region");
+    }
+    if (state.status != DESC_INIT_DONE) {
+        state.region = session.metadata->GetRegion(state.global.regionId, session.caller);
+        state.size_known = true;
+        state.status = DESC_INIT_DONE;
+    }
+    return state;
+}
+
+RegionInfo FamImpl::DefaultRegion(Session &session) {
+    const std::string &name = session.config.default_region_name;
+    for (int attempt = 0;; ++attempt) {
+        try {
+            return session.metadata->LookupRegion(name, session.caller);
+        } catch (const Failure &failure) {
+            if (failure.fam_error() != openfam::FAM_ERR_NOTFOUND || attempt > 0) throw;
+        }
+        try {
+            Fam_Region_Attributes attributes{};
+            attributes.memoryType =
+                session.config.default_memory_type == "persistent" ? PERSISTENT : VOLATILE;
+            return session.metadata->CreateRegion(name, session.config.default_region_size, 0777,
+                                                  attributes, session.caller);
+        } catch (const Failure &failure) {
+            // Another process created it first: look it up again.
+            if (failure.fam_error() != openfam::FAM_ERR_ALREADYEXIST) throw;
+        }
+    }
+}
+
+Fam_Region_Descriptor *FamImpl::LookupRegion(const char *name) {
+    Session &session = Control();
+    CheckNameArgument("region", name);
+    return NewRegionDescriptor(session.metadata->LookupRegion(name, session.caller));
+}
+
+Fam_Region_Descriptor *FamImpl::CreateRegion(const char *name, uint64_t size, mode_t perm,
+                                             Fam_Region_Attributes *attributes) {
+    Session &session = Control();
+    CheckNameArgument("region", name);
+    Fam_Region_Attributes resolved{};
+    if (attributes) resolved = *attributes;
+    if (resolved.memoryType == MEMORY_TYPE_DEFAULT) {
+        resolved.memoryType =
+            session.config.default_memory_type == "persistent" ? PERSISTENT : VOLATILE;
+    }
+    return NewRegionDescriptor(
+        session.metadata->CreateRegion(name, size, perm, resolved, session.caller));
+}
+
+void FamImpl::DestroyRegion(Fam_Region_Descriptor *region) {
+    Session &session = Control();
+    RegionDescriptorState &state = ResolveRegion(session, region);
+    session.metadata->DestroyRegion(state.region.id, session.caller);
+    state.status = DESC_INVALID;
+}
+
+void FamImpl::ResizeRegion(Fam_Region_Descriptor *region, uint64_t nbytes) {
+    Session &session = Control();
+    RegionDescriptorState &state = ResolveRegion(session, region);
+    state.region = session.metadata->ResizeRegion(state.region.id, nbytes, session.caller);
+}
+
+void FamImpl::ChangePermissions(Fam_Region_Descriptor *region, mode_t perm) {
+    Session &session = Control();
+    RegionDescriptorState &state = ResolveRegion(session, region);
+    session.metadata->ChangeRegionPermissions(state.region.id, perm, session.caller);
+    state.region.perm = perm & 0777;
+}
+
+void FamImpl::Stat(Fam_Region_Descriptor *region, Fam_Stat *info) {
+    Session &session = Control();
+    RegionDescriptorState &state = ResolveRegion(session, region);
+    if (!info) Fail(openfam::FAM_ERR_NULLPTR, "Fam_Stat pointer is NULL");
+    state.region = session.metadata->GetRegion(state.region.id, session.caller);
+    const RegionInfo &r = state.region;
+    FillStat(info, r.size, r.perm, r.name, r.uid, r.gid, r);
+}
+
+Fam_Descriptor *FamImpl::Lookup(const char *item, const char *region) {
+    Session &session = Control();
+    CheckNameArgument("item", item);
+    CheckNameArgument("region", region);
+    ItemInfo info = session.metadata->LookupItem(item, region, session.caller);
+    auto *descriptor = new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset},
+                                          info.size);
+    DescriptorState *state = descriptor->state();
+    state->binding = session.transport->Attach(info);
+    state->item = std::move(info);
+    state->status = DESC_INIT_DONE;
+    return descriptor;
+}
+
+Fam_Descriptor *FamImpl::Allocate(const char *name, uint64_t nbytes, mode_t perm,
+                                  Fam_Region_Descriptor *region) {
+    Session &session = Control();
+    uint64_t region_id =
+        region ? ResolveRegion(session, region).region.id : DefaultRegion(session).id;
+    ItemInfo info =
+        session.metadata->AllocateItem(region_id, name ? name : "", nbytes, perm, session.caller);
+    auto *descriptor = new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset},
+                                          info.size);
+    DescriptorState *state = descriptor->state();
+    state->binding = session.transport->Attach(info);
+    state->item = std::move(info);
+    state->status = DESC_INIT_DONE;
+    return descriptor;
+}
+
+void FamImpl::Deallocate(Fam_Descriptor *item) {
+    Session &session = Control();
+    DescriptorState &state = Resolve(session, item);
+    session.metadata->DeallocateItem(state.item.region_id, state.item.offset, session.caller);
+    state.status = DESC_INVALID;
+    state.binding.reset();
+}
+
+void FamImpl::Close(Fam_Descriptor *item) {
+    Session &session = Control();
+    DescriptorState &state = Resolve(session, item);
+    // The item stays; this process lets go of its data-path binding. A later use of the
+    // descriptor binds again.
+    std::lock_guard<std::mutex> lock(resolve_mutex_);
+    state.binding.reset();
+    state.status = DESC_UNINITIALIZED;
+}
+
+void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {
+    Session &session = Control();
+    DescriptorState &state = Resolve(session, item);
+    session.metadata->ChangeItemPermissions(state.item.region_id, state.item.offset, perm,
+                                            session.caller);
+    state.item.perm = perm & 0777;
+    ItemInfo fresh = session.metadata->GetItem(state.item.region_id, state.item.offset,
+                                               session.caller);
+    state.item.can_read = fresh.can_read;
+    state.item.can_write = fresh.can_write;
+}
+
+void FamImpl::Stat(Fam_Descriptor *item, Fam_Stat *info) {
+    Session &session = Control();
+    DescriptorState &state = Resolve(session, item);
+    if (!info) Fail(openfam::FAM_ERR_NULLPTR, "Fam_Stat pointer is NULL");
+    ItemInfo fresh =
+        session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller);
+    state.item.perm = fresh.perm;
+    state.item.region = fresh.region;
+    const ItemInfo &i = state.item;
+    FillStat(info, i.size, i.perm, i.name, i.uid, i.gid, i.region);
+}
+
+}  // namespace fampool

@@ -1,0 +1,180 @@
+// FamImpl: get, put, gather, scatter, map and atomics (the data path). Every check happens
+// before the first byte moves, so a call that fails writes nothing.
+#include <vector>
+
+#include "client/fam_impl.h"
+
+namespace fampool {
+namespace {
+
+const char *AccessName(unsigned access) {
+    return access == kRead ? "read" : access == kWrite ? "write" : "read and write";
+}
+
+}  // namespace
+
+DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigned access,
+                                 uint64_t offset, uint64_t nbytes) {
+    DescriptorState &state = Resolve(session, item);
+    const ItemInfo &info = state.item;
+    if (!state.binding->valid()) {
+        Fail(openfam::FAM_ERR_INVALID, "the region of {} was destroyed", Describe(info));
+    }
+    if (offset > info.size || nbytes > info.size - offset) {
+        Fail(openfam::FAM_ERR_OUTOFRANGE, "offset {} + {} bytes past end of {} (size {})", offset,
+             nbytes, Describe(info), info.size);
+    }
+    if (((access & kRead) && !info.can_read) || ((access & kWrite) && !info.can_write)) {
+        Fail(openfam::FAM_ERR_NOPERM, "no {} permission on {}", AccessName(access),
+             Describe(info));
+    }
+    return state;
+}
+
+void FamImpl::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
+                  bool blocking) {
+    Session &session = Live();
+    DescriptorState &state = Access(session, item, kRead, offset, nbytes);
+    if (nbytes == 0) return;
+    if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
+    Transport *transport = session.transport.get();
+    if (blocking) return transport->Read(*state.binding, offset, local, nbytes);
+    queue_.Post([transport, binding = state.binding, offset, local, nbytes] {
+        transport->Read(*binding, offset, local, nbytes);
+    });
+}
+
+void FamImpl::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
+                  bool blocking) {
+    Session &session = Live();
+    DescriptorState &state = Access(session, item, kWrite, offset, nbytes);
+    if (nbytes == 0) return;
+    if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
+    Transport *transport = session.transport.get();
+    if (blocking) return transport->Write(*state.binding, offset, local, nbytes);
+    queue_.Post([transport, binding = state.binding, offset, local, nbytes] {
+        transport->Write(*binding, offset, local, nbytes);
+    });
+}
+
+// Where the elements of a gather or scatter are: strided, or listed by index.
+struct ElementPlan {
+    bool strided = true;
+    uint64_t first = 0, stride = 0;
+    std::vector<uint64_t> indices;
+    uint64_t IndexOf(uint64_t i) const { return strided ? first + i * stride : indices[i]; }
+};
+
+namespace {
+
+ElementPlan Strided(uint64_t first, uint64_t stride) {
+    ElementPlan plan;
+    plan.first = first;
+    plan.stride = stride;
+    return plan;
+}
+
+ElementPlan Indexed(const uint64_t *index, uint64_t count) {
+    if (!index && count) Fail(openfam::FAM_ERR_NULLPTR, "element index array is NULL");
+    ElementPlan plan;
+    plan.strided = false;
+    if (count) plan.indices.assign(index, index + count);
+    return plan;
+}
+
+}  // namespace
+
+void FamImpl::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64_t element_size,
+                       ElementPlan plan, bool to_fam, bool blocking) {
+    Session &session = Live();
+    DescriptorState &state = Access(session, item, 0, 0, 0);
+    const ItemInfo &info = state.item;
+    if (element_size == 0) Fail(openfam::FAM_ERR_INVALID, "element size is 0");
+    if (count == 0) return;
+    if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} elements", count);
+    uint64_t last = 0, end = 0;
+    bool overflow = false;
+    if (plan.strided) {
+        uint64_t span;
+        overflow = __builtin_mul_overflow(count - 1, plan.stride, &span) ||
+                   __builtin_add_overflow(plan.first, span, &last);
+    } else {
+        for (uint64_t index : plan.indices) last = std::max(last, index);
+    }
+    if (overflow || __builtin_add_overflow(last, 1, &end) ||
+        __builtin_mul_overflow(end, element_size, &end) || end > info.size) {
+        Fail(openfam::FAM_ERR_OUTOFRANGE,
+             "element {} of {} bytes (of {} elements) lies past end of {} (size {})", last,
+             element_size, count, Describe(info), info.size);
+    }
+    unsigned access = to_fam ? kWrite : kRead;
+    if (((access & kRead) && !info.can_read) || ((access & kWrite) && !info.can_write)) {
+        Fail(openfam::FAM_ERR_NOPERM, "no {} permission on {}", AccessName(access),
+             Describe(info));
+    }
+    auto run = [transport = session.transport.get(), binding = state.binding,
+                local = static_cast<char *>(local), count, element_size, plan = std::move(plan),
+                to_fam] {
+        for (uint64_t i = 0; i < count; ++i) {
+            uint64_t offset = plan.IndexOf(i) * element_size;
+            char *element = local + i * element_size;
+            if (to_fam) {
+                transport->Write(*binding, offset, element, element_size);
+            } else {
+                transport->Read(*binding, offset, element, element_size);
+            }
+        }
+    };
+    if (blocking) return run();
+    queue_.Post(std::move(run));
+}
+
+void FamImpl::Gather(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
+                     uint64_t stride, uint64_t element_size, bool blocking) {
+    Elements(local, item, count, element_size, Strided(first, stride), false, blocking);
+}
+
+void FamImpl::Gather(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
+                     uint64_t element_size, bool blocking) {
+    Elements(local, item, count, element_size, Indexed(index, count), false, blocking);
+}
+
+void FamImpl::Scatter(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
+                      uint64_t stride, uint64_t element_size, bool blocking) {
+    Elements(local, item, count, element_size, Strided(first, stride), true, blocking);
+}
+
+void FamImpl::Scatter(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
+                      uint64_t element_size, bool blocking) {
+    Elements(local, item, count, element_size, Indexed(index, count), true, blocking);
+}
+
+void *FamImpl::Map(Fam_Descriptor *item) {
+    Session &session = Control();
+    DescriptorState &state = Access(session, item, kRead, 0, 0);
+    return session.transport->Map(*state.binding, state.item.can_write);
+}
+
+void FamImpl::Unmap(void *local, Fam_Descriptor *item) {
+    Session &session = Control();
+    Resolve(session, item);
+    if (!local) Fail(openfam::FAM_ERR_NULLPTR, "address to unmap is NULL");
+    session.transport->Unmap(local);
+}
+
+void FamImpl::AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size,
+                          Fam_Descriptor *item, uint64_t offset, const void *operand,
+                          const void *compare, void *result) {
+    Session &session = Live();
+    unsigned access = op == AtomicOp::kFetch ? kRead : fetching ? kRead | kWrite : kWrite;
+    DescriptorState &state = Access(session, item, access, offset, size);
+    if (offset % size != 0) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "offset {} of {} is not aligned to the {}-byte operand of the atomic", offset,
+             Describe(state.item), size);
+    }
+    session.transport->Atomic(*state.binding, offset, op, type, operand, compare,
+                              fetching ? result : nullptr);
+}
+
+}  // namespace fampool

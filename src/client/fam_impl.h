@@ -1,0 +1,142 @@
+// The implementation behind openfam::fam and openfam::fam_context. The facade (src/api/fam.cc)
+// forwards each call here under its name; FamImpl checks the object's state and the arguments,
+// resolves descriptors, and dispatches to the metadata service, the memory server or the
+// transport. A context is a FamImpl with its own non-blocking queue sharing its parent's session.
+#ifndef FAMPOOL_CLIENT_FAM_IMPL_H_
+#define FAMPOOL_CLIENT_FAM_IMPL_H_
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "client/async_queue.h"
+#include "client/descriptor_state.h"
+#include "client/session.h"
+#include "common/error.h"
+#include "fam/fam.h"
+
+namespace fampool {
+
+template <typename T> constexpr DataType TypeOf();
+template <> constexpr DataType TypeOf<int32_t>() { return DataType::kInt32; }
+template <> constexpr DataType TypeOf<int64_t>() { return DataType::kInt64; }
+template <> constexpr DataType TypeOf<__int128>() { return DataType::kInt128; }
+template <> constexpr DataType TypeOf<uint32_t>() { return DataType::kUint32; }
+template <> constexpr DataType TypeOf<uint64_t>() { return DataType::kUint64; }
+template <> constexpr DataType TypeOf<float>() { return DataType::kFloat; }
+template <> constexpr DataType TypeOf<double>() { return DataType::kDouble; }
+
+struct ElementPlan;  // fam_data.cc
+
+class FamImpl {
+  public:
+    FamImpl() = default;
+    FamImpl(std::shared_ptr<Session> session, FamImpl *parent)
+        : session_(std::move(session)), parent_(parent) {}
+    ~FamImpl();
+
+    // Life cycle and options.
+    void Initialize(const char *group, Fam_Options *options);
+    void Finalize(const char *group);
+    [[noreturn]] void Abort(int status);
+    void Barrier();
+    const char **ListOptions();
+    const void *GetOption(const char *name);
+
+    // Regions.
+    Fam_Region_Descriptor *LookupRegion(const char *name);
+    Fam_Region_Descriptor *CreateRegion(const char *name, uint64_t size, mode_t perm,
+                                        Fam_Region_Attributes *attributes);
+    void DestroyRegion(Fam_Region_Descriptor *region);
+    void ResizeRegion(Fam_Region_Descriptor *region, uint64_t nbytes);
+    void ChangePermissions(Fam_Region_Descriptor *region, mode_t perm);
+    void Stat(Fam_Region_Descriptor *region, Fam_Stat *info);
+
+    // Items.
+    Fam_Descriptor *Lookup(const char *item, const char *region);
+    Fam_Descriptor *Allocate(const char *name, uint64_t nbytes, mode_t perm,
+                             Fam_Region_Descriptor *region);
+    void Deallocate(Fam_Descriptor *item);
+    void Close(Fam_Descriptor *item);
+    void ChangePermissions(Fam_Descriptor *item, mode_t perm);
+    void Stat(Fam_Descriptor *item, Fam_Stat *info);
+
+    // Data path.
+    void Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes, bool blocking);
+    void Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes, bool blocking);
+    void Gather(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
+                uint64_t stride, uint64_t element_size, bool blocking);
+    void Gather(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
+                uint64_t element_size, bool blocking);
+    void Scatter(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
+                 uint64_t stride, uint64_t element_size, bool blocking);
+    void Scatter(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
+                 uint64_t element_size, bool blocking);
+    void *Copy(Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest,
+               uint64_t dest_offset, uint64_t nbytes);
+    void *Map(Fam_Descriptor *item);
+    void Unmap(void *local, Fam_Descriptor *item);
+
+    // Atomics: one implementation for every operation and type.
+    // `fetching`: the caller wants the old value (needs read permission as well as write).
+    template <typename T>
+    T Atomic(AtomicOp op, bool fetching, Fam_Descriptor *item, uint64_t offset, T operand = T(),
+             T compare = T()) {
+        T result{};
+        AtomicBytes(op, fetching, TypeOf<T>(), sizeof(T), item, offset, &operand, &compare,
+                    &result);
+        return result;
+    }
+
+    // Ordering and contexts.
+    void Fence();
+    void Quiet();
+    uint64_t Progress();
+    openfam::fam_context *ContextOpen();
+    void ContextClose(openfam::fam_context *context);
+
+    // Backup and restore.
+    void *Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options *options);
+    void *Restore(const char *name, Fam_Descriptor *dest);
+    void *Restore(const char *name, Fam_Region_Descriptor *region, const char *item, mode_t perm,
+                  Fam_Descriptor **dest);
+    void *DeleteBackup(const char *name);
+    char *ListBackup(const char *name);
+    // Waits for the operation behind a wait object from Copy, Backup, Restore or DeleteBackup.
+    void Wait(void *wait_object);
+
+  private:
+    // The session of an initialized, not finalized object; throws FAM_ERR_INVALIDOP otherwise.
+    Session &Live();
+    // Live(), and not a context (control-path calls).
+    Session &Control();
+    // The item behind a descriptor, fetched from the metadata service on first use.
+    DescriptorState &Resolve(Session &session, Fam_Descriptor *item);
+    RegionDescriptorState &ResolveRegion(Session &session, Fam_Region_Descriptor *region);
+    RegionInfo DefaultRegion(Session &session);
+    // Bounds and permission checks of the data path.
+    DescriptorState &Access(Session &session, Fam_Descriptor *item, unsigned access,
+                            uint64_t offset, uint64_t nbytes);
+    void AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size, Fam_Descriptor *item,
+                     uint64_t offset, const void *operand, const void *compare, void *result);
+    // The one implementation of gather and scatter, strided or indexed.
+    void Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64_t element_size,
+                  ElementPlan plan, bool to_fam, bool blocking);
+
+    std::shared_ptr<Session> session_;
+    FamImpl *parent_ = nullptr;  // set for contexts
+    AsyncQueue queue_;           // declared after session_: drained before the session goes
+
+    std::mutex contexts_mutex_;
+    std::set<openfam::fam_context *> contexts_;
+    std::mutex resolve_mutex_;
+};
+
+// `item "name"` or `unnamed item at offset N of region "r"`, for messages.
+std::string Describe(const ItemInfo &item);
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_CLIENT_FAM_IMPL_H_

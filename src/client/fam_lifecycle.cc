@@ -1,0 +1,180 @@
+// FamImpl: life cycle, options, contexts and ordering.
+#include <cstdlib>
+#include <cstring>
+
+#include "client/fam_impl.h"
+
+namespace fampool {
+namespace {
+
+const char *kOptionNames[] = {"VERSION",
+                              "DEFAULT_REGION_NAME",
+                              "CIS_SERVER",
+                              "GRPC_PORT",
+                              "LIBFABRIC_PROVIDER",
+                              "FAM_THREAD_MODEL",
+                              "CIS_INTERFACE_TYPE",
+                              "OPENFAM_MODEL",
+                              "FAM_CONTEXT_MODEL",
+                              "PE_COUNT",
+                              "PE_ID",
+                              "RUNTIME",
+                              "NUM_CONSUMER",
+                              "FAM_DEFAULT_MEMORY_TYPE",
+                              "IF_DEVICE",
+                              "LOC_BUF_ADDR",
+                              "LOC_BUF_SIZE",
+                              "FAMPOOL_HOME",
+                              "FAMPOOL_ARCHIVE_DIR",
+                              nullptr};
+
+template <typename T>
+const void *Copied(const T &value) {
+    void *copy = std::malloc(sizeof(T));
+    if (!copy) Fail(openfam::FAM_ERR_MEMORY, "out of memory");
+    std::memcpy(copy, &value, sizeof(T));
+    return copy;
+}
+
+const void *Copied(const std::string &value) {
+    char *copy = strdup(value.c_str());
+    if (!copy) Fail(openfam::FAM_ERR_MEMORY, "out of memory");
+    return copy;
+}
+
+}  // namespace
+
+FamImpl::~FamImpl() {
+    // A context closes its own operations; a fam object dropped without fam_finalize is
+    // finalized here, quietly.
+    if (!parent_ && session_ && !session_->finalized) {
+        try {
+            Finalize(nullptr);
+        } catch (...) {
+        }
+    }
+    queue_.Drain();
+}
+
+Session &FamImpl::Live() {
+    if (!session_) {
+        Fail(openfam::FAM_ERR_INVALIDOP, "fam object is not initialized (call fam_initialize)");
+    }
+    if (session_->finalized.load(std::memory_order_acquire)) {
+        Fail(openfam::FAM_ERR_INVALIDOP, "fam object was finalized");
+    }
+    return *session_;
+}
+
+Session &FamImpl::Control() {
+    Session &session = Live();
+    if (parent_) {
+        Fail(openfam::FAM_ERR_INVALIDOP,
+             "not allowed on a fam_context (contexts take data-path, atomic and ordering calls "
+             "only; use the fam object)");
+    }
+    return session;
+}
+
+void FamImpl::Initialize(const char * /*group*/, Fam_Options *options) {
+    if (parent_) Fail(openfam::FAM_ERR_INVALIDOP, "not allowed on a fam_context");
+    if (session_) {
+        Fail(openfam::FAM_ERR_INVALIDOP, "{}",
+             session_->finalized ? "fam object was finalized; create a new one"
+                                 : "fam object is already initialized");
+    }
+    session_ = Session::Open(LoadConfig(options));
+}
+
+void FamImpl::Finalize(const char * /*group*/) {
+    Session &session = Control();
+    {
+        std::lock_guard<std::mutex> lock(contexts_mutex_);
+        for (openfam::fam_context *context : contexts_) context->impl()->queue_.Drain();
+    }
+    queue_.Drain();
+    session.finalized.store(true, std::memory_order_release);
+    session.metadata->Sync();
+    session.runtime.reset();
+}
+
+void FamImpl::Abort(int status) {
+    Session &session = Live();
+    session.runtime->Abort(status);
+    std::_Exit(status);  // Runtime::Abort does not return; this keeps the promise visible
+}
+
+void FamImpl::Barrier() { Control().runtime->Barrier(); }
+
+const char **FamImpl::ListOptions() {
+    Live();
+    return kOptionNames;
+}
+
+const void *FamImpl::GetOption(const char *name) {
+    Session &session = Live();
+    if (!name) Fail(openfam::FAM_ERR_NULLPTR, "option name is NULL");
+    const Config &c = session.config;
+    std::string option = name;
+    if (option == "VERSION") return Copied(std::string("0.1.0"));
+    if (option == "DEFAULT_REGION_NAME") return Copied(c.default_region_name);
+    if (option == "CIS_SERVER") return Copied(c.cis_server);
+    if (option == "GRPC_PORT") return Copied(c.grpc_port);
+    if (option == "LIBFABRIC_PROVIDER") return Copied(c.libfabric_provider);
+    if (option == "FAM_THREAD_MODEL") return Copied(c.thread_model);
+    if (option == "CIS_INTERFACE_TYPE") return Copied(c.cis_interface_type);
+    if (option == "OPENFAM_MODEL") return Copied(c.model);
+    if (option == "FAM_CONTEXT_MODEL") return Copied(c.context_model);
+    if (option == "PE_COUNT") return Copied(session.runtime->pe_count());
+    if (option == "PE_ID") return Copied(session.runtime->pe_id());
+    if (option == "RUNTIME") return Copied(std::string(session.runtime->name()));
+    if (option == "NUM_CONSUMER") return Copied(c.num_consumer);
+    if (option == "FAM_DEFAULT_MEMORY_TYPE") return Copied(c.default_memory_type);
+    if (option == "IF_DEVICE") return Copied(c.if_device);
+    if (option == "LOC_BUF_ADDR") return Copied(c.local_buf_addr);
+    if (option == "LOC_BUF_SIZE") return Copied(c.local_buf_size);
+    if (option == "FAMPOOL_HOME") return Copied(c.data_dir);
+    if (option == "FAMPOOL_ARCHIVE_DIR") return Copied(c.archive_dir);
+    Fail(openfam::FAM_ERR_NOTFOUND, "unknown option \"{}\" (fam_list_options gives the names)",
+         option);
+}
+
+openfam::fam_context *FamImpl::ContextOpen() {
+    Control();
+    auto *context = new openfam::fam_context(new FamImpl(session_, this));
+    std::lock_guard<std::mutex> lock(contexts_mutex_);
+    contexts_.insert(context);
+    return context;
+}
+
+void FamImpl::ContextClose(openfam::fam_context *context) {
+    if (!session_) Fail(openfam::FAM_ERR_INVALIDOP, "fam object is not initialized");
+    if (parent_) Fail(openfam::FAM_ERR_INVALIDOP, "not allowed on a fam_context");
+    if (!context) Fail(openfam::FAM_ERR_NULLPTR, "context is NULL");
+    {
+        std::lock_guard<std::mutex> lock(contexts_mutex_);
+        if (!contexts_.erase(context)) {
+            Fail(openfam::FAM_ERR_INVALID, "context was not opened by this fam object");
+        }
+    }
+    delete context;  // drains its queue
+}
+
+void FamImpl::Fence() {
+    Live();
+    // Operations of one context run in order on its queue; a fence also orders them before
+    // the blocking calls that follow.
+    queue_.Drain();
+}
+
+void FamImpl::Quiet() {
+    Live();
+    queue_.Quiet();
+}
+
+uint64_t FamImpl::Progress() {
+    Live();
+    return queue_.Pending();
+}
+
+}  // namespace fampool

@@ -1,0 +1,36 @@
+// Everything an initialized fam object uses, shared by the object and its contexts: the
+// configuration, the caller's identity, the metadata service, the memory server, the data-path
+// transport and the launch runtime.
+#ifndef FAMPOOL_CLIENT_SESSION_H_
+#define FAMPOOL_CLIENT_SESSION_H_
+
+#include <atomic>
+#include <memory>
+
+#include "common/config.h"
+#include "memserver/local_memory_server.h"
+#include "meta/lmdb.h"
+#include "meta/metadata_service.h"
+#include "runtime/runtime.h"
+#include "transport/transport.h"
+
+namespace fampool {
+
+struct Session {
+    // Builds the embedded model for `config`: opens (or creates) the store under the data
+    // directory, the heaps, and the runtime.
+    static std::shared_ptr<Session> Open(const Config &config);
+
+    Config config;
+    Caller caller;
+    std::shared_ptr<LmdbEnv> env;
+    std::unique_ptr<LocalMemoryServer> memory_server;
+    std::unique_ptr<MetadataService> metadata;
+    std::unique_ptr<Transport> transport;
+    std::unique_ptr<Runtime> runtime;
+    std::atomic<bool> finalized{false};
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_CLIENT_SESSION_H_

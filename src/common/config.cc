@@ -1,0 +1,159 @@
+#include "common/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <initializer_list>
+
+#include "common/error.h"
+
+namespace fampool {
+namespace {
+
+const char *Env(const char *name) {
+    const char *value = std::getenv(name);
+    return (value && *value) ? value : nullptr;
+}
+
+// Sets `field` from the YAML key (first of `keys` present), then the environment variable, then
+// the option, so that the last one present wins.
+void Layer(std::string &field, const YAML::Node &yaml, std::initializer_list<const char *> keys,
+           const char *env, const char *option) {
+    if (yaml && yaml.IsMap()) {
+        for (const char *key : keys) {
+            if (yaml[key] && yaml[key].IsScalar()) {
+                field = yaml[key].as<std::string>();
+                break;
+            }
+        }
+    }
+    if (env && Env(env)) field = Env(env);
+    if (option) field = option;
+}
+
+void RequireOneOf(const char *what, const std::string &value,
+                  std::initializer_list<const char *> allowed) {
+    std::string list;
+    for (const char *a : allowed) {
+        if (value == a) return;
+        list += list.empty() ? "" : ", ";
+        list += a;
+    }
+    Fail(openfam::FAM_ERR_INVALID, "option {} has value \"{}\"; expected one of {}", what, value,
+         list);
+}
+
+uint64_t ParseSize(const char *what, const std::string &text) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long value = std::strtoull(text.c_str(), &end, 0);
+    if (errno != 0 || end == text.c_str()) {
+        Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" is not a number", what, text);
+    }
+    std::string suffix(end);
+    if (suffix == "k" || suffix == "K" || suffix == "KiB") value <<= 10;
+    else if (suffix == "m" || suffix == "M" || suffix == "MiB") value <<= 20;
+    else if (suffix == "g" || suffix == "G" || suffix == "GiB") value <<= 30;
+    else if (suffix == "t" || suffix == "T" || suffix == "TiB") value <<= 40;
+    else if (!suffix.empty()) Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" has an unknown unit", what, text);
+    return value;
+}
+
+std::string DefaultDataDir() {
+    if (const char *home = Env("FAMPOOL_HOME")) return home;
+    if (const char *xdg = Env("XDG_DATA_HOME")) return std::string(xdg) + "/fampool";
+    if (const char *home = Env("HOME")) return std::string(home) + "/.local/share/fampool";
+    return "/tmp/fampool-" + std::to_string(getuid());
+}
+
+YAML::Node ReadConfigFile(std::string &path) {
+    if (const char *explicit_path = Env("FAMPOOL_CONFIG")) {
+        path = explicit_path;
+    } else if (const char *root = Env("OPENFAM_ROOT")) {
+        path = std::string(root) + "/config/fam_pe_config.yaml";
+        if (!std::filesystem::exists(path)) {
+            path.clear();
+            return YAML::Node();
+        }
+    } else {
+        return YAML::Node();
+    }
+    try {
+        return YAML::LoadFile(path);
+    } catch (const YAML::Exception &e) {
+        Fail(openfam::FAM_ERR_INVALID, "cannot read configuration file {}: {}", path, e.what());
+    }
+}
+
+}  // namespace
+
+Config LoadConfig(const Fam_Options *options) {
+    Fam_Options none{};
+    const Fam_Options &o = options ? *options : none;
+    Config c;
+    YAML::Node yaml = ReadConfigFile(c.config_file);
+
+    bool under_pmix = Env("PMIX_RANK") || Env("PMIX_NAMESPACE");
+    c.runtime = under_pmix ? "PMIX" : "NONE";
+
+    Layer(c.default_region_name, yaml, {"default_region_name"}, "FAMPOOL_DEFAULT_REGION",
+          o.defaultRegionName);
+    Layer(c.cis_server, yaml, {"fam_client_interface_service_address", "cis_server"},
+          "FAMPOOL_CIS_SERVER", o.cisServer);
+    Layer(c.grpc_port, yaml, {"grpc_port"}, "FAMPOOL_GRPC_PORT", o.grpcPort);
+    Layer(c.libfabric_provider, yaml, {"provider", "libfabric_provider"}, "FAMPOOL_PROVIDER",
+          o.libfabricProvider);
+    Layer(c.thread_model, yaml, {"FamThreadModel", "fam_thread_model"}, "FAMPOOL_THREAD_MODEL",
+          o.famThreadModel);
+    Layer(c.cis_interface_type, yaml, {"client_interface_type"}, "FAMPOOL_CIS_INTERFACE",
+          o.cisInterfaceType);
+    Layer(c.model, yaml, {"openfam_model"}, "FAMPOOL_MODEL", o.openFamModel);
+    Layer(c.context_model, yaml, {"FamContextModel", "fam_context_model"},
+          "FAMPOOL_CONTEXT_MODEL", o.famContextModel);
+    Layer(c.num_consumer, yaml, {"num_consumer"}, "FAMPOOL_NUM_CONSUMER", o.numConsumer);
+    Layer(c.runtime, yaml, {"runtime"}, "FAMPOOL_RUNTIME", o.runtime);
+    Layer(c.default_memory_type, yaml, {"fam_default_memory_type"}, "FAMPOOL_DEFAULT_MEMORY_TYPE",
+          o.fam_default_memory_type);
+    Layer(c.if_device, yaml, {"if_device"}, "FAMPOOL_IF_DEVICE", o.if_device);
+    c.local_buf_addr = o.local_buf_addr;
+    c.local_buf_size = o.local_buf_size;
+
+    c.data_dir = DefaultDataDir();
+    if (!Env("FAMPOOL_HOME") && yaml && yaml["fampool_home"]) {
+        c.data_dir = yaml["fampool_home"].as<std::string>();
+    }
+    c.shm_dir = "/dev/shm";
+    Layer(c.shm_dir, yaml, {"fampool_shm_dir"}, "FAMPOOL_SHM_DIR", nullptr);
+    c.archive_dir = c.data_dir + "/backup";
+    Layer(c.archive_dir, yaml, {"fampool_archive_dir", "archive_path"}, "FAMPOOL_ARCHIVE_DIR",
+          nullptr);
+
+    std::string interleave = "0";
+    Layer(interleave, yaml, {"dataitem_interleave_size"}, "FAMPOOL_INTERLEAVE_SIZE", nullptr);
+    c.interleave_size = ParseSize("dataitem_interleave_size", interleave);
+    if (c.interleave_size & (c.interleave_size - 1)) {
+        Fail(openfam::FAM_ERR_NOT_PWR_TWO,
+             "interleave size {} (dataitem_interleave_size) is not a power of two",
+             c.interleave_size);
+    }
+    std::string region_size = "1GiB";
+    Layer(region_size, yaml, {"default_region_size"}, "FAMPOOL_DEFAULT_REGION_SIZE", nullptr);
+    c.default_region_size = ParseSize("default_region_size", region_size);
+    std::string sync = "0";
+    Layer(sync, yaml, {"metadata_sync"}, "FAMPOOL_META_SYNC", nullptr);
+    c.meta_sync = (sync == "1" || sync == "true" || sync == "yes");
+
+    RequireOneOf("openFamModel", c.model, {"shared_memory", "memory_server"});
+    RequireOneOf("runtime", c.runtime, {"NONE", "PMIX", "PMI2"});
+    RequireOneOf("famThreadModel", c.thread_model, {"FAM_THREAD_SERIALIZE", "FAM_THREAD_MULTIPLE"});
+    RequireOneOf("famContextModel", c.context_model, {"FAM_CONTEXT_DEFAULT", "FAM_CONTEXT_REGION"});
+    RequireOneOf("cisInterfaceType", c.cis_interface_type, {"rpc", "direct"});
+    RequireOneOf("fam_default_memory_type", c.default_memory_type, {"volatile", "persistent"});
+    if (c.default_region_name.empty()) {
+        Fail(openfam::FAM_ERR_INVALID, "option defaultRegionName is empty");
+    }
+    return c;
+}
+
+}  // namespace fampool

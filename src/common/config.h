@@ -1,0 +1,47 @@
+// The settings of one fam object, resolved once at fam_initialize from (highest first) the
+// Fam_Options fields, FAMPOOL_* environment variables, the YAML configuration file
+// ($OPENFAM_ROOT/config/fam_pe_config.yaml or $FAMPOOL_CONFIG) and built-in defaults.
+#ifndef FAMPOOL_COMMON_CONFIG_H_
+#define FAMPOOL_COMMON_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "fam/fam.h"
+
+namespace fampool {
+
+struct Config {
+    // OpenFAM options (the names fam_get_option accepts).
+    std::string default_region_name = "Default";
+    std::string cis_server = "127.0.0.1";
+    std::string grpc_port = "8787";
+    std::string libfabric_provider = "sockets";
+    std::string thread_model = "FAM_THREAD_SERIALIZE";
+    std::string cis_interface_type = "rpc";
+    std::string model = "shared_memory";
+    std::string context_model = "FAM_CONTEXT_DEFAULT";
+    std::string num_consumer = "1";
+    std::string runtime = "NONE";
+    std::string default_memory_type = "volatile";
+    std::string if_device = "";
+    void *local_buf_addr = nullptr;
+    uint64_t local_buf_size = 0;
+
+    // fampool settings.
+    std::string data_dir;     // metadata, persistent heaps, default archive
+    std::string shm_dir;      // volatile heaps
+    std::string archive_dir;  // backups
+    uint64_t interleave_size = 0;           // 0: no interleaving (one memory server)
+    uint64_t default_region_size = 1ull << 30;
+    bool meta_sync = false;                 // fsync every metadata commit
+    std::string config_file;                // the YAML file that was read, if any
+};
+
+// Resolves the configuration. Throws Failure (FAM_ERR_INVALID, FAM_ERR_NOT_PWR_TWO) on a bad
+// value or an unreadable configuration file.
+Config LoadConfig(const Fam_Options *options);
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_COMMON_CONFIG_H_

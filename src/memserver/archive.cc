@@ -1,0 +1,259 @@
+#include "memserver/archive.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "common/crc32c.h"
+#include "common/error.h"
+
+namespace fampool {
+namespace {
+
+constexpr size_t kHeaderSize = 4096;
+constexpr size_t kChunk = 4 << 20;
+constexpr const char *kSuffix = ".fambackup";
+constexpr const char *kMagic = "FAMPOOL-BACKUP 1";
+
+class File {
+  public:
+    explicit File(int fd) : fd_(fd) {}
+    ~File() {
+        if (fd_ >= 0) close(fd_);
+    }
+    int fd() const { return fd_; }
+
+  private:
+    int fd_;
+};
+
+// Backup names may hold any byte but '/' and NUL would break paths: escape all but a safe set.
+std::string Escape(const std::string &name) {
+    std::string out;
+    for (unsigned char c : name) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.') {
+            out += static_cast<char>(c);
+        } else {
+            char hex[4];
+            std::snprintf(hex, sizeof hex, "%%%02X", c);
+            out += hex;
+        }
+    }
+    if (!out.empty() && out[0] == '.') out.replace(0, 1, "%2E");  // no hidden files
+    return out;
+}
+
+void WriteAll(int fd, const char *data, size_t n, off_t at, const std::string &path) {
+    while (n > 0) {
+        ssize_t done = pwrite(fd, data, std::min(n, kChunk), at);
+        if (done < 0 && errno == EINTR) continue;
+        if (done <= 0) {
+            Fail(errno == ENOSPC ? openfam::FAM_ERR_NO_SPACE : openfam::FAM_BACKUP_NOT_CREATED,
+                 "cannot write backup file {}: {}", path, std::strerror(errno));
+        }
+        data += done;
+        at += done;
+        n -= static_cast<size_t>(done);
+    }
+}
+
+void ReadAll(int fd, char *data, size_t n, off_t at, const std::string &path) {
+    while (n > 0) {
+        ssize_t done = pread(fd, data, std::min(n, kChunk), at);
+        if (done < 0 && errno == EINTR) continue;
+        if (done <= 0) {
+            Fail(openfam::FAM_ERR_RESOURCE, "backup file {} is truncated or unreadable", path);
+        }
+        data += done;
+        at += done;
+        n -= static_cast<size_t>(done);
+    }
+}
+
+std::string Header(const BackupInfo &info) {
+    std::ostringstream out;
+    out << kMagic << "\n"
+        << "size " << info.size << "\n"
+        << "uid " << info.uid << "\n"
+        << "gid " << info.gid << "\n"
+        << "mode " << info.mode << "\n"
+        << "time " << info.time << "\n"
+        << "crc32c " << info.checksum << "\n"
+        << "item " << info.item_name << "\n"
+        << "name " << info.name << "\n";
+    std::string text = out.str();
+    if (text.size() >= kHeaderSize) {
+        Fail(openfam::FAM_BACKUP_NOT_CREATED, "backup header of \"{}\" too long", info.name);
+    }
+    text.resize(kHeaderSize, '\0');
+    return text;
+}
+
+BackupInfo ParseHeader(const std::string &bytes, const std::string &path) {
+    std::string text(bytes.c_str());  // up to the padding
+    std::istringstream in(text);
+    std::string line;
+    if (!std::getline(in, line) || line != kMagic) {
+        Fail(openfam::FAM_BACKUP_INFO_NOTFOUND, "{} is not a fampool backup", path);
+    }
+    BackupInfo info;
+    while (std::getline(in, line)) {
+        auto space = line.find(' ');
+        std::string key = line.substr(0, space);
+        std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+        if (key == "size") info.size = std::stoull(value);
+        else if (key == "uid") info.uid = static_cast<uint32_t>(std::stoul(value));
+        else if (key == "gid") info.gid = static_cast<uint32_t>(std::stoul(value));
+        else if (key == "mode") info.mode = static_cast<uint32_t>(std::stoul(value));
+        else if (key == "time") info.time = std::stoull(value);
+        else if (key == "crc32c") info.checksum = static_cast<uint32_t>(std::stoul(value));
+        else if (key == "item") info.item_name = value;
+        else if (key == "name") info.name = value;
+    }
+    return info;
+}
+
+void EnsureDir(const std::string &dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+        Fail(openfam::FAM_BACKUP_NOT_CREATED, "cannot create archive directory {}: {}", dir,
+             ec.message());
+    }
+    chmod(dir.c_str(), 01777);  // shared by every user, like /tmp
+}
+
+}  // namespace
+
+void Archive::CheckName(const std::string &name) {
+    if (name.empty()) Fail(openfam::FAM_ERR_INVALID, "backup name is empty");
+    if (name.size() > 255) {
+        Fail(openfam::FAM_ERR_NAME_TOO_LONG, "backup name of {} bytes exceeds 255", name.size());
+    }
+}
+
+std::string Archive::PathOf(const std::string &name) const {
+    return dir_ + "/" + Escape(name) + kSuffix;
+}
+
+bool Archive::Exists(const std::string &name) const { return access(PathOf(name).c_str(), F_OK) == 0; }
+
+BackupInfo Archive::Write(const BackupInfo &request, const char *data) {
+    EnsureDir(dir_);
+    BackupInfo info = request;
+    info.time = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+    std::string final_path = PathOf(info.name);
+    std::string temp_path =
+        dir_ + "/.tmp." + std::to_string(getpid()) + "." + std::to_string(std::random_device{}());
+    File file(open(temp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (file.fd() < 0) {
+        Fail(openfam::FAM_BACKUP_NOT_CREATED, "cannot create {}: {}", temp_path,
+             std::strerror(errno));
+    }
+    try {
+        uint32_t crc = 0;
+        for (uint64_t done = 0; done < info.size;) {
+            size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, info.size - done));
+            crc = Crc32c(crc, data + done, n);
+            WriteAll(file.fd(), data + done, n, static_cast<off_t>(kHeaderSize + done), temp_path);
+            done += n;
+        }
+        info.checksum = crc;
+        std::string header = Header(info);
+        WriteAll(file.fd(), header.data(), header.size(), 0, temp_path);
+        if (link(temp_path.c_str(), final_path.c_str()) != 0) {
+            if (errno == EEXIST) {
+                Fail(openfam::FAM_BACKUP_NOT_CREATED, "backup \"{}\" already exists", info.name);
+            }
+            Fail(openfam::FAM_BACKUP_NOT_CREATED, "cannot create backup {}: {}", final_path,
+                 std::strerror(errno));
+        }
+    } catch (...) {
+        unlink(temp_path.c_str());
+        throw;
+    }
+    unlink(temp_path.c_str());
+    return info;
+}
+
+BackupInfo Archive::Describe(const std::string &name) const {
+    std::string path = PathOf(name);
+    File file(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (file.fd() < 0) Fail(openfam::FAM_BACKUP_NOTFOUND, "backup \"{}\" not found", name);
+    std::string header(kHeaderSize, '\0');
+    ReadAll(file.fd(), header.data(), kHeaderSize, 0, path);
+    return ParseHeader(header, path);
+}
+
+void Archive::Read(const std::string &name, char *dest) const {
+    std::string path = PathOf(name);
+    BackupInfo info = Describe(name);
+    File file(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (file.fd() < 0) Fail(openfam::FAM_BACKUP_NOTFOUND, "backup \"{}\" not found", name);
+    struct stat st;
+    if (fstat(file.fd(), &st) != 0 ||
+        static_cast<uint64_t>(st.st_size) != kHeaderSize + info.size) {
+        Fail(openfam::FAM_ERR_RESOURCE, "backup \"{}\" is damaged: file size does not match", name);
+    }
+    // First pass: verify, so that a damaged backup never overwrites the destination.
+    std::string buffer(std::min<uint64_t>(kChunk, info.size), '\0');
+    uint32_t crc = 0;
+    for (uint64_t done = 0; done < info.size;) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, info.size - done));
+        ReadAll(file.fd(), buffer.data(), n, static_cast<off_t>(kHeaderSize + done), path);
+        crc = Crc32c(crc, buffer.data(), n);
+        done += n;
+    }
+    if (crc != info.checksum) {
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "backup \"{}\" is damaged: checksum {:08x} does not match the recorded {:08x}", name,
+             crc, info.checksum);
+    }
+    ReadAll(file.fd(), dest, info.size, kHeaderSize, path);
+}
+
+void Archive::Delete(const std::string &name) {
+    if (unlink(PathOf(name).c_str()) != 0) {
+        Fail(openfam::FAM_BACKUP_NOTFOUND, "backup \"{}\" not found", name);
+    }
+}
+
+std::vector<BackupInfo> Archive::List() const {
+    std::vector<BackupInfo> list;
+    DIR *dir = opendir(dir_.c_str());
+    if (!dir) return list;
+    while (struct dirent *entry = readdir(dir)) {
+        std::string file = entry->d_name;
+        if (file.size() <= std::strlen(kSuffix) || file[0] == '.' ||
+            file.compare(file.size() - std::strlen(kSuffix), std::string::npos, kSuffix) != 0) {
+            continue;
+        }
+        try {
+            std::string path = dir_ + "/" + file;
+            File fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+            if (fd.fd() < 0) continue;
+            std::string header(kHeaderSize, '\0');
+            ReadAll(fd.fd(), header.data(), kHeaderSize, 0, path);
+            list.push_back(ParseHeader(header, path));
+        } catch (const Failure &) {
+            // Not a backup (or being deleted): not listed.
+        }
+    }
+    closedir(dir);
+    std::sort(list.begin(), list.end(),
+              [](const BackupInfo &a, const BackupInfo &b) { return a.name < b.name; });
+    return list;
+}
+
+}  // namespace fampool

@@ -1,0 +1,123 @@
+#include "memserver/heap.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace fampool {
+namespace {
+
+// Zeroing by memset is cheaper than a hole punch below this size.
+constexpr uint64_t kPunchThreshold = 256 * 1024;
+constexpr uint64_t kPage = 4096;
+
+class Fd {
+  public:
+    explicit Fd(int fd) : fd_(fd) {}
+    ~Fd() {
+        if (fd_ >= 0) close(fd_);
+    }
+    int get() const { return fd_; }
+
+  private:
+    int fd_;
+};
+
+[[noreturn]] void FailErrno(const char *what, const std::string &path) {
+    int err = errno;
+    Fail(err == ENOSPC || err == EFBIG ? openfam::FAM_ERR_NO_SPACE : openfam::FAM_ERR_RESOURCE,
+         "heap {}: {} failed: {}", path, what, std::strerror(err));
+}
+
+}  // namespace
+
+HeapMapping::~HeapMapping() {
+    if (base_) munmap(base_, length_);
+}
+
+namespace heap {
+
+void Create(const std::string &path, uint64_t size) {
+    Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+    if (fd.get() < 0) FailErrno("create", path);
+    fchmod(fd.get(), 0666);
+    if (ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
+        int err = errno;
+        unlink(path.c_str());
+        errno = err;
+        FailErrno("ftruncate", path);
+    }
+}
+
+void Extend(const std::string &path, uint64_t size) {
+    Fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (fd.get() < 0) FailErrno("open", path);
+    struct stat st;
+    if (fstat(fd.get(), &st) != 0) FailErrno("fstat", path);
+    if (static_cast<uint64_t>(st.st_size) >= size) return;
+    if (ftruncate(fd.get(), static_cast<off_t>(size)) != 0) FailErrno("ftruncate", path);
+}
+
+void Zero(const std::string &path, HeapMapping *mapping, uint64_t offset, uint64_t length) {
+    if (length < kPunchThreshold) {
+        std::memset(mapping->base() + offset, 0, length);
+        return;
+    }
+    uint64_t first = (offset + kPage - 1) & ~(kPage - 1);
+    uint64_t last = (offset + length) & ~(kPage - 1);
+    Fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (fd.get() < 0 ||
+        fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(first),
+                  static_cast<off_t>(last - first)) != 0) {
+        std::memset(mapping->base() + offset, 0, length);  // no hole punching: zero by hand
+        return;
+    }
+    std::memset(mapping->base() + offset, 0, first - offset);
+    std::memset(mapping->base() + last, 0, offset + length - last);
+}
+
+void Remove(const std::string &path) { unlink(path.c_str()); }
+
+std::shared_ptr<HeapMapping> Map(const std::string &path) {
+    Fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (fd.get() < 0) FailErrno("open", path);
+    struct stat st;
+    if (fstat(fd.get(), &st) != 0) FailErrno("fstat", path);
+    uint64_t length = static_cast<uint64_t>(st.st_size);
+    void *base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                      fd.get(), 0);
+    if (base == MAP_FAILED) FailErrno("mmap", path);
+    return std::make_shared<HeapMapping>(static_cast<char *>(base), length);
+}
+
+}  // namespace heap
+
+std::shared_ptr<HeapMapping> HeapCache::Get(const std::string &path, uint64_t min_length) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto &slot = mappings_[path];
+    if (!slot || slot->length() < min_length) {
+        auto mapping = heap::Map(path);
+        if (mapping->length() < min_length) {
+            Fail(openfam::FAM_ERR_RESOURCE, "heap {} is {} bytes, expected at least {}", path,
+                 mapping->length(), min_length);
+        }
+        slot = std::move(mapping);
+    }
+    return slot;
+}
+
+void HeapCache::Revoke(const std::string &path) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = mappings_.find(path);
+    if (it == mappings_.end()) return;
+    it->second->Revoke();
+    mappings_.erase(it);
+}
+
+}  // namespace fampool

@@ -1,0 +1,66 @@
+// A heap: the file behind an extent, under /dev/shm for volatile regions and under the data
+// directory for persistent ones. Files are sparse: a 64 TiB region costs nothing until written.
+#ifndef FAMPOOL_MEMSERVER_HEAP_H_
+#define FAMPOOL_MEMSERVER_HEAP_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace fampool {
+
+// One shared mapping of a heap file, [base, base + length). Kept alive by every descriptor that
+// uses it, so a remap after growth never pulls memory from under a running copy.
+class HeapMapping {
+  public:
+    HeapMapping(char *base, uint64_t length) : base_(base), length_(length) {}
+    ~HeapMapping();
+    HeapMapping(const HeapMapping &) = delete;
+    HeapMapping &operator=(const HeapMapping &) = delete;
+
+    char *base() const { return base_; }
+    uint64_t length() const { return length_; }
+    // Set when this process destroys the heap's region: descriptors still holding the mapping
+    // then fail instead of touching memory that no longer belongs to the region.
+    bool revoked() const { return revoked_.load(std::memory_order_relaxed); }
+    void Revoke() { revoked_.store(true, std::memory_order_relaxed); }
+
+  private:
+    char *base_;
+    uint64_t length_;
+    std::atomic<bool> revoked_{false};
+};
+
+namespace heap {
+
+// Creates the file with the given size (sparse), failing if it exists.
+void Create(const std::string &path, uint64_t size);
+// Makes the file at least `size` bytes long.
+void Extend(const std::string &path, uint64_t size);
+// Releases the memory of [offset, offset + length) and makes it read as zeros.
+void Zero(const std::string &path, HeapMapping *mapping, uint64_t offset, uint64_t length);
+void Remove(const std::string &path);
+// Maps the whole file (shared, no swap reservation).
+std::shared_ptr<HeapMapping> Map(const std::string &path);
+
+}  // namespace heap
+
+// This process's mappings of heap files, one per file, remapped when a heap has grown.
+class HeapCache {
+  public:
+    // A mapping of `path` covering at least [0, min_length).
+    std::shared_ptr<HeapMapping> Get(const std::string &path, uint64_t min_length);
+    // Drops the mapping of `path` and revokes it for everyone still holding it.
+    void Revoke(const std::string &path);
+
+  private:
+    std::mutex mutex_;
+    std::map<std::string, std::shared_ptr<HeapMapping>> mappings_;
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_MEMSERVER_HEAP_H_

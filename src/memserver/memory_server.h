@@ -1,0 +1,58 @@
+// The memory server's interface: what the metadata service and the client ask of the side that
+// owns the heaps. The embedded model calls LocalMemoryServer in-process; the cluster model puts
+// the same calls behind gRPC.
+#ifndef FAMPOOL_MEMSERVER_MEMORY_SERVER_H_
+#define FAMPOOL_MEMSERVER_MEMORY_SERVER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fampool {
+
+// A region's space on one memory server.
+struct ExtentRef {
+    uint64_t region_id = 0;
+    bool persistent = false;
+};
+
+// What a backup records besides the bytes.
+struct BackupInfo {
+    std::string name;
+    uint64_t size = 0;
+    uint32_t uid = 0, gid = 0, mode = 0;
+    uint64_t time = 0;  // seconds since the epoch
+    uint32_t checksum = 0;
+    std::string item_name;
+};
+
+class MemoryServer {
+  public:
+    virtual ~MemoryServer() = default;
+    virtual uint64_t id() const = 0;
+
+    virtual void CreateExtent(ExtentRef extent, uint64_t size) = 0;
+    virtual void DestroyExtent(ExtentRef extent) = 0;
+    virtual void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) = 0;
+    // Makes [offset, offset + nbytes) read as zeros (done on every allocation).
+    virtual void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) = 0;
+    // FAM-to-FAM copy; the bytes never leave the memory side.
+    virtual void Copy(ExtentRef src, uint64_t src_offset, ExtentRef dest, uint64_t dest_offset,
+                      uint64_t nbytes) = 0;
+
+    // Backup of [offset, offset + info.size) into the archive under info.name, with a checksum.
+    // Throws FAM_BACKUP_NOT_CREATED when the name is taken.
+    virtual BackupInfo Backup(ExtentRef extent, uint64_t offset, const BackupInfo &info) = 0;
+    // Reads a backup's description; throws FAM_BACKUP_NOTFOUND when it does not exist.
+    virtual BackupInfo DescribeBackup(const std::string &name) = 0;
+    // Verifies the checksum, then writes the backup into [offset, offset + capacity).
+    // Throws FAM_ERR_RESOURCE on a checksum mismatch (and writes nothing).
+    virtual void Restore(const std::string &name, ExtentRef extent, uint64_t offset,
+                         uint64_t capacity) = 0;
+    virtual void DeleteBackup(const std::string &name) = 0;
+    virtual std::vector<BackupInfo> ListBackups() = 0;
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_MEMSERVER_MEMORY_SERVER_H_

@@ -1,0 +1,85 @@
+// The metadata service's interface: names, permissions, placement and item records. The
+// embedded model calls MetadataStore in-process; the cluster model puts the same calls behind
+// gRPC. Every call takes the caller's identity and checks permissions itself.
+#ifndef FAMPOOL_META_METADATA_SERVICE_H_
+#define FAMPOOL_META_METADATA_SERVICE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fam/fam.h"
+
+namespace fampool {
+
+constexpr size_t kMaxNameLength = 255;
+
+struct Caller {
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+};
+
+enum Access : unsigned { kRead = 4, kWrite = 2 };
+
+// POSIX owner/group/other check of `access` bits against `mode`.
+inline bool Allowed(uint32_t mode, uint32_t owner, uint32_t group, const Caller &caller,
+                    unsigned access) {
+    unsigned bits = caller.uid == owner ? (mode >> 6) & 7 : caller.gid == group ? (mode >> 3) & 7
+                                                                                 : mode & 7;
+    return (bits & access) == access;
+}
+
+struct RegionInfo {
+    uint64_t id = 0;
+    std::string name;
+    uint64_t size = 0;
+    uint32_t perm = 0, uid = 0, gid = 0;
+    Fam_Region_Attributes attributes{};  // resolved: no *_DEFAULT values
+    uint64_t interleave_size = 0;
+    std::vector<uint64_t> memory_servers;
+};
+
+struct ItemInfo {
+    uint64_t region_id = 0;
+    uint64_t offset = 0;  // within the region
+    uint64_t size = 0;
+    std::string name;      // empty for unnamed items
+    uint32_t perm = 0, uid = 0, gid = 0;
+    RegionInfo region;
+    // What the caller may do, decided by the service (the embedded model's capability).
+    bool can_read = false, can_write = false;
+};
+
+class MetadataService {
+  public:
+    virtual ~MetadataService() = default;
+
+    virtual RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
+                                    const Fam_Region_Attributes &attributes,
+                                    const Caller &caller) = 0;
+    virtual void DestroyRegion(uint64_t region_id, const Caller &caller) = 0;
+    virtual RegionInfo ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) = 0;
+    virtual RegionInfo LookupRegion(const std::string &name, const Caller &caller) = 0;
+    virtual RegionInfo GetRegion(uint64_t region_id, const Caller &caller) = 0;
+    virtual void ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
+                                         const Caller &caller) = 0;
+
+    // `name` empty: an unnamed item.
+    virtual ItemInfo AllocateItem(uint64_t region_id, const std::string &name, uint64_t size,
+                                  uint32_t perm, const Caller &caller) = 0;
+    virtual void DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) = 0;
+    virtual ItemInfo LookupItem(const std::string &item, const std::string &region,
+                                const Caller &caller) = 0;
+    virtual ItemInfo GetItem(uint64_t region_id, uint64_t offset, const Caller &caller) = 0;
+    virtual void ChangeItemPermissions(uint64_t region_id, uint64_t offset, uint32_t perm,
+                                       const Caller &caller) = 0;
+
+    // Flushes commits to stable storage.
+    virtual void Sync() = 0;
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_META_METADATA_SERVICE_H_

@@ -1,0 +1,45 @@
+// The embedded model's data path: memcpy and CPU atomics on heap files mapped into the process.
+// Atomicity holds across processes because every process maps the same file shared.
+#ifndef FAMPOOL_TRANSPORT_SHM_SHM_TRANSPORT_H_
+#define FAMPOOL_TRANSPORT_SHM_SHM_TRANSPORT_H_
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "memserver/local_memory_server.h"
+#include "transport/transport.h"
+
+namespace fampool {
+
+// An item's bytes in this process: the heap mapping (kept alive) and the item's first byte.
+struct ShmBinding : Binding {
+    std::shared_ptr<HeapMapping> mapping;
+    char *base = nullptr;
+    std::string path;  // the heap file, for read-only maps
+    uint64_t offset = 0, size = 0;
+    bool valid() const override { return !mapping->revoked(); }
+};
+
+class ShmTransport : public Transport {
+  public:
+    explicit ShmTransport(LocalMemoryServer *memory_server) : memory_server_(memory_server) {}
+
+    const char *name() const override { return "shm-embedded"; }
+    std::shared_ptr<Binding> Attach(const ItemInfo &item) override;
+    void Read(Binding &item, uint64_t offset, void *local, uint64_t nbytes) override;
+    void Write(Binding &item, uint64_t offset, const void *local, uint64_t nbytes) override;
+    void Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type, const void *operand,
+                const void *compare, void *result) override;
+    void *Map(Binding &item, bool writable) override;
+    void Unmap(void *local) override;
+
+  private:
+    LocalMemoryServer *memory_server_;
+    std::mutex read_only_mutex_;
+    std::map<void *, std::pair<void *, size_t>> read_only_maps_;  // address -> mmap'd range
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_TRANSPORT_SHM_SHM_TRANSPORT_H_

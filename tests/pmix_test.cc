@@ -1,0 +1,116 @@
+// PEs launched by mpirun: the runtime is PMIx, PE_ID and PE_COUNT come from it, fam_barrier_all
+// spans the job, a Fam_Global_Descriptor passed between PEs is usable, and fam_abort ends the
+// whole job. Each test runs tests/workers/pmix_worker under `mpirun -n 4` (from PATH) with a
+// 120 s limit; on timeout mpirun is stopped (and through it its PEs), and any PE left behind
+// is found by its environment and killed by PID.
+#include <fam/fam.h>
+#include <fam/fam_exception.h>
+#include <gtest/gtest.h>
+
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "process_util.h"
+#include "test_support.h"
+
+namespace fampool_test {
+namespace {
+
+constexpr int kPes = 4;
+constexpr double kTimeoutSeconds = 120;
+constexpr uint64_t kSliceSize = 64 * 1024;  // as in pmix_worker.cc
+
+// The bytes PE `pe` writes at offset i of its slice (pmix_worker.cc writes the same).
+uint8_t SliceByte(int pe, uint64_t i) {
+    return static_cast<uint8_t>((i * 131 + static_cast<uint64_t>(pe) * 71 + (i >> 8)) & 0xFF);
+}
+
+class PmixTest : public FamTest {
+  protected:
+    // The job creates what the test later checks; the test's own fam comes afterwards.
+    bool AutoInitialize() const override { return false; }
+
+    // Runs pmix_worker `mode` as kPes PEs; fails the test for every PE left running.
+    LauncherResult RunJob(const std::string &mode) {
+        std::vector<std::string> argv = {"mpirun",
+                                         "-n",
+                                         std::to_string(kPes),
+                                         "--allow-run-as-root",
+                                         "--oversubscribe",
+                                         "-x",
+                                         "FAMPOOL_HOME=" + home_dir(),
+                                         "-x",
+                                         "FAMPOOL_SHM_DIR=" + shm_dir(),
+                                         WorkerPath("pmix_worker"),
+                                         mode};
+        LauncherResult result = RunLauncher(argv, {}, kTimeoutSeconds);
+        printf("mpirun (%s) ended with status %d after %.1f s%s; output:\n%s\n", mode.c_str(),
+               result.exit_code, result.seconds, result.timed_out ? " (timed out)" : "",
+               result.output.c_str());
+        StopStrayPes();
+        return result;
+    }
+
+    // PEs carry this test's FAMPOOL_HOME; any still alive once mpirun is gone were left behind.
+    void StopStrayPes() {
+        std::vector<pid_t> stray = PidsWithEnvironment("FAMPOOL_HOME=" + home_dir());
+        KillPids(stray);
+        EXPECT_TRUE(stray.empty()) << stray.size() << " process(es) outlived mpirun";
+    }
+};
+
+TEST_F(PmixTest, FourPesShareAnItemThroughBarriersAndAGlobalDescriptor) {
+    LauncherResult job = RunJob("ok");
+    EXPECT_FALSE(job.timed_out);
+    EXPECT_EQ(job.exit_code, 0);
+    EXPECT_NE(job.output.find("pmix_worker: OK 4 PEs"), std::string::npos)
+        << "PE 0 did not report success";
+
+    // What the job left in FAM, seen by a process outside it.
+    ASSERT_NO_FATAL_FAILURE(InitializeFam());
+    CaughtError caught = CatchFamError([&] {
+        std::unique_ptr<Fam_Descriptor> counter(fam()->fam_lookup("counter", "pmix_region"));
+        EXPECT_EQ(fam()->fam_fetch_uint64(counter.get(), 0), uint64_t{kPes});
+        std::unique_ptr<Fam_Descriptor> data(fam()->fam_lookup("data", "pmix_region"));
+        ASSERT_EQ(data->get_size(), kSliceSize * kPes);
+        std::vector<uint8_t> all = GetBytes(data.get(), 0, kSliceSize * kPes);
+        for (int pe = 0; pe < kPes; pe++) {
+            uint64_t wrong = 0;
+            for (uint64_t i = 0; i < kSliceSize; i++) {
+                if (all[kSliceSize * pe + i] != SliceByte(pe, i)) wrong++;
+            }
+            EXPECT_EQ(wrong, 0u) << "bytes wrong in the slice of PE " << pe;
+        }
+    });
+    EXPECT_EQ(caught.code, openfam::FAM_NO_ERROR)
+        << FamErrorName(caught.code) << ": " << caught.message;
+}
+
+TEST_F(PmixTest, FamAbortFromPeOneEndsTheWholeJobWithNonZeroStatus) {
+    LauncherResult job = RunJob("abort");
+    EXPECT_FALSE(job.timed_out);
+    EXPECT_NE(job.exit_code, 0);
+    // The other PEs would sleep 60 s and then report that they survived.
+    EXPECT_LT(job.seconds, 50.0) << "the job was not ended by fam_abort";
+    EXPECT_EQ(job.output.find("survived fam_abort"), std::string::npos);
+    EXPECT_EQ(job.output.find("fam_abort returned"), std::string::npos);
+}
+
+TEST_F(PmixTest, WorkerWithoutLauncherIsOnePeWithRuntimeNone) {
+    LauncherResult run = RunLauncher(
+        {WorkerPath("pmix_worker"), "single"}, {}, kTimeoutSeconds,
+        {"PMIX_RANK", "PMIX_NAMESPACE", "PMIX_SERVER_URI2", "PMIX_SERVER_URI21",
+         "PMIX_SERVER_URI3", "PMIX_SERVER_URI4", "PMIX_SERVER_URI41", "OMPI_COMM_WORLD_SIZE"});
+    printf("pmix_worker single ended with status %d; output:\n%s\n", run.exit_code,
+           run.output.c_str());
+    EXPECT_FALSE(run.timed_out);
+    EXPECT_EQ(run.exit_code, 0);
+    EXPECT_NE(run.output.find("pmix_worker: OK 1 PE"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fampool_test

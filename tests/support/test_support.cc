@@ -1,0 +1,635 @@
+// test_support.cc: the fixture, error checks and child-process helpers of test_support.h.
+#include "test_support.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+extern char **environ;
+
+namespace fampool_test {
+
+using openfam::Fam_Exception;
+
+namespace {
+
+std::string ErrnoText(const char *what) {
+    return std::string(what) + ": " + std::strerror(errno);
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Decodes a waitpid status into RunInChild's convention.
+int DecodeStatus(int status) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return kChildUncaughtException;
+}
+
+// Waits for `pid` at most `timeout_s` seconds; kills it by PID on timeout.
+int WaitForChild(pid_t pid, int timeout_s) {
+    const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+    auto pause = std::chrono::milliseconds(1);
+    for (;;) {
+        int status = 0;
+        pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) return DecodeStatus(status);
+        if (done < 0 && errno != EINTR) return kChildForkFailed;
+        if (Clock::now() >= deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            fprintf(stderr, "child %d killed after its %d s timeout\n", static_cast<int>(pid),
+                    timeout_s);
+            return kChildTimedOut;
+        }
+        std::this_thread::sleep_for(pause);
+        if (pause < std::chrono::milliseconds(20)) pause *= 2;
+    }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+std::string FamErrorName(int error) {
+    static const char *const kNames[] = {
+        "FAM_NO_ERROR",
+        "FAM_ERR_UNKNOWN",
+        "FAM_ERR_NOPERM",
+        "FAM_ERR_TIMEOUT",
+        "FAM_ERR_INVALID",
+        "FAM_ERR_LIBFABRIC",
+        "FAM_ERR_SHM",
+        "FAM_ERR_NOT_CREATED",
+        "FAM_ERR_NOTFOUND",
+        "FAM_ERR_ALREADYEXIST",
+        "FAM_ERR_ALLOCATOR",
+        "FAM_ERR_RPC",
+        "FAM_ERR_PMI",
+        "FAM_ERR_OUTOFRANGE",
+        "FAM_ERR_NO_SPACE",
+        "FAM_ERR_NULLPTR",
+        "FAM_ERR_UNIMPL",
+        "FAM_ERR_RESOURCE",
+        "FAM_ERR_INVALIDOP",
+        "FAM_ERR_RPC_CLIENT_NOTFOUND",
+        "FAM_ERR_MEMSERV_LIST_EMPTY",
+        "FAM_ERR_METADATA",
+        "FAM_ERR_MEMORY",
+        "FAM_ERR_NAME_TOO_LONG",
+        "FAM_ERR_ATL_QUEUE_FULL",
+        "FAM_ERR_ATL_QUEUE_INSERT",
+        "FAM_ERR_ATL_NOT_ENABLED",
+        "FAM_ERR_ATL",
+        "FAM_BACKUP_NOT_CREATED",
+        "FAM_BACKUP_NOTFOUND",
+        "FAM_BACKUP_INFO_NOTFOUND",
+        "FAM_ERR_NOT_PWR_TWO",
+    };
+    static_assert(sizeof(kNames) / sizeof(kNames[0]) == openfam::FAM_ERR_NOT_PWR_TWO + 1,
+                  "one name per Fam_Error");
+    if (error == kNotAFamException) return "an exception other than Fam_Exception";
+    if (error >= 0 && error < static_cast<int>(sizeof(kNames) / sizeof(kNames[0]))) {
+        return kNames[error];
+    }
+    return "Fam_Error(" + std::to_string(error) + ")";
+}
+
+CaughtError CatchFamError(const std::function<void()> &body) {
+    CaughtError caught;
+    try {
+        body();
+    } catch (const Fam_Exception &e) {
+        caught.thrown = true;
+        caught.code = e.fam_error();
+        caught.message = e.fam_error_msg();
+    } catch (const std::exception &e) {
+        caught.thrown = true;
+        caught.code = kNotAFamException;
+        caught.message = e.what();
+    } catch (...) {
+        caught.thrown = true;
+        caught.code = kNotAFamException;
+    }
+    return caught;
+}
+
+::testing::AssertionResult IsFamError(const CaughtError &caught, int expected,
+                                      const std::vector<std::string> &call_names) {
+    if (!caught.thrown) {
+        return ::testing::AssertionFailure()
+               << "expected " << FamErrorName(expected) << ", but nothing was thrown";
+    }
+    if (caught.code != expected) {
+        return ::testing::AssertionFailure()
+               << "expected " << FamErrorName(expected) << ", got " << FamErrorName(caught.code)
+               << " with message \"" << caught.message << "\"";
+    }
+    if (!call_names.empty()) {
+        bool named = false;
+        for (const std::string &name : call_names) {
+            if (caught.message.find(name) != std::string::npos) named = true;
+        }
+        if (!named) {
+            std::string wanted;
+            for (const std::string &name : call_names) {
+                wanted += (wanted.empty() ? "\"" : " or \"") + name + "\"";
+            }
+            return ::testing::AssertionFailure()
+                   << FamErrorName(expected) << " as expected, but its message \""
+                   << caught.message << "\" does not name the call (" << wanted << ")";
+        }
+    }
+    return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult ThrowsFamError(const std::function<void()> &body, int expected,
+                                          const char *call_name) {
+    std::vector<std::string> names;
+    if (call_name != nullptr) names.emplace_back(call_name);
+    return IsFamError(CatchFamError(body), expected, names);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files, directories and the environment
+
+TempDir::TempDir(const std::string &parent, const std::string &prefix) {
+    std::string pattern = parent + "/" + prefix + "XXXXXX";
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    if (mkdtemp(buffer.data()) == nullptr) {
+        throw std::runtime_error(ErrnoText(("mkdtemp " + pattern).c_str()));
+    }
+    path_ = buffer.data();
+    if (chmod(path_.c_str(), 0777) != 0) {
+        std::string why = ErrnoText(("chmod 0777 " + path_).c_str());
+        RemoveTree(path_);
+        throw std::runtime_error(why);
+    }
+}
+
+TempDir::~TempDir() {
+    if (!path_.empty()) RemoveTree(path_);
+}
+
+TempDir::TempDir(TempDir &&other) noexcept : path_(std::move(other.path_)) {
+    other.path_.clear();
+}
+
+TempDir &TempDir::operator=(TempDir &&other) noexcept {
+    if (this != &other) {
+        if (!path_.empty()) RemoveTree(path_);
+        path_ = std::move(other.path_);
+        other.path_.clear();
+    }
+    return *this;
+}
+
+void RemoveTree(const std::string &path) {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    if (ec) fprintf(stderr, "warning: could not remove %s: %s\n", path.c_str(), ec.message().c_str());
+}
+
+std::vector<FileEntry> ListFiles(const std::string &dir) {
+    std::vector<FileEntry> files;
+    std::error_code ec;
+    auto options = std::filesystem::directory_options::skip_permission_denied;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, options, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        std::error_code entry_ec;
+        if (it->is_regular_file(entry_ec)) {
+            files.push_back({it->path().string(), it->file_size(entry_ec)});
+        }
+    }
+    return files;
+}
+
+ScopedEnv::ScopedEnv(std::string name, std::optional<std::string> value)
+    : name_(std::move(name)) {
+    if (const char *old = getenv(name_.c_str())) previous_ = old;
+    if (value) {
+        setenv(name_.c_str(), value->c_str(), 1);
+    } else {
+        unsetenv(name_.c_str());
+    }
+}
+
+ScopedEnv::~ScopedEnv() {
+    if (previous_) {
+        setenv(name_.c_str(), previous_->c_str(), 1);
+    } else {
+        unsetenv(name_.c_str());
+    }
+}
+
+std::vector<std::string> FampoolVariablesInEnvironment() {
+    std::vector<std::string> names;
+    for (char **entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+        std::string text(*entry);
+        std::string name = text.substr(0, text.find('='));
+        bool ours = name.rfind("FAMPOOL_", 0) == 0 || name.rfind("OPENFAM_", 0) == 0;
+        if (ours && name.rfind("FAMPOOL_TEST_", 0) != 0) names.push_back(name);
+    }
+    return names;
+}
+
+// ---------------------------------------------------------------------------------------------
+// fam objects
+
+ScopedFam::ScopedFam(Fam_Options *options) : fam_(std::make_unique<openfam::fam>()) {
+    fam_->fam_initialize("default", options);
+}
+
+ScopedFam::~ScopedFam() {
+    if (finalized_) return;
+    try {
+        fam_->fam_finalize("default");
+    } catch (const Fam_Exception &e) {
+        fprintf(stderr, "ScopedFam: fam_finalize threw %s: %s\n",
+                FamErrorName(e.fam_error()).c_str(), e.fam_error_msg());
+    }
+}
+
+void ScopedFam::Finalize() {
+    finalized_ = true;
+    fam_->fam_finalize("default");
+}
+
+Fam_Options EmptyOptions() {
+    Fam_Options options{};
+    return options;
+}
+
+Fam_Region_Attributes FamAttributes(Fam_Memory_Type memory, Fam_Permission_Level level) {
+    Fam_Region_Attributes attrs{};
+    attrs.redundancyLevel = REDUNDANCY_LEVEL_DEFAULT;
+    attrs.memoryType = memory;
+    attrs.interleaveEnable = INTERLEAVE_DEFAULT;
+    attrs.permissionLevel = level;
+    return attrs;
+}
+
+void FamTest::SetUp() {
+    for (const std::string &name : FampoolVariablesInEnvironment()) SetEnv(name, std::nullopt);
+    home_ = std::make_unique<TempDir>("/tmp", "fampool-home-");
+    shm_ = std::make_unique<TempDir>("/dev/shm", "fampool-shm-");
+    SetEnv("FAMPOOL_HOME", home_->path());
+    SetEnv("FAMPOOL_SHM_DIR", shm_->path());
+    PrepareEnvironment();
+    if (HasFatalFailure()) return;
+    if (AutoInitialize()) InitializeFam(nullptr);
+}
+
+void FamTest::TearDown() {
+    if (fam_ && initialized_ && !finalized_) {
+        finalized_ = true;
+        try {
+            fam_->fam_finalize("default");
+        } catch (const Fam_Exception &e) {
+            // A test that called fam_finalize itself leaves an object that says so.
+            if (e.fam_error() != openfam::FAM_ERR_INVALIDOP) {
+                ADD_FAILURE() << "fam_finalize in TearDown threw " << FamErrorName(e.fam_error())
+                              << ": " << e.fam_error_msg();
+            }
+        }
+    }
+    fam_.reset();
+    while (!env_.empty()) env_.pop_back();  // restore in reverse order of setting
+    home_.reset();
+    shm_.reset();
+}
+
+void FamTest::InitializeFam(Fam_Options *options) {
+    if (fam_ && initialized_ && !finalized_) FinalizeFam();
+    fam_ = std::make_unique<openfam::fam>();
+    initialized_ = false;
+    finalized_ = false;
+    try {
+        fam_->fam_initialize("default", options);
+    } catch (const Fam_Exception &e) {
+        FAIL() << "fam_initialize threw " << FamErrorName(e.fam_error()) << ": "
+               << e.fam_error_msg();
+    }
+    initialized_ = true;
+}
+
+void FamTest::FinalizeFam() {
+    if (!fam_ || !initialized_ || finalized_) return;
+    finalized_ = true;
+    try {
+        fam_->fam_finalize("default");
+    } catch (const Fam_Exception &e) {
+        ADD_FAILURE() << "fam_finalize threw " << FamErrorName(e.fam_error()) << ": "
+                      << e.fam_error_msg();
+    }
+}
+
+void FamTest::ReinitializeFam(Fam_Options *options) {
+    FinalizeFam();
+    InitializeFam(options);
+}
+
+void FamTest::SetEnv(const std::string &name, std::optional<std::string> value) {
+    env_.push_back(std::make_unique<ScopedEnv>(name, std::move(value)));
+}
+
+std::unique_ptr<Fam_Region_Descriptor> FamTest::CreateRegion(const char *name, uint64_t size,
+                                                             mode_t perm,
+                                                             Fam_Region_Attributes *attrs) {
+    return std::unique_ptr<Fam_Region_Descriptor>(
+        fam_->fam_create_region(name, size, perm, attrs));
+}
+
+std::unique_ptr<Fam_Descriptor> FamTest::Allocate(const char *name, uint64_t size,
+                                                  Fam_Region_Descriptor *region, mode_t perm) {
+    if (name == nullptr) {
+        return std::unique_ptr<Fam_Descriptor>(fam_->fam_allocate(size, perm, region));
+    }
+    return std::unique_ptr<Fam_Descriptor>(fam_->fam_allocate(name, size, perm, region));
+}
+
+void FamTest::PutBytes(Fam_Descriptor *item, uint64_t offset, const std::vector<uint8_t> &bytes) {
+    std::vector<uint8_t> copy = bytes;
+    fam_->fam_put_blocking(copy.data(), item, offset, copy.size());
+}
+
+std::vector<uint8_t> FamTest::GetBytes(Fam_Descriptor *item, uint64_t offset, uint64_t n) {
+    std::vector<uint8_t> bytes(n);
+    fam_->fam_get_blocking(bytes.data(), item, offset, n);
+    return bytes;
+}
+
+std::vector<uint8_t> Pattern(uint64_t n, uint32_t seed) {
+    std::vector<uint8_t> bytes(n);
+    for (uint64_t i = 0; i < n; ++i) bytes[i] = PatternByte(i, seed);
+    return bytes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+
+int RunInChild(const std::function<int()> &body, int timeout_s) {
+    fflush(nullptr);  // or the child would print the parent's buffered output again
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        return kChildForkFailed;
+    }
+    if (pid == 0) {
+        int result = kChildUncaughtException;
+        try {
+            result = body();
+        } catch (const Fam_Exception &e) {
+            fprintf(stderr, "child: uncaught Fam_Exception %s: %s\n",
+                    FamErrorName(e.fam_error()).c_str(), e.fam_error_msg());
+        } catch (const std::exception &e) {
+            fprintf(stderr, "child: uncaught exception: %s\n", e.what());
+        } catch (...) {
+            fprintf(stderr, "child: uncaught exception of unknown type\n");
+        }
+        fflush(nullptr);
+        _exit(result & 0xff);
+    }
+    return WaitForChild(pid, timeout_s);
+}
+
+int RunAsUser(uid_t uid, gid_t gid, const std::function<int()> &body, int timeout_s) {
+    return RunInChild(
+        [&]() -> int {
+            if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
+                perror("child: dropping to another user");
+                return kChildSetupFailed;
+            }
+            if (getuid() != uid || geteuid() != uid || getgid() != gid) {
+                fprintf(stderr, "child: still uid %d gid %d\n", static_cast<int>(getuid()),
+                        static_cast<int>(getgid()));
+                return kChildSetupFailed;
+            }
+            return body();
+        },
+        timeout_s);
+}
+
+ChildProcess::~ChildProcess() {
+    if (pid_ > 0 && !reaped_) {
+        kill(-pid_, SIGKILL);
+        kill(pid_, SIGKILL);
+        while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+        }
+    }
+    if (out_fd_ >= 0) close(out_fd_);
+    if (err_fd_ >= 0) close(err_fd_);
+}
+
+bool ChildProcess::Start(const ProgramSpec &spec) {
+    if (pid_ > 0) {
+        error_ = "already started";
+        return false;
+    }
+    if (spec.argv.empty()) {
+        error_ = "no program given";
+        return false;
+    }
+    // Everything the child needs is built before fork: after fork only exec-safe calls run.
+    std::vector<std::string> env_strings;
+    for (char **entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+        std::string text(*entry);
+        std::string name = text.substr(0, text.find('='));
+        bool replaced = false;
+        for (const std::string &unset : spec.unset_env) replaced |= (unset == name);
+        for (const auto &[set_name, value] : spec.env) replaced |= (set_name == name);
+        if (!replaced) env_strings.push_back(text);
+    }
+    for (const auto &[name, value] : spec.env) env_strings.push_back(name + "=" + value);
+    std::vector<char *> envp;
+    for (std::string &text : env_strings) envp.push_back(text.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> argv_strings = spec.argv;
+    std::vector<char *> argv;
+    for (std::string &arg : argv_strings) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+
+    int out_pipe[2], err_pipe[2], exec_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0) {
+        error_ = ErrnoText("pipe2");
+        return false;
+    }
+    if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+        error_ = ErrnoText("pipe2");
+        close(out_pipe[0]);
+        close(out_pipe[1]);
+        return false;
+    }
+    // Closed by a successful exec; carries errno when exec fails.
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+        error_ = ErrnoText("pipe2");
+        for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+        return false;
+    }
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        error_ = ErrnoText("fork");
+        for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0],
+                       exec_pipe[1]}) {
+            close(fd);
+        }
+        return false;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(out_pipe[1], STDOUT_FILENO);
+        dup2(err_pipe[1], STDERR_FILENO);
+        int code = 0;
+        if (!spec.working_dir.empty() && chdir(spec.working_dir.c_str()) != 0) {
+            code = errno;
+        } else {
+            execvpe(argv[0], argv.data(), envp.data());
+            code = errno;
+        }
+        ssize_t ignored = write(exec_pipe[1], &code, sizeof(code));
+        (void)ignored;
+        _exit(127);
+    }
+    setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
+    pid_ = pid;
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    close(exec_pipe[1]);
+    out_fd_ = out_pipe[0];
+    err_fd_ = err_pipe[0];
+    int code = 0;
+    ssize_t n;
+    do {
+        n = read(exec_pipe[0], &code, sizeof(code));
+    } while (n < 0 && errno == EINTR);
+    close(exec_pipe[0]);
+    if (n == static_cast<ssize_t>(sizeof(code))) {
+        error_ = "cannot run " + spec.argv[0] + ": " + std::strerror(code);
+        while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        reaped_ = true;
+        return false;
+    }
+    return true;
+}
+
+ProcessResult ChildProcess::Wait(int timeout_s) {
+    ProcessResult result;
+    if (pid_ <= 0 || reaped_) {
+        result.exit_code = 127;
+        result.err = error_.empty() ? "not running" : error_;
+        return result;
+    }
+    const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+    // After the program exits, its output is read for at most this long more: a process it
+    // left behind may hold the pipes open.
+    const auto drain_limit = std::chrono::seconds(2);
+    std::optional<Clock::time_point> exited_at;
+    int status = 0;
+    char buffer[65536];
+    while (out_fd_ >= 0 || err_fd_ >= 0) {
+        if (!reaped_) {
+            pid_t done = waitpid(pid_, &status, WNOHANG);
+            if (done == pid_) {
+                reaped_ = true;
+                exited_at = Clock::now();
+            }
+        }
+        auto now = Clock::now();
+        if (!reaped_ && now >= deadline) break;
+        if (exited_at && now - *exited_at >= drain_limit) break;
+        struct pollfd fds[2];
+        nfds_t count = 0;
+        for (int fd : {out_fd_, err_fd_}) {
+            if (fd >= 0) fds[count++] = {fd, POLLIN, 0};
+        }
+        int ready = poll(fds, count, 20);
+        if (ready < 0 && errno != EINTR) break;
+        for (nfds_t i = 0; i < count && ready > 0; ++i) {
+            if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+            ssize_t got = read(fds[i].fd, buffer, sizeof(buffer));
+            if (got < 0 && errno == EINTR) continue;
+            bool is_out = fds[i].fd == out_fd_;
+            if (got <= 0) {
+                close(fds[i].fd);
+                (is_out ? out_fd_ : err_fd_) = -1;
+            } else {
+                (is_out ? result.out : result.err).append(buffer, static_cast<size_t>(got));
+            }
+        }
+    }
+    if (!reaped_) {
+        // Either the output is closed and the program is still running, or time is up.
+        for (;;) {
+            pid_t done = waitpid(pid_, &status, WNOHANG);
+            if (done == pid_) {
+                reaped_ = true;
+                break;
+            }
+            if (Clock::now() >= deadline) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    if (!reaped_) {
+        kill(-pid_, SIGKILL);
+        kill(pid_, SIGKILL);
+        while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
+        reaped_ = true;
+        result.timed_out = true;
+        fprintf(stderr, "%d killed after its %d s timeout\n", static_cast<int>(pid_), timeout_s);
+    }
+    if (out_fd_ >= 0) close(out_fd_);
+    if (err_fd_ >= 0) close(err_fd_);
+    out_fd_ = err_fd_ = -1;
+    if (WIFEXITED(status)) {
+        result.exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        result.term_signal = WTERMSIG(status);
+        result.exit_code = 128 + result.term_signal;
+    }
+    return result;
+}
+
+void ChildProcess::Signal(int signal) {
+    if (pid_ > 0 && !reaped_) kill(-pid_, signal);
+}
+
+ProcessResult RunProgram(const ProgramSpec &spec, int timeout_s) {
+    ChildProcess child;
+    if (!child.Start(spec)) {
+        ProcessResult result;
+        result.exit_code = 127;
+        result.err = child.error();
+        return result;
+    }
+    return child.Wait(timeout_s);
+}
+
+std::string WorkerPath(const std::string &name) {
+#ifdef FAMPOOL_TEST_WORKER_DIR
+    return std::string(FAMPOOL_TEST_WORKER_DIR) + "/" + name;
+#else
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return (self.parent_path() / "workers" / name).string();
+#endif
+}
+
+}  // namespace fampool_test
