@@ -59,7 +59,7 @@ struct Settings {
     bool quick = false;
     bool strict = false;
     std::string csv = "fam_microbench.csv";
-    int trials = 5;  // medians are taken over this many trials
+    int trials = 9;  // medians are taken over this many trials
     uint64_t latency_samples = 200000;
     uint64_t atomic_ops = 1000000;
     uint64_t alloc_pairs = 2000;
@@ -184,58 +184,59 @@ class Bench {
         delete region_;
     }
 
-    // Seconds for one sweep of kWorkingBytes in operations of `size` bytes at offset 0,
-    // size, 2*size, ...; `op(offset)` performs one.
+    // GB/s of one sweep of kWorkingBytes in operations of `size` bytes at offsets 0, size,
+    // 2*size, ...; `op(offset)` performs one.
     template <typename Op>
-    static double sweep(uint64_t size, Op op) {
+    static double sweep_gbps(uint64_t size, Op op) {
         uint64_t ops = kWorkingBytes / size;
         auto start = Clock::now();
         for (uint64_t i = 0; i < ops; ++i) op(i * size);
         clobber_memory();
-        return seconds(start, Clock::now());
+        return kWorkingBytes / seconds(start, Clock::now()) / 1e9;
     }
 
+    // The same for non-blocking operations: issue kNonblockingBatch of them (fewer when they
+    // would cover the buffer more than once), then fam_quiet.
     template <typename Op>
-    double gbps(uint64_t size, Op op) {
-        std::vector<double> rates;
-        for (int t = 0; t < s_.trials; ++t) rates.push_back(kWorkingBytes / sweep(size, op) / 1e9);
-        return median(rates);
-    }
-
-    // Non-blocking: issue kNonblockingBatch operations (fewer when they would cover the
-    // buffer more than once), then fam_quiet.
-    template <typename Op>
-    double gbps_nonblocking(uint64_t size, Op op) {
-        uint64_t batch = std::min(kNonblockingBatch, kWorkingBytes / size);
-        return gbps(size, [&](uint64_t offset) {
+    double sweep_gbps_nonblocking(uint64_t size, Op op) {
+        const uint64_t batch = std::min(kNonblockingBatch, kWorkingBytes / size);
+        return sweep_gbps(size, [&](uint64_t offset) {
             op(offset);
             if ((offset / size + 1) % batch == 0) fam_.fam_quiet();
         });
     }
 
+    // Each trial runs memcpy and the four FAM transfers back to back, so that a drift of the
+    // machine's speed during the run hits the baseline and the measurement alike.
     void transfers() {
         const std::string cache = cache_state(2 * kWorkingBytes);
         for (uint64_t size : kSizes) {
-            double copy =
-                gbps(size, [&](uint64_t off) { std::memcpy(dst_ + off, src_ + off, size); });
-            double get = gbps(
-                size, [&](uint64_t off) { fam_.fam_get_blocking(dst_ + off, item_, off, size); });
-            double put = gbps(
-                size, [&](uint64_t off) { fam_.fam_put_blocking(src_ + off, item_, off, size); });
-            double get_nb = gbps_nonblocking(size, [&](uint64_t off) {
-                fam_.fam_get_nonblocking(dst_ + off, item_, off, size);
-            });
-            fam_.fam_quiet();
-            double put_nb = gbps_nonblocking(size, [&](uint64_t off) {
-                fam_.fam_put_nonblocking(src_ + off, item_, off, size);
-            });
-            fam_.fam_quiet();
-            std::string note = "vs memcpy, " + cache;
-            rows_.push_back({"memcpy", size, copy, "GB/s", NAN, cache});
-            rows_.push_back({"get_blocking", size, get, "GB/s", copy, note});
-            rows_.push_back({"put_blocking", size, put, "GB/s", copy, note});
-            rows_.push_back({"get_nonblocking", size, get_nb, "GB/s", copy, note});
-            rows_.push_back({"put_nonblocking", size, put_nb, "GB/s", copy, note});
+            std::vector<double> copy, get, put, get_nb, put_nb;
+            for (int t = 0; t < s_.trials; ++t) {
+                copy.push_back(sweep_gbps(
+                    size, [&](uint64_t off) { std::memcpy(dst_ + off, src_ + off, size); }));
+                get.push_back(sweep_gbps(size, [&](uint64_t off) {
+                    fam_.fam_get_blocking(dst_ + off, item_, off, size);
+                }));
+                put.push_back(sweep_gbps(size, [&](uint64_t off) {
+                    fam_.fam_put_blocking(src_ + off, item_, off, size);
+                }));
+                get_nb.push_back(sweep_gbps_nonblocking(size, [&](uint64_t off) {
+                    fam_.fam_get_nonblocking(dst_ + off, item_, off, size);
+                }));
+                fam_.fam_quiet();
+                put_nb.push_back(sweep_gbps_nonblocking(size, [&](uint64_t off) {
+                    fam_.fam_put_nonblocking(src_ + off, item_, off, size);
+                }));
+                fam_.fam_quiet();
+            }
+            const double base = median(copy);
+            const std::string note = "vs memcpy, " + cache;
+            rows_.push_back({"memcpy", size, base, "GB/s", NAN, cache});
+            rows_.push_back({"get_blocking", size, median(get), "GB/s", base, note});
+            rows_.push_back({"put_blocking", size, median(put), "GB/s", base, note});
+            rows_.push_back({"get_nonblocking", size, median(get_nb), "GB/s", base, note});
+            rows_.push_back({"put_nonblocking", size, median(put_nb), "GB/s", base, note});
             std::fprintf(stderr, "  transfers %-7s done\n", size_label(size).c_str());
         }
         // The sweeps wrote src_ into the item: spot-check that they really moved data.
@@ -401,6 +402,22 @@ const Row &find_row(const std::vector<Row> &rows, const std::string &metric, uin
     throw std::logic_error("no measurement " + metric + " " + std::to_string(size));
 }
 
+// Enough digits to tell values apart at any magnitude: 1234.5, 12.35, 0.0123.
+std::string readable(double v) {
+    char buf[64];
+    double mag = std::fabs(v);
+    int digits = mag >= 100 ? 1 : mag >= 1 ? 2 : mag >= 0.01 ? 4 : 6;
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+// Six significant digits, for the CSV.
+std::string csv_number(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
 std::string fixed(double v, int digits) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -411,7 +428,7 @@ std::vector<Target> check_targets(const std::vector<Row> &rows) {
     std::vector<Target> targets;
     auto at_most = [&](const Row &r, double limit, const std::string &what) {
         targets.push_back({what, r.value <= limit,
-                           fixed(r.value, 2) + " " + r.unit + " (target <= " + fixed(limit, 0) +
+                           readable(r.value) + " " + r.unit + " (target <= " + fixed(limit, 0) +
                                " " + r.unit + ")"});
     };
     for (const char *op : {"get_blocking", "put_blocking"}) {
@@ -442,11 +459,11 @@ void print_table(const std::vector<Row> &rows) {
     std::printf("%-34s %8s %11s %-6s %11s %7s  %s\n", "metric", "size", "value", "unit", "baseline",
                 "ratio", "note");
     for (const Row &r : rows) {
-        std::string base = std::isnan(r.baseline) ? "-" : fixed(r.baseline, 2);
+        std::string base = std::isnan(r.baseline) ? "-" : readable(r.baseline);
         std::string ratio = std::isnan(r.ratio()) ? "-" : fixed(r.ratio(), 3);
-        std::printf("%-34s %8s %11.2f %-6s %11s %7s  %s\n", r.metric.c_str(),
-                    size_label(r.size).c_str(), r.value, r.unit.c_str(), base.c_str(),
-                    ratio.c_str(), r.note.c_str());
+        std::printf("%-34s %8s %11s %-6s %11s %7s  %s\n", r.metric.c_str(),
+                    size_label(r.size).c_str(), readable(r.value).c_str(), r.unit.c_str(),
+                    base.c_str(), ratio.c_str(), r.note.c_str());
     }
 }
 
@@ -455,11 +472,11 @@ void write_csv(const std::vector<Row> &rows, const std::string &path) {
     if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
     std::fprintf(f, "metric,size_bytes,value,unit,baseline_value,ratio\n");
     for (const Row &r : rows) {
-        std::string base = std::isnan(r.baseline) ? "" : fixed(r.baseline, 4);
-        std::string ratio = std::isnan(r.ratio()) ? "" : fixed(r.ratio(), 4);
-        std::fprintf(f, "%s,%llu,%.4f,%s,%s,%s\n", r.metric.c_str(),
-                     static_cast<unsigned long long>(r.size), r.value, r.unit.c_str(), base.c_str(),
-                     ratio.c_str());
+        std::string base = std::isnan(r.baseline) ? "" : csv_number(r.baseline);
+        std::string ratio = std::isnan(r.ratio()) ? "" : csv_number(r.ratio());
+        std::fprintf(f, "%s,%llu,%s,%s,%s,%s\n", r.metric.c_str(),
+                     static_cast<unsigned long long>(r.size), csv_number(r.value).c_str(),
+                     r.unit.c_str(), base.c_str(), ratio.c_str());
     }
     if (std::fclose(f) != 0) throw std::runtime_error("cannot write " + path);
 }
@@ -479,7 +496,7 @@ Settings parse(int argc, char **argv) {
         }
     }
     if (s.quick) {
-        s.trials = 2;
+        s.trials = 3;
         s.latency_samples = 20000;
         s.atomic_ops = 100000;
         s.alloc_pairs = 200;

@@ -175,7 +175,8 @@ TYPED_TEST(NumericAtomicsTest, FetchReadsValuePut) {
 }
 
 TYPED_TEST(NumericAtomicsTest, SetTouchesOnlyItsOwnBytes) {
-    this->PutBytes(this->item_.get(), kOffset - 8, std::vector<uint8_t>(sizeof(TypeParam) + 16, 0xEE));
+    this->PutBytes(this->item_.get(), kOffset - 8,
+                   std::vector<uint8_t>(sizeof(TypeParam) + 16, 0xEE));
     this->fam()->fam_set(this->item_.get(), kOffset, this->mid());
     std::vector<uint8_t> before = this->GetBytes(this->item_.get(), kOffset - 8, 8);
     std::vector<uint8_t> after = this->GetBytes(this->item_.get(), kOffset + sizeof(TypeParam), 8);
@@ -521,8 +522,9 @@ TEST_F(Int128AtomicsTest, OffsetAlignedTo8ButNot16ThrowsInvalid) {
                      "fam_set");
     EXPECT_FAM_ERROR(fam()->fam_fetch_int128(item_.get(), kOffset + 8), FAM_ERR_INVALID,
                      "fam_fetch_int128");
-    EXPECT_FAM_ERROR(fam()->fam_compare_swap(item_.get(), kOffset + 8, Make128(0, 0), Make128(1, 1)),
-                     FAM_ERR_INVALID, "fam_compare_swap");
+    EXPECT_FAM_ERROR(
+        fam()->fam_compare_swap(item_.get(), kOffset + 8, Make128(0, 0), Make128(1, 1)),
+        FAM_ERR_INVALID, "fam_compare_swap");
 }
 
 TEST_F(Int128AtomicsTest, LastSlotOfItemIsUsable) {

@@ -270,6 +270,17 @@ TEST_F(BackupTest, RestoreIntoReadOnlyItemThrowsNoPerm) {
     EXPECT_EQ(GetBytes(read_only.get(), 0, kItemSize), std::vector<uint8_t>(kItemSize, 0));
 }
 
+TEST_F(BackupTest, RestoreIntoNewItemInReadOnlyRegionThrowsNoPerm) {
+    Backup(src_.get(), "b1");
+    std::unique_ptr<Fam_Region_Descriptor> read_only = CreateRegion("ro", 4 * kMiB, 0500);
+    Fam_Descriptor *dest = nullptr;
+    EXPECT_TRUE(FailsAtCallOrWait(
+        [&] { return fam()->fam_restore("b1", read_only.get(), "x", 0600, &dest); },
+        [&](void *w) { fam()->fam_restore_wait(w); }, FAM_ERR_NOPERM, "fam_restore"));
+    delete dest;
+    EXPECT_FAM_ERROR(delete fam()->fam_lookup("x", "ro"), FAM_ERR_NOTFOUND, "fam_lookup");
+}
+
 TEST_F(BackupTest, RestoreIntoNullItemThrowsNullptr) {
     Backup(src_.get(), "b1");
     EXPECT_FAM_ERROR(fam()->fam_restore("b1", static_cast<Fam_Descriptor *>(nullptr)),

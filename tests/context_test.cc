@@ -114,7 +114,8 @@ TEST_F(ContextTest, GatherAndScatterWorkOnContext) {
     context_->fam_scatter_blocking(data.data(), item_.get(), 3, index.data(), 8);
     context_->fam_gather_blocking(back.data(), item_.get(), 3, index.data(), 8);
     EXPECT_EQ(back, data);
-    EXPECT_EQ(GetBytes(item_.get(), 8, 8), std::vector<uint8_t>(data.begin() + 8, data.begin() + 16));
+    EXPECT_EQ(GetBytes(item_.get(), 8, 8),
+              std::vector<uint8_t>(data.begin() + 8, data.begin() + 16));
 }
 
 TEST_F(ContextTest, AtomicsOnContextAreSeenByFam) {
@@ -225,7 +226,8 @@ const std::vector<ControlCall> &ControlCalls() {
          [](C c, R r, D) { c->fam_change_permissions(r, 0700); }},
         {"AllocateNamed", "fam_allocate",
          [](C c, R r, D) { delete c->fam_allocate("new", 64, 0600, r); }},
-        {"AllocateUnnamed", "fam_allocate", [](C c, R r, D) { delete c->fam_allocate(64, 0600, r); }},
+        {"AllocateUnnamed", "fam_allocate",
+         [](C c, R r, D) { delete c->fam_allocate(64, 0600, r); }},
         {"Lookup", "fam_lookup", [](C c, R, D) { delete c->fam_lookup("i", "r"); }},
         {"Deallocate", "fam_deallocate", [](C c, R, D d) { c->fam_deallocate(d); }},
         {"Close", "fam_close", [](C c, R, D d) { c->fam_close(d); }},

@@ -47,8 +47,8 @@ class CopyMapTest : public FamTest {
                                          Fam_Descriptor *dest, uint64_t dest_offset,
                                          uint64_t nbytes, int expected) {
         void *wait = nullptr;
-        CaughtError at_call =
-            CatchFamError([&] { wait = fam()->fam_copy(src, src_offset, dest, dest_offset, nbytes); });
+        CaughtError at_call = CatchFamError(
+            [&] { wait = fam()->fam_copy(src, src_offset, dest, dest_offset, nbytes); });
         if (at_call.thrown) return IsFamError(at_call, expected, {"fam_copy"});
         return IsFamError(CatchFamError([&] { fam()->fam_copy_wait(wait); }), expected,
                           {"fam_copy"});

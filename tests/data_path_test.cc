@@ -37,7 +37,9 @@ class DataPathTest : public FamTest {
     }
 
     // Fills the small item with `byte`.
-    void FillSmall(uint8_t byte) { PutBytes(small_.get(), 0, std::vector<uint8_t>(kSmallSize, byte)); }
+    void FillSmall(uint8_t byte) {
+        PutBytes(small_.get(), 0, std::vector<uint8_t>(kSmallSize, byte));
+    }
 
     // The error of a non-blocking call that is reported either by the call or by the next
     // fam_quiet (docs/semantics.md allows both), checked to be `expected` and to name `call`.
@@ -442,9 +444,9 @@ TEST_P(GatherScatterTest, ScatterIndexedLastElementOfItemFits) {
 TEST_P(GatherScatterTest, ScatterIndexedElementPastEndThrowsOutOfRangeAndWritesNothing) {
     std::vector<uint64_t> index = {0, 1, kSmallSize / esize() + 1};
     std::vector<uint8_t> local(index.size() * esize(), 0xCD);
-    EXPECT_FAM_ERROR(
-        fam()->fam_scatter_blocking(local.data(), small_.get(), index.size(), index.data(), esize()),
-        FAM_ERR_OUTOFRANGE, "fam_scatter_blocking");
+    EXPECT_FAM_ERROR(fam()->fam_scatter_blocking(local.data(), small_.get(), index.size(),
+                                                 index.data(), esize()),
+                     FAM_ERR_OUTOFRANGE, "fam_scatter_blocking");
     EXPECT_EQ(GetBytes(small_.get(), 0, kSmallSize), std::vector<uint8_t>(kSmallSize, 0));
 }
 

@@ -330,6 +330,33 @@ TEST_F(PermissionTest, OtherUserCannotDeallocateRootItemInOpenRegion) {
     EXPECT_EQ(GetBytes(item.get(), 0, kItemSize), Pattern(kItemSize, 1));
 }
 
+TEST_F(PermissionTest, OtherUserCanDeallocateOwnItemInOpenRegion) {
+    RegionWithItem("open", 0777);
+    int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
+        ScopedFam f;
+        std::unique_ptr<Fam_Region_Descriptor> region(f->fam_lookup_region("open"));
+        std::unique_ptr<Fam_Descriptor> item(f->fam_allocate("theirs", 64, 0600, region.get()));
+        CHILD_EXPECT_NO_FAM_ERROR(f->fam_deallocate(item.get()));
+        return 0;
+    });
+    EXPECT_EQ(status, 0);
+    EXPECT_FAM_ERROR(delete fam()->fam_lookup("theirs", "open"), FAM_ERR_NOTFOUND, "fam_lookup");
+}
+
+TEST_F(PermissionTest, RegionOwnerCanDeallocateOtherUsersItem) {
+    RegionWithItem("open", 0777);
+    int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
+        ScopedFam f;
+        std::unique_ptr<Fam_Region_Descriptor> region(f->fam_lookup_region("open"));
+        delete f->fam_allocate("theirs", 64, 0600, region.get());
+        return 0;
+    });
+    ASSERT_EQ(status, 0);
+    std::unique_ptr<Fam_Descriptor> theirs(fam()->fam_lookup("theirs", "open"));
+    EXPECT_NO_THROW(fam()->fam_deallocate(theirs.get()));
+    EXPECT_FAM_ERROR(delete fam()->fam_lookup("theirs", "open"), FAM_ERR_NOTFOUND, "fam_lookup");
+}
+
 TEST_F(PermissionTest, RootCannotDestroyRegionOwnedByOtherUser) {
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;

@@ -202,7 +202,10 @@ TempDir &TempDir::operator=(TempDir &&other) noexcept {
 void RemoveTree(const std::string &path) {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
-    if (ec) fprintf(stderr, "warning: could not remove %s: %s\n", path.c_str(), ec.message().c_str());
+    if (ec) {
+        fprintf(stderr, "warning: could not remove %s: %s\n", path.c_str(),
+                ec.message().c_str());
+    }
 }
 
 std::vector<FileEntry> ListFiles(const std::string &dir) {
