@@ -100,6 +100,7 @@ double percentile(std::vector<double> v, double q) {
     return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
+// The values fetched by the atomics end up here, so that the compiler keeps them.
 volatile uint64_t g_sink;
 
 // Keeps the compiler from dropping stores to memory nobody reads afterwards.

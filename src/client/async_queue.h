@@ -4,6 +4,7 @@
 #ifndef FAMPOOL_CLIENT_ASYNC_QUEUE_H_
 #define FAMPOOL_CLIENT_ASYNC_QUEUE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -31,15 +32,20 @@ class AsyncQueue {
 
   private:
     void Run();
+    // Waits until every operation posted so far is complete: a short spin, then the condition.
+    void WaitAllDone(std::unique_lock<std::mutex> &lock);
 
     std::mutex mutex_;
     std::condition_variable work_ready_;
     std::condition_variable all_done_;
     std::deque<std::function<void()>> queue_;
     uint64_t posted_ = 0;
+    std::atomic<uint64_t> posted_hint_{0};  // posted_, readable without the lock
     uint64_t completed_ = 0;
+    std::atomic<uint64_t> completed_hint_{0};  // completed_, readable without the lock
     std::exception_ptr first_error_;
     bool stopping_ = false;
+    bool worker_idle_ = false;  // the worker waits for work: Post must wake it
     std::thread worker_;  // started on the first Post
 };
 
