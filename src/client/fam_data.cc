@@ -37,11 +37,7 @@ void FamImpl::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t n
     DescriptorState &state = Access(session, item, kRead, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
-    Transport *transport = session.transport.get();
-    if (blocking) return transport->Read(*state.binding, offset, local, nbytes);
-    queue_.Post([transport, binding = state.binding, offset, local, nbytes] {
-        transport->Read(*binding, offset, local, nbytes);
-    });
+    channel_->Read(state.binding, offset, local, nbytes, blocking);
 }
 
 void FamImpl::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
@@ -50,20 +46,8 @@ void FamImpl::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t n
     DescriptorState &state = Access(session, item, kWrite, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
-    Transport *transport = session.transport.get();
-    if (blocking) return transport->Write(*state.binding, offset, local, nbytes);
-    queue_.Post([transport, binding = state.binding, offset, local, nbytes] {
-        transport->Write(*binding, offset, local, nbytes);
-    });
+    channel_->Write(state.binding, offset, local, nbytes, blocking);
 }
-
-// Where the elements of a gather or scatter are: strided, or listed by index.
-struct ElementPlan {
-    bool strided = true;
-    uint64_t first = 0, stride = 0;
-    std::vector<uint64_t> indices;
-    uint64_t IndexOf(uint64_t i) const { return strided ? first + i * stride : indices[i]; }
-};
 
 namespace {
 
@@ -112,21 +96,8 @@ void FamImpl::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64
         Fail(openfam::FAM_ERR_NOPERM, "no {} permission on {}", AccessName(access),
              Describe(info));
     }
-    auto run = [transport = session.transport.get(), binding = state.binding,
-                local = static_cast<char *>(local), count, element_size, plan = std::move(plan),
-                to_fam] {
-        for (uint64_t i = 0; i < count; ++i) {
-            uint64_t offset = plan.IndexOf(i) * element_size;
-            char *element = local + i * element_size;
-            if (to_fam) {
-                transport->Write(*binding, offset, element, element_size);
-            } else {
-                transport->Read(*binding, offset, element, element_size);
-            }
-        }
-    };
-    if (blocking) return run();
-    queue_.Post(std::move(run));
+    channel_->Elements(state.binding, std::move(plan), static_cast<char *>(local), count,
+                       element_size, to_fam, blocking);
 }
 
 void FamImpl::Gather(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
@@ -173,8 +144,8 @@ void FamImpl::AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size
              "offset {} of {} is not aligned to the {}-byte operand of the atomic", offset,
              Describe(state.item), size);
     }
-    session.transport->Atomic(*state.binding, offset, op, type, operand, compare,
-                              fetching ? result : nullptr);
+    channel_->Atomic(*state.binding, offset, op, type, operand, compare,
+                     fetching ? result : nullptr);
 }
 
 }  // namespace fampool

@@ -11,7 +11,6 @@
 #include <set>
 #include <string>
 
-#include "client/async_queue.h"
 #include "client/descriptor_state.h"
 #include "client/session.h"
 #include "common/error.h"
@@ -28,13 +27,12 @@ template <> constexpr DataType TypeOf<uint64_t>() { return DataType::kUint64; }
 template <> constexpr DataType TypeOf<float>() { return DataType::kFloat; }
 template <> constexpr DataType TypeOf<double>() { return DataType::kDouble; }
 
-struct ElementPlan;  // fam_data.cc
-
 class FamImpl {
   public:
     FamImpl() = default;
     FamImpl(std::shared_ptr<Session> session, FamImpl *parent)
-        : session_(std::move(session)), parent_(parent) {}
+        : session_(std::move(session)), parent_(parent),
+          channel_(session_->transport->OpenChannel()) {}
     ~FamImpl();
 
     // Life cycle and options.
@@ -127,7 +125,7 @@ class FamImpl {
 
     std::shared_ptr<Session> session_;
     FamImpl *parent_ = nullptr;  // set for contexts
-    AsyncQueue queue_;           // declared after session_: drained before the session goes
+    std::unique_ptr<Channel> channel_;  // after session_: closed before the session goes
 
     std::mutex contexts_mutex_;
     std::set<openfam::fam_context *> contexts_;

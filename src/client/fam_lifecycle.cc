@@ -53,7 +53,7 @@ FamImpl::~FamImpl() {
         } catch (...) {
         }
     }
-    queue_.Drain();
+    if (channel_) channel_->Drain();
 }
 
 Session &FamImpl::Live() {
@@ -84,15 +84,16 @@ void FamImpl::Initialize(const char * /*group*/, Fam_Options *options) {
                                  : "fam object is already initialized");
     }
     session_ = Session::Open(LoadConfig(options));
+    channel_ = session_->transport->OpenChannel();
 }
 
 void FamImpl::Finalize(const char * /*group*/) {
     Session &session = Control();
     {
         std::lock_guard<std::mutex> lock(contexts_mutex_);
-        for (openfam::fam_context *context : contexts_) context->impl()->queue_.Drain();
+        for (openfam::fam_context *context : contexts_) context->impl()->channel_->Drain();
     }
-    queue_.Drain();
+    channel_->Drain();
     session.finalized.store(true, std::memory_order_release);
     session.metadata->Sync();
     session.runtime.reset();
@@ -162,19 +163,17 @@ void FamImpl::ContextClose(openfam::fam_context *context) {
 
 void FamImpl::Fence() {
     Live();
-    // Operations of one context run in order on its queue; a fence also orders them before
-    // the blocking calls that follow.
-    queue_.Drain();
+    channel_->Fence();
 }
 
 void FamImpl::Quiet() {
     Live();
-    queue_.Quiet();
+    channel_->Quiet();
 }
 
 uint64_t FamImpl::Progress() {
     Live();
-    return queue_.Pending();
+    return channel_->Pending();
 }
 
 }  // namespace fampool

@@ -1,11 +1,16 @@
 // The data path: how a PE reads, writes and updates the bytes of an item once the metadata
 // service has granted access. One implementation per transport (transport/shm: load/store on
-// mapped heaps; transport/fabric: libfabric RMA), chosen at fam_initialize.
+// mapped heaps; transport/fabric: libfabric RMA to memory servers), chosen at fam_initialize.
+//
+// A Transport binds items (Attach) and opens Channels. Each fam object and each fam_context
+// owns one Channel: its own endpoint and completion tracking, so a context's quiet waits for
+// that context's operations only.
 #ifndef FAMPOOL_TRANSPORT_TRANSPORT_H_
 #define FAMPOOL_TRANSPORT_TRANSPORT_H_
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "client/descriptor_state.h"
 
@@ -18,20 +23,53 @@ enum class AtomicOp : uint8_t {
 
 enum class DataType : uint8_t { kInt32, kInt64, kInt128, kUint32, kUint64, kFloat, kDouble };
 
+size_t SizeOf(DataType type);
+
+// Where the elements of a gather or scatter are: strided, or listed by index.
+struct ElementPlan {
+    bool strided = true;
+    uint64_t first = 0, stride = 0;
+    std::vector<uint64_t> indices;
+    uint64_t IndexOf(uint64_t i) const { return strided ? first + i * stride : indices[i]; }
+};
+
+// One stream of data-path operations. Offsets are bytes within the item; the caller has checked
+// bounds and permissions. Unless `blocking`, a call may return before its bytes have moved (the
+// caller keeps `local` valid until Quiet); errors of such calls surface at Quiet.
+class Channel {
+  public:
+    virtual ~Channel() = default;
+    virtual void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
+                      uint64_t nbytes, bool blocking) = 0;
+    virtual void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
+                       uint64_t nbytes, bool blocking) = 0;
+    // Gather (to_fam false) or scatter: element i at plan.IndexOf(i) * element_size in the
+    // item, at i * element_size in `local`.
+    virtual void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
+                          uint64_t count, uint64_t element_size, bool to_fam, bool blocking) = 0;
+    // Applies `op` to the value of `type` at `offset`. `operand` (and for kCompareSwap,
+    // `compare`) point to values of that type; `result`, if not null, receives the old value.
+    virtual void Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type,
+                        const void *operand, const void *compare, void *result) = 0;
+    // Orders earlier non-blocking writes before later operations.
+    virtual void Fence() = 0;
+    // Waits for every earlier operation; throws the first error any of them hit.
+    virtual void Quiet() = 0;
+    // Waits like Quiet but keeps errors (for fam_finalize).
+    virtual void Drain() = 0;
+    // Operations posted and not yet complete.
+    virtual uint64_t Pending() = 0;
+};
+
 class Transport {
   public:
     virtual ~Transport() = default;
     virtual const char *name() const = 0;
 
-    // Binds an item to the data path (maps its heap, obtains keys). Offsets below are bytes
-    // within the item; the caller has checked bounds and permissions.
+    // Binds an item to the data path (maps its heap, or connects to its memory servers and
+    // keeps their keys).
     virtual std::shared_ptr<Binding> Attach(const ItemInfo &item) = 0;
-    virtual void Read(Binding &item, uint64_t offset, void *local, uint64_t nbytes) = 0;
-    virtual void Write(Binding &item, uint64_t offset, const void *local, uint64_t nbytes) = 0;
-    // Applies `op` to the value of `type` at `offset`. `operand` (and for kCompareSwap,
-    // `compare`) point to values of that type; `result`, if not null, receives the old value.
-    virtual void Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type,
-                        const void *operand, const void *compare, void *result) = 0;
+    virtual std::unique_ptr<Channel> OpenChannel() = 0;
     // Load/store address of the item in this process (read-only memory unless `writable`).
     // Throws FAM_ERR_INVALIDOP when the item's memory is not reachable from this node.
     virtual void *Map(Binding &item, bool writable) = 0;

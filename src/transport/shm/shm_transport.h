@@ -27,10 +27,7 @@ class ShmTransport : public Transport {
 
     const char *name() const override { return "shm-embedded"; }
     std::shared_ptr<Binding> Attach(const ItemInfo &item) override;
-    void Read(Binding &item, uint64_t offset, void *local, uint64_t nbytes) override;
-    void Write(Binding &item, uint64_t offset, const void *local, uint64_t nbytes) override;
-    void Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type, const void *operand,
-                const void *compare, void *result) override;
+    std::unique_ptr<Channel> OpenChannel() override;
     void *Map(Binding &item, bool writable) override;
     void Unmap(void *local) override;
 

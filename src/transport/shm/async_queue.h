@@ -1,8 +1,8 @@
-// The non-blocking engine of one context: operations posted here run in order on the context's
+// The non-blocking engine of one embedded-model channel: operations posted here run in order on the context's
 // own background thread, so the posting call returns before the copy is done. Progress counts
 // what is posted and not yet complete; Quiet waits for all of it and reports the first error.
-#ifndef FAMPOOL_CLIENT_ASYNC_QUEUE_H_
-#define FAMPOOL_CLIENT_ASYNC_QUEUE_H_
+#ifndef FAMPOOL_TRANSPORT_SHM_ASYNC_QUEUE_H_
+#define FAMPOOL_TRANSPORT_SHM_ASYNC_QUEUE_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -51,4 +51,4 @@ class AsyncQueue {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_CLIENT_ASYNC_QUEUE_H_
+#endif  // FAMPOOL_TRANSPORT_SHM_ASYNC_QUEUE_H_

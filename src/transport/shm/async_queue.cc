@@ -1,4 +1,4 @@
-#include "client/async_queue.h"
+#include "transport/shm/async_queue.h"
 
 namespace fampool {
 

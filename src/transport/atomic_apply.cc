@@ -1,0 +1,118 @@
+#include "transport/atomic_apply.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace fampool {
+namespace {
+
+// Compare-and-swap returning the previous value; 128-bit through cmpxchg16b (this file is built
+// with -mcx16), so that it stays lock-free and atomic across processes.
+template <typename T>
+T CompareSwap(T *p, T expected, T desired) {
+    if constexpr (sizeof(T) == 16) {
+        return __sync_val_compare_and_swap(p, expected, desired);
+    } else {
+        __atomic_compare_exchange(p, &expected, &desired, false, __ATOMIC_SEQ_CST,
+                                  __ATOMIC_SEQ_CST);
+        return expected;  // on failure the current value, on success equal to it
+    }
+}
+
+template <typename T>
+T Load(T *p) {
+    if constexpr (sizeof(T) == 16) {
+        return __sync_val_compare_and_swap(p, T(0), T(0));
+    } else {
+        T value;
+        __atomic_load(p, &value, __ATOMIC_SEQ_CST);
+        return value;
+    }
+}
+
+template <typename T>
+T Combine(AtomicOp op, T old, T operand) {
+    switch (op) {
+        case AtomicOp::kAdd: return old + operand;
+        case AtomicOp::kSubtract: return old - operand;
+        case AtomicOp::kMin: return operand < old ? operand : old;
+        case AtomicOp::kMax: return operand > old ? operand : old;
+        default: break;
+    }
+    if constexpr (std::is_integral_v<T>) {
+        switch (op) {
+            case AtomicOp::kAnd: return old & operand;
+            case AtomicOp::kOr: return old | operand;
+            case AtomicOp::kXor: return old ^ operand;
+            default: break;
+        }
+    }
+    return operand;  // kSet, kSwap
+}
+
+// A read-modify-write as a compare-and-swap loop: for the operations the CPU has no single
+// instruction for (min, max, floating point, 128-bit).
+template <typename T>
+T UpdateLoop(T *p, AtomicOp op, T operand) {
+    T old = Load(p);
+    for (;;) {
+        T seen = CompareSwap(p, old, Combine(op, old, operand));
+        if (std::memcmp(&seen, &old, sizeof(T)) == 0) return old;
+        old = seen;
+    }
+}
+
+template <typename T>
+T Apply(T *p, AtomicOp op, T operand, T compare) {
+    if (op == AtomicOp::kFetch) return Load(p);
+    if (op == AtomicOp::kCompareSwap) return CompareSwap(p, compare, operand);
+    if constexpr (std::is_integral_v<T> && sizeof(T) <= 8) {
+        switch (op) {
+            case AtomicOp::kSet:
+            case AtomicOp::kSwap: return __atomic_exchange_n(p, operand, __ATOMIC_SEQ_CST);
+            case AtomicOp::kAdd: return __atomic_fetch_add(p, operand, __ATOMIC_SEQ_CST);
+            case AtomicOp::kSubtract: return __atomic_fetch_sub(p, operand, __ATOMIC_SEQ_CST);
+            case AtomicOp::kAnd: return __atomic_fetch_and(p, operand, __ATOMIC_SEQ_CST);
+            case AtomicOp::kOr: return __atomic_fetch_or(p, operand, __ATOMIC_SEQ_CST);
+            case AtomicOp::kXor: return __atomic_fetch_xor(p, operand, __ATOMIC_SEQ_CST);
+            default: break;
+        }
+    }
+    return UpdateLoop(p, op, operand);
+}
+
+template <typename T>
+void ApplyTyped(char *address, AtomicOp op, const void *operand, const void *compare,
+                void *result) {
+    T value{}, expected{};
+    std::memcpy(&value, operand, sizeof(T));
+    if (compare) std::memcpy(&expected, compare, sizeof(T));
+    T old = Apply(reinterpret_cast<T *>(address), op, value, expected);
+    if (result) std::memcpy(result, &old, sizeof(T));
+}
+
+}  // namespace
+
+size_t SizeOf(DataType type) {
+    switch (type) {
+        case DataType::kInt32: case DataType::kUint32: case DataType::kFloat: return 4;
+        case DataType::kInt64: case DataType::kUint64: case DataType::kDouble: return 8;
+        case DataType::kInt128: return 16;
+    }
+    return 0;
+}
+
+void ApplyAtomic(char *address, AtomicOp op, DataType type, const void *operand,
+                 const void *compare, void *result) {
+    switch (type) {
+        case DataType::kInt32: return ApplyTyped<int32_t>(address, op, operand, compare, result);
+        case DataType::kInt64: return ApplyTyped<int64_t>(address, op, operand, compare, result);
+        case DataType::kInt128: return ApplyTyped<__int128>(address, op, operand, compare, result);
+        case DataType::kUint32: return ApplyTyped<uint32_t>(address, op, operand, compare, result);
+        case DataType::kUint64: return ApplyTyped<uint64_t>(address, op, operand, compare, result);
+        case DataType::kFloat: return ApplyTyped<float>(address, op, operand, compare, result);
+        case DataType::kDouble: return ApplyTyped<double>(address, op, operand, compare, result);
+    }
+}
+
+}  // namespace fampool
