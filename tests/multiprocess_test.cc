@@ -49,9 +49,8 @@ int64_t FirstPatternMismatch(const std::vector<uint8_t> &got, uint64_t offset, u
                                           uint32_t seed) {
     int64_t bad = FirstPatternMismatch(got, offset, seed);
     if (bad < 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << "byte " << (offset + bad) << " is " << int(got[bad]) << ", pattern "
-           << int(PatternByte(offset + bad, seed));
+    return ::testing::AssertionFailure() << "byte " << (offset + bad) << " is " << int(got[bad])
+                                         << ", pattern " << int(PatternByte(offset + bad, seed));
 }
 
 // Writes the pattern over [0, size) of an item in 1 MiB pieces.
@@ -75,8 +74,8 @@ int64_t CheckPattern(openfam::fam *f, Fam_Descriptor *item, uint64_t size, uint3
         f->fam_get_blocking(bytes.data(), item, off, n);
         int64_t bad = FirstPatternMismatch(bytes, off, seed);
         if (bad >= 0) {
-            fprintf(stderr, "pattern %u: byte %" PRIu64 " is %d, expected %d\n", seed,
-                    off + bad, bytes[bad], PatternByte(off + bad, seed));
+            fprintf(stderr, "pattern %u: byte %" PRIu64 " is %d, expected %d\n", seed, off + bad,
+                    bytes[bad], PatternByte(off + bad, seed));
             return static_cast<int64_t>(off + bad);
         }
     }
@@ -303,8 +302,7 @@ TEST_F(MultiProcessTest, CompareSwapCounterFromFourProcessesIsExact) {
             for (uint64_t i = 0; i < kIncrements; i++) {
                 uint64_t expected = f->fam_fetch_uint64(item.get(), 0);
                 for (;;) {
-                    uint64_t previous =
-                        f->fam_compare_swap(item.get(), 0, expected, expected + 1);
+                    uint64_t previous = f->fam_compare_swap(item.get(), 0, expected, expected + 1);
                     if (previous == expected) break;
                     retries[p]++;
                     expected = previous;
@@ -541,8 +539,7 @@ TEST_F(MultiProcessTest, RegionDestroyedByOneProcessIsNotFoundByAnother) {
     ASSERT_EQ(RunInChild(
                   [] {
                       ScopedFam f;
-                      std::unique_ptr<Fam_Region_Descriptor> region(
-                          f->fam_lookup_region("gone"));
+                      std::unique_ptr<Fam_Region_Descriptor> region(f->fam_lookup_region("gone"));
                       f->fam_destroy_region(region.get());
                       f.Finalize();
                       return 0;
@@ -614,8 +611,8 @@ TEST_F(MultiProcessTest, ThirtyTwoProcessesInitializingTogetherOnEmptyHomeAllSuc
             EXPECT_EQ(fam()->fam_fetch_uint64(item.get(), 0), uint64_t(1000 + p))
                 << "region " << name;
         });
-        EXPECT_FALSE((caught.code != openfam::FAM_NO_ERROR)) << "region " << name << ": " << FamErrorName(caught.code)
-                                     << ": " << caught.message;
+        EXPECT_FALSE((caught.code != openfam::FAM_NO_ERROR))
+            << "region " << name << ": " << FamErrorName(caught.code) << ": " << caught.message;
     }
 }
 
@@ -632,8 +629,8 @@ uint64_t RoundToAlignment(uint64_t n) { return (n + kItemAlignment - 1) & ~(kIte
 std::string CrashName(int i) { return "c" + std::to_string(i); }
 
 struct CrashProgress {
-    std::atomic<int> ready;       // the child is in its loop
-    std::atomic<uint64_t> ops;    // allocations and deallocations completed
+    std::atomic<int> ready;     // the child is in its loop
+    std::atomic<uint64_t> ops;  // allocations and deallocations completed
 };
 
 struct CrashCheckReport {
@@ -653,8 +650,8 @@ int CrashingAllocator(uint64_t seed, CrashProgress *progress) {
     std::vector<std::unique_ptr<Fam_Descriptor>> held(kCrashNames);
     for (int i = 0; i < kCrashNames; i++) {
         names.push_back(CrashName(i));
-        CaughtError caught = CatchFamError(
-            [&] { held[i].reset(f->fam_lookup(names[i].c_str(), "crash")); });
+        CaughtError caught =
+            CatchFamError([&] { held[i].reset(f->fam_lookup(names[i].c_str(), "crash")); });
         if ((caught.code != openfam::FAM_NO_ERROR) && caught.code != openfam::FAM_ERR_NOTFOUND) {
             fprintf(stderr, "crashing child: fam_lookup %s: %s\n", names[i].c_str(),
                     caught.message.c_str());
@@ -740,15 +737,14 @@ int CheckCrashRegion(uint32_t round, CrashCheckReport *report) {
         CHILD_EXPECT(report->fill_items < 100000);
     }
     if (report->live_bytes + report->fill_bytes != kCrashRegionSize) {
-        fprintf(stderr,
-                "checker: %" PRIu64 " live items hold %" PRIu64 " bytes, %" PRIu64
-                " fill items got %" PRIu64 " bytes: %" PRIu64 " in all, region is %" PRIu64
-                " (%s)\n",
-                report->live_items, report->live_bytes, report->fill_items, report->fill_bytes,
-                report->live_bytes + report->fill_bytes, kCrashRegionSize,
-                report->live_bytes + report->fill_bytes < kCrashRegionSize
-                    ? "space leaked"
-                    : "space allocated twice");
+        fprintf(
+            stderr,
+            "checker: %" PRIu64 " live items hold %" PRIu64 " bytes, %" PRIu64
+            " fill items got %" PRIu64 " bytes: %" PRIu64 " in all, region is %" PRIu64 " (%s)\n",
+            report->live_items, report->live_bytes, report->fill_items, report->fill_bytes,
+            report->live_bytes + report->fill_bytes, kCrashRegionSize,
+            report->live_bytes + report->fill_bytes < kCrashRegionSize ? "space leaked"
+                                                                       : "space allocated twice");
         return 1;
     }
 
@@ -757,8 +753,9 @@ int CheckCrashRegion(uint32_t round, CrashCheckReport *report) {
         f->fam_get_blocking(got.data(), items[k].get(), 0, sizes[k]);
         for (uint64_t b = 0; b < sizes[k]; b++) {
             if (got[b] != 0) {
-                fprintf(stderr, "checker: new item of %" PRIu64 " bytes not zeroed at %" PRIu64
-                        "\n", sizes[k], b);
+                fprintf(stderr,
+                        "checker: new item of %" PRIu64 " bytes not zeroed at %" PRIu64 "\n",
+                        sizes[k], b);
                 return 1;
             }
         }
@@ -772,8 +769,10 @@ int CheckCrashRegion(uint32_t round, CrashCheckReport *report) {
         f->fam_get_blocking(got.data(), items[k].get(), 0, sizes[k]);
         int64_t bad = FirstPatternMismatch(got, 0, round * 1000 + k);
         if (bad >= 0) {
-            fprintf(stderr, "checker: item %zu (%s, %" PRIu64 " bytes) overwritten at %" PRId64
-                    ": two items overlap\n", k, k < live ? "live" : "fill", sizes[k], bad);
+            fprintf(stderr,
+                    "checker: item %zu (%s, %" PRIu64 " bytes) overwritten at %" PRId64
+                    ": two items overlap\n",
+                    k, k < live ? "live" : "fill", sizes[k], bad);
             return 1;
         }
     }
@@ -825,8 +824,8 @@ TEST_F(MultiProcessTest, SigkillWhileAllocatingLeavesNoLeakAndNoOverlap) {
         EXPECT_GT(ops, 0u) << "round " << round << ": killed before any allocation completed";
 
         int rc = RunInChild([&] { return CheckCrashRegion(round, &report[0]); }, 120);
-        printf("round %d: killed after %d ms and %" PRIu64 " ops; %" PRIu64
-               " live items (%" PRIu64 " bytes), %" PRIu64 " fill items (%" PRIu64 " bytes)\n",
+        printf("round %d: killed after %d ms and %" PRIu64 " ops; %" PRIu64 " live items (%" PRIu64
+               " bytes), %" PRIu64 " fill items (%" PRIu64 " bytes)\n",
                round, delay_ms, ops, report[0].live_items, report[0].live_bytes,
                report[0].fill_items, report[0].fill_bytes);
         ASSERT_EQ(rc, 0) << "round " << round << ": metadata inconsistent after SIGKILL (see "

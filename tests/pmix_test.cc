@@ -34,8 +34,10 @@ class PmixTest : public FamTest {
     // The job creates what the test later checks; the test's own fam comes afterwards.
     bool AutoInitialize() const override { return false; }
 
-    // Runs pmix_worker `mode` as kPes PEs; fails the test for every PE left running.
-    LauncherResult RunJob(const std::string &mode) {
+    // Runs pmix_worker `mode` as kPes PEs (`mpirun_options` go before the program); fails the
+    // test for every PE left running.
+    LauncherResult RunJob(const std::string &mode,
+                          const std::vector<std::string> &mpirun_options = {}) {
         std::vector<std::string> argv = {"mpirun",
                                          "-n",
                                          std::to_string(kPes),
@@ -44,9 +46,10 @@ class PmixTest : public FamTest {
                                          "-x",
                                          "FAMPOOL_HOME=" + home_dir(),
                                          "-x",
-                                         "FAMPOOL_SHM_DIR=" + shm_dir(),
-                                         WorkerPath("pmix_worker"),
-                                         mode};
+                                         "FAMPOOL_SHM_DIR=" + shm_dir()};
+        argv.insert(argv.end(), mpirun_options.begin(), mpirun_options.end());
+        argv.push_back(WorkerPath("pmix_worker"));
+        argv.push_back(mode);
         LauncherResult result = RunLauncher(argv, {}, kTimeoutSeconds);
         printf("mpirun (%s) ended with status %d after %.1f s%s; output:\n%s\n", mode.c_str(),
                result.exit_code, result.seconds, result.timed_out ? " (timed out)" : "",
@@ -91,7 +94,10 @@ TEST_F(PmixTest, FourPesShareAnItemThroughBarriersAndAGlobalDescriptor) {
 }
 
 TEST_F(PmixTest, FamAbortFromPeOneEndsTheWholeJobWithNonZeroStatus) {
-    LauncherResult job = RunJob("abort");
+    // By default mpirun ends the whole job as soon as one PE exits with a non-zero status, so
+    // a fam_abort that merely exited would pass. With that policy off, only a real job-wide
+    // abort (PMIx_Abort) stops the other PEs: a PE that just exits leaves them running.
+    LauncherResult job = RunJob("abort", {"--mca", "orte_abort_on_non_zero_status", "0"});
     EXPECT_FALSE(job.timed_out);
     EXPECT_NE(job.exit_code, 0);
     // The other PEs would sleep 60 s and then report that they survived.
@@ -103,8 +109,8 @@ TEST_F(PmixTest, FamAbortFromPeOneEndsTheWholeJobWithNonZeroStatus) {
 TEST_F(PmixTest, WorkerWithoutLauncherIsOnePeWithRuntimeNone) {
     LauncherResult run = RunLauncher(
         {WorkerPath("pmix_worker"), "single"}, {}, kTimeoutSeconds,
-        {"PMIX_RANK", "PMIX_NAMESPACE", "PMIX_SERVER_URI2", "PMIX_SERVER_URI21",
-         "PMIX_SERVER_URI3", "PMIX_SERVER_URI4", "PMIX_SERVER_URI41", "OMPI_COMM_WORLD_SIZE"});
+        {"PMIX_RANK", "PMIX_NAMESPACE", "PMIX_SERVER_URI2", "PMIX_SERVER_URI21", "PMIX_SERVER_URI3",
+         "PMIX_SERVER_URI4", "PMIX_SERVER_URI41", "OMPI_COMM_WORLD_SIZE"});
     printf("pmix_worker single ended with status %d; output:\n%s\n", run.exit_code,
            run.output.c_str());
     EXPECT_FALSE(run.timed_out);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -102,8 +103,11 @@ TEST_F(ScaleTest, SixtyFourTebibyteVolatileRegionHoldsItemsAtBothEnds) {
                      openfam::FAM_ERR_OUTOFRANGE, "fam_put_blocking");
 
     // The heap is sparse: only what was written (and, at most, the two 1 GiB items) is real.
+    uint64_t largest = 0;
+    for (const FileEntry &f : ListFiles(shm_dir())) largest = std::max(largest, f.size);
+    EXPECT_GE(largest, kRegionSize) << "no 64 TiB heap file in $FAMPOOL_SHM_DIR";
     uint64_t used = AllocatedBytes(shm_dir());
-    printf("heap memory in use: %.1f MiB\n", used / 1048576.0);
+    printf("heap memory in use: %" PRIu64 " KiB\n", used / 1024);
     EXPECT_LT(used, 4ull << 30) << "the 64 TiB heap is not sparse";
 
     start = Clock::now();
@@ -145,9 +149,8 @@ TEST_F(ScaleTest, MillionNamedItemsAllocateLookUpAndDeallocate) {
         fam()->fam_put_blocking(&value, items.back().get(), 0, sizeof value);
         if ((n + 1) % 1000 == 0) {
             double elapsed = SecondsSince(start);
-            ASSERT_LT(elapsed, budget) << "allocating: only " << (n + 1) << " items in "
-                                       << elapsed << " s (" << 1e6 * elapsed / (n + 1)
-                                       << " us per item)";
+            ASSERT_LT(elapsed, budget) << "allocating: only " << (n + 1) << " items in " << elapsed
+                                       << " s (" << 1e6 * elapsed / (n + 1) << " us per item)";
             if ((n + 1) % 100000 == 0) {
                 printf("  %" PRIu64 " items allocated, %.1f s\n", n + 1, elapsed);
                 fflush(stdout);
@@ -190,8 +193,8 @@ TEST_F(ScaleTest, MillionNamedItemsAllocateLookUpAndDeallocate) {
         items[n].reset();
         if ((n + 1) % 1000 == 0) {
             double elapsed = SecondsSince(start);
-            ASSERT_LT(elapsed, budget) << "deallocating: only " << (n + 1) << " items in "
-                                       << elapsed << " s";
+            ASSERT_LT(elapsed, budget)
+                << "deallocating: only " << (n + 1) << " items in " << elapsed << " s";
             if ((n + 1) % 100000 == 0) {
                 printf("  %" PRIu64 " items deallocated, %.1f s\n", n + 1, elapsed);
                 fflush(stdout);

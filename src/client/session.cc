@@ -24,8 +24,10 @@ std::shared_ptr<Session> Session::Open(const Config &config) {
     HeapLocation location{config.shm_dir, config.data_dir + "/heaps", instance};
     session->memory_server =
         std::make_unique<LocalMemoryServer>(0, location, config.archive_dir);
+    PlacementOptions placement;
+    placement.interleave_size = config.interleave_size;
     session->metadata = std::make_unique<MetadataStore>(
-        session->env, session->memory_server.get(), config.interleave_size);
+        session->env, std::vector<MemoryServer *>{session->memory_server.get()}, placement);
     session->transport = std::make_unique<ShmTransport>(session->memory_server.get());
     return session;
 }

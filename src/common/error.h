@@ -40,6 +40,7 @@ auto Guard(const char *call, Body &&body) -> decltype(body()) {
         std::string message = std::string(call) + ": " + failure.fam_error_msg();
         throw Fam_Exception(static_cast<Fam_Error>(failure.fam_error()), message.c_str());
     }
+    __builtin_unreachable();
 }
 
 }  // namespace fampool

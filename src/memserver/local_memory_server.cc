@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "transport/atomic_apply.h"
 
 namespace fampool {
 
@@ -32,6 +33,7 @@ void LocalMemoryServer::CreateExtent(ExtentRef extent, uint64_t size) {
 }
 
 void LocalMemoryServer::DestroyExtent(ExtentRef extent) {
+    RevokeWhere(extent.region_id, [](const Grant &, uint64_t) { return true; }, 0);
     std::string path = HeapPath(extent);
     cache_.Revoke(path);
     heap::Remove(path);
@@ -86,5 +88,64 @@ void LocalMemoryServer::Restore(const std::string &name, ExtentRef extent, uint6
 void LocalMemoryServer::DeleteBackup(const std::string &name) { archive_.Delete(name); }
 
 std::vector<BackupInfo> LocalMemoryServer::ListBackups() { return archive_.List(); }
+
+void LocalMemoryServer::Atomic(ExtentRef extent, uint64_t offset, int op, int type,
+                               const void *operand, const void *compare, void *result) {
+    auto data_type = static_cast<DataType>(type);
+    auto mapping = Map(extent, offset + SizeOf(data_type));
+    ApplyAtomic(mapping->base() + offset, static_cast<AtomicOp>(op), data_type, operand, compare,
+                result);
+}
+
+}  // namespace fampool
+
+namespace fampool {
+
+KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t size,
+                                     bool writable) {
+    KeyGrant grant;
+    if (!registrar_) return grant;
+    std::lock_guard<std::mutex> lock(grants_mutex_);
+    auto mapping = Map(extent, offset + size);
+    uint64_t length = size ? size : mapping->length();
+    auto range = grants_.equal_range(extent.region_id);
+    for (auto it = range.first; it != range.second; ++it) {
+        const Grant &g = it->second;
+        // Reuse a grant of the same range on the current mapping (a grown heap gets a new one).
+        if (g.offset == offset && g.size == size && g.writable == writable &&
+            g.mapping == mapping) {
+            return KeyGrant{g.registration.key, g.registration.base - offset,
+                            registrar_->address()};
+        }
+    }
+    Grant g{offset, size, writable, mapping,
+            registrar_->Register(mapping->base() + offset, length, writable)};
+    grants_.emplace(extent.region_id, g);
+    return KeyGrant{g.registration.key, g.registration.base - offset, registrar_->address()};
+}
+
+void LocalMemoryServer::RevokeKeys(ExtentRef extent, uint64_t offset) {
+    RevokeWhere(
+        extent.region_id,
+        [](const Grant &g, uint64_t at) {
+            return at == kAllGrants || (g.size != 0 && g.offset == at);
+        },
+        offset);
+}
+
+void LocalMemoryServer::RevokeWhere(uint64_t region_id, bool (*match)(const Grant &, uint64_t),
+                                    uint64_t arg) {
+    if (!registrar_) return;
+    std::lock_guard<std::mutex> lock(grants_mutex_);
+    auto range = grants_.equal_range(region_id);
+    for (auto it = range.first; it != range.second;) {
+        if (match(it->second, arg)) {
+            registrar_->Deregister(it->second.registration.handle);
+            it = grants_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
 
 }  // namespace fampool

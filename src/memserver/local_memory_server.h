@@ -3,12 +3,15 @@
 #ifndef FAMPOOL_MEMSERVER_LOCAL_MEMORY_SERVER_H_
 #define FAMPOOL_MEMSERVER_LOCAL_MEMORY_SERVER_H_
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "memserver/archive.h"
 #include "memserver/heap.h"
 #include "memserver/memory_server.h"
+#include "memserver/registrar.h"
 
 namespace fampool {
 
@@ -35,6 +38,15 @@ class LocalMemoryServer : public MemoryServer {
                  uint64_t capacity) override;
     void DeleteBackup(const std::string &name) override;
     std::vector<BackupInfo> ListBackups() override;
+    void Atomic(ExtentRef extent, uint64_t offset, int op, int type, const void *operand,
+                const void *compare, void *result) override;
+    KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable) override;
+    void RevokeKeys(ExtentRef extent, uint64_t offset) override;
+
+    // Gives the server a fabric endpoint: from then on GrantKey registers memory with it.
+    void AttachFabric(Registrar *registrar) { registrar_ = registrar; }
+    std::string fabric_address() const { return registrar_ ? registrar_->address() : ""; }
+    std::string fabric_provider() const { return registrar_ ? registrar_->provider() : ""; }
 
     // A mapping of the extent's heap covering at least [0, min_length): the data path of the
     // embedded model loads and stores through it.
@@ -42,10 +54,21 @@ class LocalMemoryServer : public MemoryServer {
     std::string HeapPath(ExtentRef extent) const;
 
   private:
+    struct Grant {
+        uint64_t offset, size;
+        bool writable;
+        std::shared_ptr<HeapMapping> mapping;  // keeps the registered memory mapped
+        Registrar::Registration registration;
+    };
+    void RevokeWhere(uint64_t region_id, bool (*match)(const Grant &, uint64_t), uint64_t arg);
+
     uint64_t id_;
     HeapLocation location_;
     Archive archive_;
     HeapCache cache_;
+    Registrar *registrar_ = nullptr;
+    std::mutex grants_mutex_;
+    std::multimap<uint64_t, Grant> grants_;  // region id -> its registrations
 };
 
 }  // namespace fampool

@@ -26,6 +26,17 @@ struct BackupInfo {
     std::string item_name;
 };
 
+// A key for remote access to part of an extent; the remote address of the extent's byte at
+// physical offset p is base + p.
+struct KeyGrant {
+    uint64_t key = 0;
+    uint64_t base = 0;
+    std::string fabric_address;  // empty: the server has no fabric endpoint (embedded model)
+};
+
+// RevokeKeys offset that closes every grant of the extent, whole-extent ones included.
+constexpr uint64_t kAllGrants = ~uint64_t{0};
+
 class MemoryServer {
   public:
     virtual ~MemoryServer() = default;
@@ -51,6 +62,21 @@ class MemoryServer {
                          uint64_t capacity) = 0;
     virtual void DeleteBackup(const std::string &name) = 0;
     virtual std::vector<BackupInfo> ListBackups() = 0;
+
+    // Applies an atomic at a physical offset of the extent, with the server's CPU: for what
+    // the fabric provider cannot do (128-bit operations, types or operations missing from its
+    // atomics table). `op` and `type` are AtomicOp and DataType values (transport/transport.h).
+    virtual void Atomic(ExtentRef extent, uint64_t offset, int op, int type, const void *operand,
+                        const void *compare, void *result) = 0;
+
+    // Registers [offset, offset + size) of the extent (the whole extent when size is 0) for
+    // remote reads, or reads and writes, and returns its key. The metadata service calls this
+    // only after checking the caller's permission. Grants are cached and shared.
+    virtual KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size,
+                              bool writable) = 0;
+    // Closes the item-level grants that start at `offset` (their keys stop working), or every
+    // grant of the extent when offset is kAllGrants.
+    virtual void RevokeKeys(ExtentRef extent, uint64_t offset) = 0;
 };
 
 }  // namespace fampool

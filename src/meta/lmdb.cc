@@ -139,6 +139,11 @@ void Txn::Commit() {
     if (rc) RaiseLmdb("mdb_txn_commit", rc);
 }
 
+void Txn::Abort() {
+    if (txn_) mdb_txn_abort(txn_);
+    txn_ = nullptr;
+}
+
 bool Txn::Get(Table table, std::string_view key, std::string_view *value) const {
     MDB_val k = Val(key), v{};
     int rc = mdb_get(txn_, env_.dbi(table), &k, &v);

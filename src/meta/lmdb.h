@@ -44,6 +44,8 @@ class Txn {
     Txn &operator=(const Txn &) = delete;
 
     void Commit();
+    // Ends the transaction early (the destructor then does nothing).
+    void Abort();
     bool writable() const { return write_; }
 
     // Get: false when the key is absent. Put with no_overwrite: false when the key exists.

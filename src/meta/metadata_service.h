@@ -41,6 +41,27 @@ struct RegionInfo {
     std::vector<uint64_t> memory_servers;
 };
 
+// How a client reaches an item's bytes on one memory server over the fabric: the server's
+// endpoint name and the registration key handed out after the permission check. The remote
+// address of the byte at physical offset p of the region's extent on that server is
+// `base + p` (uint64 arithmetic: base may wrap for offset-addressed providers).
+struct ServerAccess {
+    uint64_t server_id = 0;
+    std::string fabric_address;  // fi_getname() of the memory server's endpoint
+    uint64_t key = 0;
+    uint64_t base = 0;
+};
+
+// An item's virtual offset in its region. Non-interleaved regions: the item lives on server
+// index ServerIndexOf(offset) at physical offset PhysicalOf(offset) of that server's extent.
+// Interleaved regions: byte v of the region's virtual space lies in block b = v / I on server
+// index b % K at physical offset (b / K) * I + v % I (I: interleave size, K: server count).
+constexpr int kServerIndexShift = 48;
+inline uint64_t ServerIndexOf(uint64_t offset) { return offset >> kServerIndexShift; }
+inline uint64_t PhysicalOf(uint64_t offset) {
+    return offset & ((uint64_t{1} << kServerIndexShift) - 1);
+}
+
 struct ItemInfo {
     uint64_t region_id = 0;
     uint64_t offset = 0;  // within the region
@@ -50,6 +71,9 @@ struct ItemInfo {
     RegionInfo region;
     // What the caller may do, decided by the service (the embedded model's capability).
     bool can_read = false, can_write = false;
+    // Fabric access, one entry per server of the region in region.memory_servers order (for a
+    // non-interleaved item only the entry of its server is filled). Empty in the embedded model.
+    std::vector<ServerAccess> access;
 };
 
 class MetadataService {

@@ -1,5 +1,6 @@
 #include "meta/metadata_store.h"
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -61,6 +62,53 @@ ExtentRef ExtentOf(const RegionInfo &region) {
     return ExtentRef{region.id, region.attributes.memoryType == PERSISTENT};
 }
 
+constexpr uint64_t kVirtualExtent = 255;  // allocator of an interleaved region's virtual space
+
+uint64_t AllocatorOf(uint64_t region_id, uint64_t index) { return region_id * 256 + index; }
+
+uint64_t RoundUp(uint64_t value, uint64_t unit) { return (value + unit - 1) / unit * unit; }
+
+// How a region's bytes sit on its servers (see ServerIndexOf in metadata_service.h).
+struct Layout {
+    uint64_t servers = 1;       // K
+    uint64_t interleave = 0;    // I; 0 when items are not striped
+    uint64_t extent_size = 0;   // bytes of the region on each server
+    bool interleaved() const { return interleave != 0; }
+    uint64_t unit() const { return interleave * servers; }
+};
+
+Layout LayoutOf(const RegionInfo &region, uint64_t size) {
+    Layout layout;
+    layout.servers = std::max<uint64_t>(1, region.memory_servers.size());
+    if (region.interleave_size && layout.servers > 1) {
+        layout.interleave = region.interleave_size;
+        layout.extent_size = RoundUp(size, layout.unit()) / layout.servers;
+    } else {
+        layout.extent_size = ExtentAllocator::Rounded((size + layout.servers - 1) / layout.servers);
+    }
+    return layout;
+}
+
+Layout LayoutOf(const RegionInfo &region) { return LayoutOf(region, region.size); }
+
+// Where an item's bytes are on server `index`: [begin, end) of that server's extent.
+std::pair<uint64_t, uint64_t> PhysicalRange(const Layout &layout, uint64_t offset, uint64_t size,
+                                            uint64_t index) {
+    if (!layout.interleaved()) {
+        if (ServerIndexOf(offset) != index) return {0, 0};
+        return {PhysicalOf(offset), PhysicalOf(offset) + ExtentAllocator::Rounded(size)};
+    }
+    uint64_t span = RoundUp(size, layout.unit());
+    return {offset / layout.unit() * layout.interleave,
+            (offset + span) / layout.unit() * layout.interleave};
+}
+
+uint64_t Fnv1a(const std::string &text) {
+    uint64_t hash = 1469598103934665603ull;
+    for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+    return hash;
+}
+
 // The permission bits that govern an item: the region's in a REGION-level region.
 void Govern(ItemInfo &item, const Caller &caller) {
     const bool region_level = item.region.attributes.permissionLevel != DATAITEM;
@@ -89,7 +137,10 @@ void RequireOwner(const RegionInfo &region, const Caller &caller, const char *ac
 void RemoveRegionRecords(Txn &txn, const RegionInfo &region) {
     DeletePrefix(txn, Table::kItems, Key(region.id));
     DeletePrefix(txn, Table::kItemNames, Key(region.id));
-    ExtentAllocator::DropExtent(txn, region.id);
+    for (uint64_t index = 0; index < region.memory_servers.size(); ++index) {
+        ExtentAllocator::DropExtent(txn, AllocatorOf(region.id, index));
+    }
+    ExtentAllocator::DropExtent(txn, AllocatorOf(region.id, kVirtualExtent));
     txn.Del(Table::kRegions, Key(region.id));
     txn.Del(Table::kRegionNames, region.name);
 }
@@ -125,9 +176,26 @@ std::string MetadataStore::Prepare(LmdbEnv &env) {
     return instance;
 }
 
-MetadataStore::MetadataStore(std::shared_ptr<LmdbEnv> env, MemoryServer *memory_server,
-                             uint64_t interleave_size)
-    : env_(std::move(env)), memory_server_(memory_server), interleave_size_(interleave_size) {}
+MetadataStore::MetadataStore(std::shared_ptr<LmdbEnv> env, std::vector<MemoryServer *> servers,
+                             PlacementOptions options)
+    : env_(std::move(env)), servers_(std::move(servers)), options_(std::move(options)) {
+    if (servers_.empty()) Fail(openfam::FAM_ERR_MEMSERV_LIST_EMPTY, "no memory servers configured");
+}
+
+std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name) {
+    size_t count = servers_.size();
+    size_t span = options_.region_span ? std::min(options_.region_span, count) : count;
+    std::vector<uint64_t> order(count);
+    for (size_t i = 0; i < count; ++i) order[i] = (Fnv1a(name) + i) % count;
+    if (options_.policy == "least-used") {
+        std::vector<uint64_t> usage = ServerUsage();
+        std::stable_sort(order.begin(), order.end(),
+                         [&](uint64_t a, uint64_t b) { return usage[a] < usage[b]; });
+    }
+    order.resize(span);
+    std::sort(order.begin(), order.end());
+    return order;
+}
 
 RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                                        const Fam_Region_Attributes &attributes,
@@ -149,12 +217,16 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
         region.attributes.redundancyLevel = NONE;
     }
     if (region.attributes.interleaveEnable == INTERLEAVE_DEFAULT) {
-        region.attributes.interleaveEnable = interleave_size_ ? ENABLE : DISABLE;
+        region.attributes.interleaveEnable = options_.interleave_size ? ENABLE : DISABLE;
     }
-    region.interleave_size = region.attributes.interleaveEnable == ENABLE ? interleave_size_ : 0;
-    region.memory_servers = {memory_server_->id()};
-    uint64_t extent_size = ExtentAllocator::Rounded(size);
-    if (extent_size < size) Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" of {} bytes", name, size);
+    region.interleave_size =
+        region.attributes.interleaveEnable == ENABLE ? options_.interleave_size : 0;
+    region.memory_servers = PlaceRegion(name);
+    if (size > (uint64_t{1} << kServerIndexShift) * region.memory_servers.size()) {
+        Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" of {} bytes exceeds 256 TiB per memory server",
+             name, size);
+    }
+    Layout layout = LayoutOf(region);
 
     Txn txn(*env_, /*write=*/true);
     if (txn.Get(Table::kRegionNames, name, nullptr)) {
@@ -166,14 +238,32 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     txn.Put(Table::kMeta, "next_region", Key(region.id + 1));
 
     ExtentRef extent = ExtentOf(region);
-    memory_server_->CreateExtent(extent, extent_size);
+    size_t created = 0;
     try {
+        for (uint64_t server : region.memory_servers) {
+            servers_[server]->CreateExtent(extent, layout.extent_size);
+            ++created;
+        }
         txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
         txn.Put(Table::kRegionNames, name, Key(region.id));
-        ExtentAllocator::AddExtent(txn, region.id, extent_size);
+        if (layout.interleaved()) {
+            ExtentAllocator::AddExtent(txn, AllocatorOf(region.id, kVirtualExtent),
+                                       layout.extent_size * layout.servers);
+        } else {
+            for (uint64_t index = 0; index < layout.servers; ++index) {
+                ExtentAllocator::AddExtent(txn, AllocatorOf(region.id, index), layout.extent_size);
+            }
+        }
         txn.Commit();
     } catch (...) {
-        memory_server_->DestroyExtent(extent);
+        for (size_t i = 0; i < created; ++i) {
+            try {
+                servers_[region.memory_servers[i]]->DestroyExtent(extent);
+            } catch (const Failure &) {
+                // The server is gone; its heap goes with its next restart (volatile) or stays
+                // as an orphan file (persistent), never referenced by metadata.
+            }
+        }
         throw;
     }
     return region;
@@ -185,7 +275,15 @@ void MetadataStore::DestroyRegion(uint64_t region_id, const Caller &caller) {
     RequireOwner(region, caller, "destroy");
     RemoveRegionRecords(txn, region);
     txn.Commit();
-    memory_server_->DestroyExtent(ExtentOf(region));
+    ForgetGrants(region.id);
+    for (uint64_t server : region.memory_servers) {
+        try {
+            servers_[server]->DestroyExtent(ExtentOf(region));
+        } catch (const Failure &) {
+            // The region is gone from the metadata; an unreachable server's heap is released
+            // when it restarts (volatile) or stays as an unreferenced file (persistent).
+        }
+    }
 }
 
 RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) {
@@ -193,22 +291,41 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     RegionInfo region = ReadRegion(txn, region_id);
     if (size == 0) Fail(openfam::FAM_ERR_INVALID, "region \"{}\" to size 0", region.name);
     RequireOwner(region, caller, "resize");
-    uint64_t old_extent = ExtentAllocator::Rounded(region.size);
-    uint64_t new_extent = ExtentAllocator::Rounded(size);
+    Layout before = LayoutOf(region), after = LayoutOf(region, size);
+    uint64_t old_extent = before.extent_size, new_extent = after.extent_size;
+    // An interleaved region's allocator spans its virtual space; the others, one per server.
+    std::vector<std::pair<uint64_t, uint64_t>> allocators;  // (allocator, multiplier)
+    if (before.interleaved()) {
+        allocators.push_back({AllocatorOf(region.id, kVirtualExtent), before.servers});
+    } else {
+        for (uint64_t index = 0; index < before.servers; ++index) {
+            allocators.push_back({AllocatorOf(region.id, index), 1});
+        }
+    }
+    for (auto [allocator, times] : allocators) {
+        if (new_extent > old_extent) {
+            ExtentAllocator::Grow(txn, allocator, old_extent * times, new_extent * times);
+        } else if (!ExtentAllocator::Shrink(txn, allocator, old_extent * times,
+                                            new_extent * times)) {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "region \"{}\" cannot shrink to {} bytes: items are allocated past that size",
+                 region.name, size);
+        }
+    }
     if (new_extent > old_extent) {
-        memory_server_->ResizeExtent(ExtentOf(region), old_extent, new_extent);
-        ExtentAllocator::Grow(txn, region.id, old_extent, new_extent);
-    } else if (!ExtentAllocator::Shrink(txn, region.id, old_extent, new_extent)) {
-        Fail(openfam::FAM_ERR_INVALID,
-             "region \"{}\" cannot shrink to {} bytes: items are allocated past that size",
-             region.name, size);
+        for (uint64_t server : region.memory_servers) {
+            servers_[server]->ResizeExtent(ExtentOf(region), old_extent, new_extent);
+        }
     }
     region.size = size;
     txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
     txn.Commit();
     if (new_extent < old_extent) {
-        memory_server_->ResizeExtent(ExtentOf(region), old_extent, new_extent);
+        for (uint64_t server : region.memory_servers) {
+            servers_[server]->ResizeExtent(ExtentOf(region), old_extent, new_extent);
+        }
     }
+    ForgetGrants(region.id);
     return region;
 }
 
@@ -239,6 +356,13 @@ void MetadataStore::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
     region.perm = perm & 0777;
     txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
     txn.Commit();
+    if (options_.grant_keys && region.attributes.permissionLevel != DATAITEM) {
+        // Keys handed out under the old bits stop working; holders look the item up again.
+        ForgetGrants(region.id);
+        for (uint64_t server : region.memory_servers) {
+            servers_[server]->RevokeKeys(ExtentOf(region), kAllGrants);
+        }
+    }
 }
 
 ItemInfo MetadataStore::AllocateItem(uint64_t region_id, const std::string &name, uint64_t size,
@@ -258,10 +382,34 @@ ItemInfo MetadataStore::AllocateItem(uint64_t region_id, const std::string &name
         Fail(openfam::FAM_ERR_ALREADYEXIST, "item \"{}\" already exists in region \"{}\"", name,
              region.name);
     }
-    try {
-        item.offset = ExtentAllocator::Allocate(txn, region_id, size);
-    } catch (const Failure &failure) {
-        if (failure.fam_error() != openfam::FAM_ERR_NO_SPACE) throw;
+    Layout layout = LayoutOf(region);
+    bool placed = false;
+    if (layout.interleaved()) {
+        uint64_t span = RoundUp(size, layout.unit());
+        try {
+            item.offset =
+                ExtentAllocator::Allocate(txn, AllocatorOf(region_id, kVirtualExtent), span);
+            placed = true;
+        } catch (const Failure &failure) {
+            if (failure.fam_error() != openfam::FAM_ERR_NO_SPACE) throw;
+        }
+    } else {
+        // Named items go to the server their name hashes to, unnamed ones round-robin; a full
+        // server passes the item to the next.
+        uint64_t start = name.empty() ? round_robin_++ : Fnv1a(name);
+        for (uint64_t t = 0; t < layout.servers && !placed; ++t) {
+            uint64_t index = (start + t) % layout.servers;
+            try {
+                uint64_t physical =
+                    ExtentAllocator::Allocate(txn, AllocatorOf(region_id, index), size);
+                item.offset = (index << kServerIndexShift) | physical;
+                placed = true;
+            } catch (const Failure &failure) {
+                if (failure.fam_error() != openfam::FAM_ERR_NO_SPACE) throw;
+            }
+        }
+    }
+    if (!placed) {
         Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" (size {}) has no free range of {} bytes",
              region.name, region.size, size);
     }
@@ -270,12 +418,16 @@ ItemInfo MetadataStore::AllocateItem(uint64_t region_id, const std::string &name
     item.perm = perm & 0777;
     item.uid = caller.uid;
     item.gid = caller.gid;
-    memory_server_->Zero(ExtentOf(region), item.offset, ExtentAllocator::Rounded(size));
+    for (uint64_t index = 0; index < layout.servers; ++index) {
+        auto [begin, end] = PhysicalRange(layout, item.offset, size, index);
+        if (end > begin) {
+            servers_[region.memory_servers[index]]->Zero(ExtentOf(region), begin, end - begin);
+        }
+    }
     txn.Put(Table::kItems, Key(region_id, item.offset), EncodeItem(item));
     if (!name.empty()) txn.Put(Table::kItemNames, NameKey(region_id, name), Key(item.offset));
     txn.Commit();
-    Govern(item, caller);
-    return item;
+    return Finish(std::move(item), caller);
 }
 
 void MetadataStore::DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
@@ -296,8 +448,18 @@ void MetadataStore::DeallocateItem(uint64_t region_id, uint64_t offset, const Ca
     }
     txn.Del(Table::kItems, Key(region_id, offset));
     if (!item.name.empty()) txn.Del(Table::kItemNames, NameKey(region_id, item.name));
-    ExtentAllocator::Free(txn, region_id, offset, item.size);
+    Layout layout = LayoutOf(region);
+    if (layout.interleaved()) {
+        ExtentAllocator::Free(txn, AllocatorOf(region_id, kVirtualExtent), offset,
+                              RoundUp(item.size, layout.unit()));
+    } else {
+        ExtentAllocator::Free(txn, AllocatorOf(region_id, ServerIndexOf(offset)),
+                              PhysicalOf(offset), item.size);
+    }
     txn.Commit();
+    if (options_.grant_keys && region.attributes.permissionLevel == DATAITEM) {
+        RevokeItemGrants(region, offset, item.size);
+    }
 }
 
 ItemInfo MetadataStore::LookupItem(const std::string &item_name, const std::string &region_name,
@@ -322,7 +484,8 @@ ItemInfo MetadataStore::LookupItem(const std::string &item_name, const std::stri
         Fail(openfam::FAM_ERR_NOPERM, "no read or write permission on item \"{}\" of region \"{}\"",
              item_name, region_name);
     }
-    return item;
+    txn.Abort();
+    return Finish(std::move(item), caller);
 }
 
 ItemInfo MetadataStore::GetItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
@@ -340,7 +503,8 @@ ItemInfo MetadataStore::GetItem(uint64_t region_id, uint64_t offset, const Calle
         Fail(openfam::FAM_ERR_NOPERM, "no read or write permission on item at offset {} of \"{}\"",
              offset, region.name);
     }
-    return item;
+    txn.Abort();
+    return Finish(std::move(item), caller);
 }
 
 void MetadataStore::ChangeItemPermissions(uint64_t region_id, uint64_t offset, uint32_t perm,
@@ -366,8 +530,148 @@ void MetadataStore::ChangeItemPermissions(uint64_t region_id, uint64_t offset, u
     item.perm = perm & 0777;
     txn.Put(Table::kItems, Key(region_id, offset), EncodeItem(item));
     txn.Commit();
+    if (options_.grant_keys) RevokeItemGrants(region, offset, item.size);
 }
 
 void MetadataStore::Sync() { env_->Sync(); }
+
+ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
+    Govern(item, caller);
+    if (!options_.grant_keys || (!item.can_read && !item.can_write)) return item;
+    // Hand out the keys the permission check allows: read-only unless the caller may write.
+    const RegionInfo &region = item.region;
+    Layout layout = LayoutOf(region);
+    bool per_item = region.attributes.permissionLevel == DATAITEM;
+    item.access.resize(layout.servers);
+    for (uint64_t index = 0; index < layout.servers; ++index) {
+        auto [begin, end] = PhysicalRange(layout, item.offset, item.size, index);
+        if (end <= begin) continue;  // the item has no bytes there
+        uint64_t offset = per_item ? begin : 0, size = per_item ? end - begin : 0;
+        auto key = std::make_tuple(region.id, index, offset, size, item.can_write);
+        KeyGrant grant;
+        {
+            std::lock_guard<std::mutex> lock(grants_mutex_);
+            auto found = grants_.find(key);
+            if (found != grants_.end()) grant = found->second;
+        }
+        uint64_t server = region.memory_servers[index];
+        if (grant.fabric_address.empty()) {
+            grant = servers_[server]->GrantKey(ExtentOf(region), offset, size, item.can_write);
+            std::lock_guard<std::mutex> lock(grants_mutex_);
+            grants_[key] = grant;
+        }
+        item.access[index] = ServerAccess{server, grant.fabric_address, grant.key, grant.base};
+    }
+    return item;
+}
+
+void MetadataStore::ForgetGrants(uint64_t region_id) {
+    std::lock_guard<std::mutex> lock(grants_mutex_);
+    auto first = grants_.lower_bound(std::make_tuple(region_id, 0, 0, 0, false));
+    auto last = grants_.lower_bound(std::make_tuple(region_id + 1, 0, 0, 0, false));
+    grants_.erase(first, last);
+}
+
+void MetadataStore::RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size) {
+    Layout layout = LayoutOf(region);
+    for (uint64_t index = 0; index < layout.servers; ++index) {
+        auto [begin, end] = PhysicalRange(layout, offset, size, index);
+        if (end <= begin) continue;
+        {
+            std::lock_guard<std::mutex> lock(grants_mutex_);
+            grants_.erase(std::make_tuple(region.id, index, begin, end - begin, false));
+            grants_.erase(std::make_tuple(region.id, index, begin, end - begin, true));
+        }
+        try {
+            servers_[region.memory_servers[index]]->RevokeKeys(ExtentOf(region), begin);
+        } catch (const Failure &) {
+            // An unreachable server has lost its registrations already.
+        }
+    }
+}
+
+std::vector<MetadataStore::RegionUsage> MetadataStore::ListRegions() {
+    Txn txn(*env_, /*write=*/false);
+    std::vector<RegionUsage> list;
+    Cursor cursor(txn, Table::kRegions);
+    for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
+        RegionUsage usage;
+        usage.region = DecodeRegion(ReadU64(cursor.key()), cursor.value());
+        list.push_back(usage);
+    }
+    for (RegionUsage &usage : list) {
+        uint64_t id = usage.region.id;
+        Cursor items(txn, Table::kItems);
+        for (bool ok = items.Seek(Key(id)); ok && ReadU64(items.key()) == id; ok = items.Next()) {
+            ++usage.items;
+        }
+        Layout layout = LayoutOf(usage.region);
+        for (uint64_t index = 0; index < 256; ++index) {
+            if (index == layout.servers) index = kVirtualExtent;
+            uint64_t free_bytes, largest;
+            ExtentAllocator::Usage(txn, AllocatorOf(id, index), &free_bytes, &largest);
+            usage.free_bytes += free_bytes;
+        }
+    }
+    return list;
+}
+
+std::vector<ItemInfo> MetadataStore::ListItems(uint64_t region_id, const Caller &caller) {
+    Txn txn(*env_, /*write=*/false);
+    RegionInfo region = ReadRegion(txn, region_id);
+    RequireAnyAccess(region, caller);
+    std::vector<ItemInfo> list;
+    Cursor cursor(txn, Table::kItems);
+    for (bool ok = cursor.Seek(Key(region_id)); ok && ReadU64(cursor.key()) == region_id;
+         ok = cursor.Next()) {
+        ItemInfo item = DecodeItem(region_id, ReadU64(cursor.key(), 8), cursor.value());
+        item.region = region;
+        Govern(item, caller);
+        list.push_back(std::move(item));
+    }
+    return list;
+}
+
+std::vector<uint64_t> MetadataStore::ServerUsage() {
+    std::vector<uint64_t> usage(servers_.size(), 0);
+    Txn txn(*env_, /*write=*/false);
+    Cursor cursor(txn, Table::kRegions);
+    for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
+        RegionInfo region = DecodeRegion(ReadU64(cursor.key()), cursor.value());
+        uint64_t extent = LayoutOf(region).extent_size;
+        for (uint64_t server : region.memory_servers) {
+            if (server < usage.size()) usage[server] += extent;
+        }
+    }
+    return usage;
+}
+
+void MetadataStore::ServerRestarted(uint64_t server_id) {
+    std::vector<RegionInfo> gone, all;
+    {
+        Txn txn(*env_, /*write=*/true);
+        Cursor cursor(txn, Table::kRegions);
+        for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
+            all.push_back(DecodeRegion(ReadU64(cursor.key()), cursor.value()));
+        }
+        for (const RegionInfo &region : all) {
+            bool on_server = std::find(region.memory_servers.begin(), region.memory_servers.end(),
+                                       server_id) != region.memory_servers.end();
+            if (on_server && region.attributes.memoryType != PERSISTENT) gone.push_back(region);
+        }
+        for (const RegionInfo &region : gone) RemoveRegionRecords(txn, region);
+        txn.Commit();
+    }
+    for (const RegionInfo &region : all) ForgetGrants(region.id);
+    for (const RegionInfo &region : gone) {
+        for (uint64_t server : region.memory_servers) {
+            if (server == server_id) continue;
+            try {
+                servers_[server]->DestroyExtent(ExtentOf(region));
+            } catch (const Failure &) {
+            }
+        }
+    }
+}
 
 }  // namespace fampool

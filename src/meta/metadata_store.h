@@ -12,14 +12,27 @@
 #ifndef FAMPOOL_META_METADATA_STORE_H_
 #define FAMPOOL_META_METADATA_STORE_H_
 
+#include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "memserver/memory_server.h"
 #include "meta/lmdb.h"
 #include "meta/metadata_service.h"
 
 namespace fampool {
+
+// How regions are spread over memory servers.
+struct PlacementOptions {
+    uint64_t interleave_size = 0;  // for regions with interleaving (ENABLE or the default)
+    size_t region_span = 0;        // servers per region; 0: all of them
+    std::string policy = "hash";   // "hash" (by region name) or "least-used" (fewest bytes)
+    bool grant_keys = false;       // fill ItemInfo::access with fabric keys (memory-server model)
+};
 
 class MetadataStore : public MetadataService {
   public:
@@ -28,8 +41,9 @@ class MetadataStore : public MetadataService {
     // names its heap files. Safe when many processes open a fresh store at once.
     static std::string Prepare(LmdbEnv &env);
 
-    MetadataStore(std::shared_ptr<LmdbEnv> env, MemoryServer *memory_server,
-                  uint64_t interleave_size);
+    // `servers[i]` is the memory server with id i.
+    MetadataStore(std::shared_ptr<LmdbEnv> env, std::vector<MemoryServer *> servers,
+                  PlacementOptions options);
 
     RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                             const Fam_Region_Attributes &attributes, const Caller &caller) override;
@@ -49,10 +63,32 @@ class MetadataStore : public MetadataService {
                                const Caller &caller) override;
     void Sync() override;
 
+    // Every region with its item count and free bytes (for `fampool status` and `ls`).
+    struct RegionUsage {
+        RegionInfo region;
+        uint64_t items = 0, free_bytes = 0;
+    };
+    std::vector<RegionUsage> ListRegions();
+    std::vector<ItemInfo> ListItems(uint64_t region_id, const Caller &caller);
+    // Bytes of all extents placed on each server.
+    std::vector<uint64_t> ServerUsage();
+    // A memory server restarted: its keys are void, and its volatile regions are gone with its
+    // heaps; their records and names are released (and their other extents destroyed).
+    void ServerRestarted(uint64_t server_id);
+
   private:
+    ItemInfo Finish(ItemInfo item, const Caller &caller);
+    void ForgetGrants(uint64_t region_id);
+    void RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size);
+    std::vector<uint64_t> PlaceRegion(const std::string &name);
+
     std::shared_ptr<LmdbEnv> env_;
-    MemoryServer *memory_server_;
-    uint64_t interleave_size_;
+    std::vector<MemoryServer *> servers_;
+    PlacementOptions options_;
+    std::mutex grants_mutex_;
+    // (region, server index, offset, size, writable) -> key; offset/size 0: the whole extent.
+    std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, bool>, KeyGrant> grants_;
+    std::atomic<uint64_t> round_robin_{0};
 };
 
 }  // namespace fampool

@@ -8,7 +8,7 @@ namespace fampool {
 namespace {
 
 // Layouts are versioned by their first byte so that later releases can extend them.
-constexpr uint8_t kRegionVersion = 1;
+constexpr uint8_t kRegionVersion = 2;
 constexpr uint8_t kItemVersion = 1;
 
 struct __attribute__((packed)) RegionHeader {
@@ -17,6 +17,7 @@ struct __attribute__((packed)) RegionHeader {
     uint32_t perm, uid, gid;
     uint64_t size;
     uint64_t interleave_size;
+    uint16_t server_count;  // followed by that many 8-byte server ids, then the name
 };
 
 struct __attribute__((packed)) ItemHeader {
@@ -52,7 +53,9 @@ std::string EncodeRegion(const RegionInfo &region) {
     header.gid = region.gid;
     header.size = region.size;
     header.interleave_size = region.interleave_size;
+    header.server_count = static_cast<uint16_t>(region.memory_servers.size());
     std::string bytes(reinterpret_cast<const char *>(&header), sizeof header);
+    for (uint64_t id : region.memory_servers) bytes.append(reinterpret_cast<const char *>(&id), 8);
     return bytes + region.name;
 }
 
@@ -60,7 +63,16 @@ RegionInfo DecodeRegion(uint64_t id, std::string_view bytes) {
     auto header = ReadHeader<RegionHeader>(bytes, kRegionVersion, "region");
     RegionInfo region;
     region.id = id;
-    region.name = std::string(bytes.substr(sizeof header));
+    size_t servers_end = sizeof header + 8 * size_t{header.server_count};
+    if (bytes.size() < servers_end) {
+        Fail(openfam::FAM_ERR_METADATA, "region record {} is truncated", id);
+    }
+    for (uint16_t i = 0; i < header.server_count; ++i) {
+        uint64_t server;
+        std::memcpy(&server, bytes.data() + sizeof header + 8 * i, 8);
+        region.memory_servers.push_back(server);
+    }
+    region.name = std::string(bytes.substr(servers_end));
     region.size = header.size;
     region.perm = header.perm;
     region.uid = header.uid;
@@ -71,7 +83,6 @@ RegionInfo DecodeRegion(uint64_t id, std::string_view bytes) {
         static_cast<Fam_Permission_Level>(header.permission_level);
     region.attributes.redundancyLevel = static_cast<Fam_Redundancy_Level>(header.redundancy);
     region.interleave_size = header.interleave_size;
-    region.memory_servers = {0};
     return region;
 }
 

@@ -70,8 +70,7 @@ inline int DecodeWaitStatus(int status) {
         fprintf(stderr, "child %d: uncaught Fam_Exception %s: %s\n", static_cast<int>(getpid()),
                 FamErrorName(e.fam_error()).c_str(), e.what());
     } catch (const std::exception &e) {
-        fprintf(stderr, "child %d: uncaught exception: %s\n", static_cast<int>(getpid()),
-                e.what());
+        fprintf(stderr, "child %d: uncaught exception: %s\n", static_cast<int>(getpid()), e.what());
     } catch (...) {
         fprintf(stderr, "child %d: uncaught non-standard exception\n", static_cast<int>(getpid()));
     }
@@ -136,9 +135,8 @@ class ForkedChild {
         return result_;
     }
     int Wait(double timeout_s) {
-        return WaitUntil(SteadyClock::now() +
-                         std::chrono::duration_cast<SteadyClock::duration>(
-                             std::chrono::duration<double>(timeout_s)));
+        return WaitUntil(SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                                  std::chrono::duration<double>(timeout_s)));
     }
 
     // Sends a signal to the child (by PID) unless it has been reaped.

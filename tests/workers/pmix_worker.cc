@@ -26,8 +26,8 @@
 
 using openfam::fam;
 using openfam::Fam_Descriptor;
-using openfam::Fam_Region_Descriptor;
 using openfam::Fam_Exception;
+using openfam::Fam_Region_Descriptor;
 
 namespace {
 
@@ -36,13 +36,13 @@ constexpr const char *kRegion = "pmix_region";
 
 int pe_id = -1;
 
-#define CHECK(condition)                                                                     \
-    do {                                                                                     \
-        if (!(condition)) {                                                                  \
-            fprintf(stderr, "pmix_worker: PE %d: check failed at line %d: %s\n", pe_id,     \
-                    __LINE__, #condition);                                                   \
-            return 1;                                                                        \
-        }                                                                                    \
+#define CHECK(condition)                                                                          \
+    do {                                                                                          \
+        if (!(condition)) {                                                                       \
+            fprintf(stderr, "pmix_worker: PE %d: check failed at line %d: %s\n", pe_id, __LINE__, \
+                    #condition);                                                                  \
+            return 1;                                                                             \
+        }                                                                                         \
     } while (0)
 
 uint8_t SliceByte(int pe, uint64_t i) {
@@ -70,8 +70,7 @@ int RunOk(fam &f, int pe_count) {
         std::unique_ptr<Fam_Region_Descriptor> region(
             f.fam_create_region(kRegion, 16 << 20, 0700, nullptr));
         std::unique_ptr<Fam_Descriptor> data(f.fam_allocate("data", total, 0600, region.get()));
-        std::unique_ptr<Fam_Descriptor> counter(
-            f.fam_allocate("counter", 64, 0600, region.get()));
+        std::unique_ptr<Fam_Descriptor> counter(f.fam_allocate("counter", 64, 0600, region.get()));
         // Publish the item's global descriptor, two integers, in a well-known item.
         std::unique_ptr<Fam_Descriptor> gd_item(f.fam_allocate("gd", 16, 0600, region.get()));
         Fam_Global_Descriptor gd = data->get_global_descriptor();

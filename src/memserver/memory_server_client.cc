@@ -1,0 +1,170 @@
+#include "memserver/memory_server_client.h"
+
+#include "rpc/convert.h"
+#include "transport/transport.h"
+
+namespace fampool {
+namespace {
+
+rpc::ExtentRequest Request(ExtentRef extent, uint64_t offset = 0, uint64_t size = 0) {
+    rpc::ExtentRequest request;
+    ToProto(extent, request.mutable_extent());
+    request.set_offset(offset);
+    request.set_size(size);
+    return request;
+}
+
+// Long operations (copy, backup, restore of large items) get a deadline that grows with the
+// bytes moved, at a pessimistic 100 MB/s.
+std::chrono::milliseconds ForBytes(std::chrono::milliseconds base, uint64_t bytes) {
+    return base + std::chrono::milliseconds(bytes / (100 * 1000));
+}
+
+}  // namespace
+
+MemoryServerClient::MemoryServerClient(uint64_t id, std::string address,
+                                       std::chrono::milliseconds timeout)
+    : id_(id), address_(std::move(address)), timeout_(timeout),
+      stub_(rpc::MemoryServer::NewStub(OpenChannel(address_))) {}
+
+MemoryServerInfo MemoryServerClient::Info() {
+    rpc::Empty request;
+    rpc::ServerInfo reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->Info(context.get(), request, &reply), "MemoryServer.Info", address_);
+    return MemoryServerInfo{reply.id(), reply.fabric_address(), reply.incarnation(),
+                            reply.provider()};
+}
+
+void MemoryServerClient::CreateExtent(ExtentRef extent, uint64_t size) {
+    rpc::Empty reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->CreateExtent(context.get(), Request(extent, 0, size), &reply),
+                "MemoryServer.CreateExtent", address_);
+}
+
+void MemoryServerClient::DestroyExtent(ExtentRef extent) {
+    rpc::Empty reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->DestroyExtent(context.get(), Request(extent), &reply),
+                "MemoryServer.DestroyExtent", address_);
+}
+
+void MemoryServerClient::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) {
+    rpc::ExtentRequest request = Request(extent, 0, old_size);
+    request.set_new_size(new_size);
+    rpc::Empty reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->ResizeExtent(context.get(), request, &reply),
+                "MemoryServer.ResizeExtent", address_);
+}
+
+void MemoryServerClient::Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) {
+    rpc::Empty reply;
+    auto context = CallContext(ForBytes(timeout_, nbytes));
+    CheckStatus(stub_->Zero(context.get(), Request(extent, offset, nbytes), &reply),
+                "MemoryServer.Zero", address_);
+}
+
+void MemoryServerClient::Copy(ExtentRef src, uint64_t src_offset, ExtentRef dest,
+                              uint64_t dest_offset, uint64_t nbytes) {
+    rpc::CopyRequest request;
+    ToProto(src, request.mutable_src());
+    request.set_src_offset(src_offset);
+    ToProto(dest, request.mutable_dest());
+    request.set_dest_offset(dest_offset);
+    request.set_size(nbytes);
+    rpc::Empty reply;
+    auto context = CallContext(ForBytes(timeout_, nbytes));
+    CheckStatus(stub_->Copy(context.get(), request, &reply), "MemoryServer.Copy", address_);
+}
+
+BackupInfo MemoryServerClient::Backup(ExtentRef extent, uint64_t offset, const BackupInfo &info) {
+    rpc::BackupRequest request;
+    ToProto(extent, request.mutable_extent());
+    request.set_offset(offset);
+    ToProto(info, request.mutable_info());
+    rpc::BackupRecord reply;
+    auto context = CallContext(ForBytes(timeout_, info.size));
+    CheckStatus(stub_->Backup(context.get(), request, &reply), "MemoryServer.Backup", address_);
+    return FromProto(reply);
+}
+
+BackupInfo MemoryServerClient::DescribeBackup(const std::string &name) {
+    rpc::BackupRecord request, reply;
+    request.set_name(name);
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->DescribeBackup(context.get(), request, &reply),
+                "MemoryServer.DescribeBackup", address_);
+    return FromProto(reply);
+}
+
+void MemoryServerClient::Restore(const std::string &name, ExtentRef extent, uint64_t offset,
+                                 uint64_t capacity) {
+    rpc::BackupRequest request;
+    ToProto(extent, request.mutable_extent());
+    request.set_offset(offset);
+    request.mutable_info()->set_name(name);
+    request.set_capacity(capacity);
+    rpc::Empty reply;
+    auto context = CallContext(ForBytes(timeout_, capacity));
+    CheckStatus(stub_->Restore(context.get(), request, &reply), "MemoryServer.Restore", address_);
+}
+
+void MemoryServerClient::DeleteBackup(const std::string &name) {
+    rpc::BackupRecord request;
+    request.set_name(name);
+    rpc::Empty reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->DeleteBackup(context.get(), request, &reply),
+                "MemoryServer.DeleteBackup", address_);
+}
+
+std::vector<BackupInfo> MemoryServerClient::ListBackups() {
+    rpc::Empty request;
+    rpc::BackupList reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->ListBackups(context.get(), request, &reply), "MemoryServer.ListBackups",
+                address_);
+    std::vector<BackupInfo> list;
+    for (const auto &record : reply.backups()) list.push_back(FromProto(record));
+    return list;
+}
+
+void MemoryServerClient::Atomic(ExtentRef extent, uint64_t offset, int op, int type,
+                                const void *operand, const void *compare, void *result) {
+    size_t size = SizeOf(static_cast<DataType>(type));
+    rpc::AtomicRequest request;
+    ToProto(extent, request.mutable_extent());
+    request.set_offset(offset);
+    request.set_op(op);
+    request.set_type(type);
+    request.set_operand(operand, size);
+    if (compare) request.set_compare(compare, size);
+    rpc::AtomicReply reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->Atomic(context.get(), request, &reply), "MemoryServer.Atomic", address_);
+    if (result && reply.result().size() == size) {
+        std::memcpy(result, reply.result().data(), size);
+    }
+}
+
+KeyGrant MemoryServerClient::GrantKey(ExtentRef extent, uint64_t offset, uint64_t size,
+                                      bool writable) {
+    rpc::ExtentRequest request = Request(extent, offset, size);
+    request.set_writable(writable);
+    rpc::KeyGrant reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->GrantKey(context.get(), request, &reply), "MemoryServer.GrantKey",
+                address_);
+    return KeyGrant{reply.key(), reply.base(), reply.fabric_address()};
+}
+
+void MemoryServerClient::RevokeKeys(ExtentRef extent, uint64_t offset) {
+    rpc::Empty reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->RevokeKeys(context.get(), Request(extent, offset), &reply),
+                "MemoryServer.RevokeKeys", address_);
+}
+
+}  // namespace fampool

@@ -1,0 +1,122 @@
+#include "memserver/memory_server_service.h"
+
+#include "rpc/convert.h"
+#include "transport/transport.h"
+
+namespace fampool {
+
+grpc::Status MemoryServerService::Info(grpc::ServerContext *, const rpc::Empty *,
+                                       rpc::ServerInfo *reply) {
+    return Serve([&] {
+        reply->set_id(server_->id());
+        reply->set_incarnation(incarnation_);
+        reply->set_fabric_address(server_->fabric_address());
+        reply->set_provider(server_->fabric_provider());
+    });
+}
+
+grpc::Status MemoryServerService::CreateExtent(grpc::ServerContext *,
+                                               const rpc::ExtentRequest *request, rpc::Empty *) {
+    return Serve([&] { server_->CreateExtent(FromProto(request->extent()), request->size()); });
+}
+
+grpc::Status MemoryServerService::DestroyExtent(grpc::ServerContext *,
+                                                const rpc::ExtentRequest *request, rpc::Empty *) {
+    return Serve([&] { server_->DestroyExtent(FromProto(request->extent())); });
+}
+
+grpc::Status MemoryServerService::ResizeExtent(grpc::ServerContext *,
+                                               const rpc::ExtentRequest *request, rpc::Empty *) {
+    return Serve([&] {
+        server_->ResizeExtent(FromProto(request->extent()), request->size(), request->new_size());
+    });
+}
+
+grpc::Status MemoryServerService::Zero(grpc::ServerContext *, const rpc::ExtentRequest *request,
+                                       rpc::Empty *) {
+    return Serve(
+        [&] { server_->Zero(FromProto(request->extent()), request->offset(), request->size()); });
+}
+
+grpc::Status MemoryServerService::Copy(grpc::ServerContext *, const rpc::CopyRequest *request,
+                                       rpc::Empty *) {
+    return Serve([&] {
+        server_->Copy(FromProto(request->src()), request->src_offset(),
+                      FromProto(request->dest()), request->dest_offset(), request->size());
+    });
+}
+
+grpc::Status MemoryServerService::Backup(grpc::ServerContext *, const rpc::BackupRequest *request,
+                                         rpc::BackupRecord *reply) {
+    return Serve([&] {
+        ToProto(server_->Backup(FromProto(request->extent()), request->offset(),
+                                FromProto(request->info())),
+                reply);
+    });
+}
+
+grpc::Status MemoryServerService::DescribeBackup(grpc::ServerContext *,
+                                                 const rpc::BackupRecord *request,
+                                                 rpc::BackupRecord *reply) {
+    return Serve([&] { ToProto(server_->DescribeBackup(request->name()), reply); });
+}
+
+grpc::Status MemoryServerService::Restore(grpc::ServerContext *,
+                                          const rpc::BackupRequest *request, rpc::Empty *) {
+    return Serve([&] {
+        server_->Restore(request->info().name(), FromProto(request->extent()), request->offset(),
+                         request->capacity());
+    });
+}
+
+grpc::Status MemoryServerService::DeleteBackup(grpc::ServerContext *,
+                                               const rpc::BackupRecord *request, rpc::Empty *) {
+    return Serve([&] { server_->DeleteBackup(request->name()); });
+}
+
+grpc::Status MemoryServerService::ListBackups(grpc::ServerContext *, const rpc::Empty *,
+                                              rpc::BackupList *reply) {
+    return Serve([&] {
+        for (const BackupInfo &info : server_->ListBackups()) ToProto(info, reply->add_backups());
+    });
+}
+
+grpc::Status MemoryServerService::Atomic(grpc::ServerContext *, const rpc::AtomicRequest *request,
+                                         rpc::AtomicReply *reply) {
+    return Serve([&] {
+        auto type = static_cast<DataType>(request->type());
+        size_t size = SizeOf(type);
+        if (size == 0 || request->operand().size() != size ||
+            (!request->compare().empty() && request->compare().size() != size)) {
+            Fail(openfam::FAM_ERR_INVALID, "atomic request with a malformed operand");
+        }
+        if (request->offset() % size != 0) {
+            Fail(openfam::FAM_ERR_INVALID, "atomic at unaligned offset {}", request->offset());
+        }
+        char result[16] = {};
+        server_->Atomic(FromProto(request->extent()), request->offset(), request->op(),
+                        request->type(), request->operand().data(),
+                        request->compare().empty() ? nullptr : request->compare().data(),
+                        result);
+        reply->set_result(result, size);
+    });
+}
+
+grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *,
+                                           const rpc::ExtentRequest *request,
+                                           rpc::KeyGrant *reply) {
+    return Serve([&] {
+        KeyGrant grant = server_->GrantKey(FromProto(request->extent()), request->offset(),
+                                           request->size(), request->writable());
+        reply->set_key(grant.key);
+        reply->set_base(grant.base);
+        reply->set_fabric_address(grant.fabric_address);
+    });
+}
+
+grpc::Status MemoryServerService::RevokeKeys(grpc::ServerContext *,
+                                             const rpc::ExtentRequest *request, rpc::Empty *) {
+    return Serve([&] { server_->RevokeKeys(FromProto(request->extent()), request->offset()); });
+}
+
+}  // namespace fampool

@@ -1,0 +1,50 @@
+// The memory server's gRPC service: each call runs on the server's LocalMemoryServer (heaps,
+// registrations with its fabric endpoint, copy, backup, restore, atomics).
+#ifndef FAMPOOL_MEMSERVER_MEMORY_SERVER_SERVICE_H_
+#define FAMPOOL_MEMSERVER_MEMORY_SERVER_SERVICE_H_
+
+#include <string>
+
+#include "memserver/local_memory_server.h"
+#include "rpc/fampool.grpc.pb.h"
+
+namespace fampool {
+
+class MemoryServerService final : public rpc::MemoryServer::Service {
+  public:
+    MemoryServerService(LocalMemoryServer *server, std::string incarnation)
+        : server_(server), incarnation_(std::move(incarnation)) {}
+
+    grpc::Status Info(grpc::ServerContext *, const rpc::Empty *, rpc::ServerInfo *) override;
+    grpc::Status CreateExtent(grpc::ServerContext *, const rpc::ExtentRequest *,
+                              rpc::Empty *) override;
+    grpc::Status DestroyExtent(grpc::ServerContext *, const rpc::ExtentRequest *,
+                               rpc::Empty *) override;
+    grpc::Status ResizeExtent(grpc::ServerContext *, const rpc::ExtentRequest *,
+                              rpc::Empty *) override;
+    grpc::Status Zero(grpc::ServerContext *, const rpc::ExtentRequest *, rpc::Empty *) override;
+    grpc::Status Copy(grpc::ServerContext *, const rpc::CopyRequest *, rpc::Empty *) override;
+    grpc::Status Backup(grpc::ServerContext *, const rpc::BackupRequest *,
+                        rpc::BackupRecord *) override;
+    grpc::Status DescribeBackup(grpc::ServerContext *, const rpc::BackupRecord *,
+                                rpc::BackupRecord *) override;
+    grpc::Status Restore(grpc::ServerContext *, const rpc::BackupRequest *, rpc::Empty *) override;
+    grpc::Status DeleteBackup(grpc::ServerContext *, const rpc::BackupRecord *,
+                              rpc::Empty *) override;
+    grpc::Status ListBackups(grpc::ServerContext *, const rpc::Empty *,
+                             rpc::BackupList *) override;
+    grpc::Status Atomic(grpc::ServerContext *, const rpc::AtomicRequest *,
+                        rpc::AtomicReply *) override;
+    grpc::Status GrantKey(grpc::ServerContext *, const rpc::ExtentRequest *,
+                          rpc::KeyGrant *) override;
+    grpc::Status RevokeKeys(grpc::ServerContext *, const rpc::ExtentRequest *,
+                            rpc::Empty *) override;
+
+  private:
+    LocalMemoryServer *server_;
+    std::string incarnation_;
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_MEMSERVER_MEMORY_SERVER_SERVICE_H_

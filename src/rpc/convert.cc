@@ -1,0 +1,155 @@
+#include "rpc/convert.h"
+
+namespace fampool {
+
+void ToProto(const Fam_Region_Attributes &in, rpc::Attributes *out) {
+    out->set_redundancy(in.redundancyLevel);
+    out->set_memory_type(in.memoryType);
+    out->set_interleave(in.interleaveEnable);
+    out->set_permission_level(in.permissionLevel);
+}
+
+Fam_Region_Attributes FromProto(const rpc::Attributes &in) {
+    Fam_Region_Attributes out{};
+    out.redundancyLevel = static_cast<Fam_Redundancy_Level>(in.redundancy());
+    out.memoryType = static_cast<Fam_Memory_Type>(in.memory_type());
+    out.interleaveEnable = static_cast<Fam_Interleave_Enable>(in.interleave());
+    out.permissionLevel = static_cast<Fam_Permission_Level>(in.permission_level());
+    return out;
+}
+
+void ToProto(const RegionInfo &in, rpc::Region *out) {
+    out->set_id(in.id);
+    out->set_name(in.name);
+    out->set_size(in.size);
+    out->set_perm(in.perm);
+    out->set_uid(in.uid);
+    out->set_gid(in.gid);
+    ToProto(in.attributes, out->mutable_attributes());
+    out->set_interleave_size(in.interleave_size);
+    for (uint64_t id : in.memory_servers) out->add_memory_servers(id);
+}
+
+RegionInfo FromProto(const rpc::Region &in) {
+    RegionInfo out;
+    out.id = in.id();
+    out.name = in.name();
+    out.size = in.size();
+    out.perm = in.perm();
+    out.uid = in.uid();
+    out.gid = in.gid();
+    out.attributes = FromProto(in.attributes());
+    out.interleave_size = in.interleave_size();
+    out.memory_servers.assign(in.memory_servers().begin(), in.memory_servers().end());
+    return out;
+}
+
+void ToProto(const ItemInfo &in, rpc::Item *out) {
+    out->set_region_id(in.region_id);
+    out->set_offset(in.offset);
+    out->set_size(in.size);
+    out->set_name(in.name);
+    out->set_perm(in.perm);
+    out->set_uid(in.uid);
+    out->set_gid(in.gid);
+    ToProto(in.region, out->mutable_region());
+    out->set_can_read(in.can_read);
+    out->set_can_write(in.can_write);
+    for (const ServerAccess &a : in.access) {
+        rpc::ServerAccess *access = out->add_access();
+        access->set_server_id(a.server_id);
+        access->set_fabric_address(a.fabric_address);
+        access->set_key(a.key);
+        access->set_base(a.base);
+    }
+}
+
+ItemInfo FromProto(const rpc::Item &in) {
+    ItemInfo out;
+    out.region_id = in.region_id();
+    out.offset = in.offset();
+    out.size = in.size();
+    out.name = in.name();
+    out.perm = in.perm();
+    out.uid = in.uid();
+    out.gid = in.gid();
+    out.region = FromProto(in.region());
+    out.can_read = in.can_read();
+    out.can_write = in.can_write();
+    for (const rpc::ServerAccess &a : in.access()) {
+        out.access.push_back(ServerAccess{a.server_id(), a.fabric_address(), a.key(), a.base()});
+    }
+    return out;
+}
+
+void ToProto(const BackupInfo &in, rpc::BackupRecord *out) {
+    out->set_name(in.name);
+    out->set_size(in.size);
+    out->set_uid(in.uid);
+    out->set_gid(in.gid);
+    out->set_mode(in.mode);
+    out->set_time(in.time);
+    out->set_checksum(in.checksum);
+    out->set_item_name(in.item_name);
+}
+
+BackupInfo FromProto(const rpc::BackupRecord &in) {
+    BackupInfo out;
+    out.name = in.name();
+    out.size = in.size();
+    out.uid = in.uid();
+    out.gid = in.gid();
+    out.mode = in.mode();
+    out.time = in.time();
+    out.checksum = in.checksum();
+    out.item_name = in.item_name();
+    return out;
+}
+
+void ToProto(const ExtentRef &in, rpc::Extent *out) {
+    out->set_region_id(in.region_id);
+    out->set_persistent(in.persistent);
+}
+
+ExtentRef FromProto(const rpc::Extent &in) { return ExtentRef{in.region_id(), in.persistent()}; }
+
+void ToProto(const Caller &in, rpc::Caller *out) {
+    out->set_uid(in.uid);
+    out->set_gid(in.gid);
+}
+
+Caller FromProto(const rpc::Caller &in) { return Caller{in.uid(), in.gid()}; }
+
+void CheckStatus(const grpc::Status &status, const char *method, const std::string &target) {
+    if (status.ok()) return;
+    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        int error = openfam::FAM_ERR_UNKNOWN;
+        try {
+            error = std::stoi(status.error_details());
+        } catch (...) {
+        }
+        throw Failure(static_cast<Fam_Error>(error), status.error_message());
+    }
+    const char *what = status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                           ? "did not answer in time"
+                           : "is unreachable";
+    Fail(openfam::FAM_ERR_RPC, "{} at {} {} ({}: {})", method, target, what,
+         static_cast<int>(status.error_code()), status.error_message());
+}
+
+std::unique_ptr<grpc::ClientContext> CallContext(std::chrono::milliseconds timeout) {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + timeout);
+    return context;
+}
+
+std::shared_ptr<grpc::Channel> OpenChannel(const std::string &address) {
+    grpc::ChannelArguments arguments;
+    arguments.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+    arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    arguments.SetMaxReceiveMessageSize(64 << 20);
+    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
+}
+
+}  // namespace fampool

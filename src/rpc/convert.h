@@ -1,0 +1,58 @@
+// Between fampool's structs and the control-path messages, and between Failure and gRPC status:
+// a failed call travels as FAILED_PRECONDITION with the Fam_Error number in the details; a
+// transport failure (server gone, deadline passed) becomes FAM_ERR_RPC at the caller.
+#ifndef FAMPOOL_RPC_CONVERT_H_
+#define FAMPOOL_RPC_CONVERT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <string>
+
+#include "common/error.h"
+#include "memserver/memory_server.h"
+#include "meta/metadata_service.h"
+#include "rpc/fampool.grpc.pb.h"
+
+namespace fampool {
+
+void ToProto(const RegionInfo &in, rpc::Region *out);
+RegionInfo FromProto(const rpc::Region &in);
+void ToProto(const ItemInfo &in, rpc::Item *out);
+ItemInfo FromProto(const rpc::Item &in);
+void ToProto(const BackupInfo &in, rpc::BackupRecord *out);
+BackupInfo FromProto(const rpc::BackupRecord &in);
+void ToProto(const ExtentRef &in, rpc::Extent *out);
+ExtentRef FromProto(const rpc::Extent &in);
+void ToProto(const Caller &in, rpc::Caller *out);
+Caller FromProto(const rpc::Caller &in);
+void ToProto(const Fam_Region_Attributes &in, rpc::Attributes *out);
+Fam_Region_Attributes FromProto(const rpc::Attributes &in);
+
+// Server side: runs body, turning any error into the status the client decodes.
+template <typename Body>
+grpc::Status Serve(Body &&body) {
+    try {
+        body();
+        return grpc::Status::OK;
+    } catch (const Fam_Exception &e) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, e.fam_error_msg(),
+                            std::to_string(e.fam_error()));
+    } catch (const std::exception &e) {
+        return grpc::Status(grpc::StatusCode::INTERNAL, e.what(),
+                            std::to_string(openfam::FAM_ERR_UNKNOWN));
+    }
+}
+
+// Client side: throws the Failure a status stands for. `target` names the server for messages.
+void CheckStatus(const grpc::Status &status, const char *method, const std::string &target);
+
+// A client context whose deadline bounds the call (no hang when a server is gone).
+std::unique_ptr<grpc::ClientContext> CallContext(std::chrono::milliseconds timeout);
+
+// A channel to `address` (host:port) with fampool's settings (no proxy, fail fast when down).
+std::shared_ptr<grpc::Channel> OpenChannel(const std::string &address);
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_RPC_CONVERT_H_
