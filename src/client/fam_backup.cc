@@ -22,9 +22,29 @@ void *Launch(std::function<void()> operation) {
     return wait;
 }
 
-ExtentRef ExtentOf(const ItemInfo &item) {
-    return ExtentRef{item.region_id, item.region.attributes.memoryType == PERSISTENT};
+// The memory server holding an item's bytes and where they start in its extent.
+struct Home {
+    MemoryServer *server;
+    ExtentRef extent;
+    uint64_t offset;
+};
+
+Home HomeOf(Session &session, const ItemInfo &item) {
+    const RegionInfo &region = item.region;
+    if (region.interleave_size && region.memory_servers.size() > 1) {
+        Fail(openfam::FAM_ERR_INVALIDOP,
+             "{} is interleaved over {} memory servers; memory-side copy, backup and restore "
+             "work on items of non-interleaved regions in this release",
+             Describe(item), region.memory_servers.size());
+    }
+    uint64_t index = ServerIndexOf(item.offset);
+    return Home{&session.Server(region.memory_servers.at(index)),
+                ExtentRef{item.region_id, region.attributes.memoryType == PERSISTENT},
+                PhysicalOf(item.offset)};
 }
+
+// The archive is one directory every memory server reaches; any server answers for it.
+MemoryServer &Archivist(Session &session) { return session.Server(0); }
 
 const char *CheckBackupName(const char *name) {
     if (!name) Fail(openfam::FAM_ERR_NULLPTR, "backup name is NULL");
@@ -58,11 +78,19 @@ void FamImpl::Wait(void *wait_object) {
 void *FamImpl::Copy(Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest,
                     uint64_t dest_offset, uint64_t nbytes) {
     Session &session = Control();
-    const ItemInfo &from = Access(session, src, kRead, src_offset, nbytes).item;
-    const ItemInfo &to = Access(session, dest, kWrite, dest_offset, nbytes).item;
-    return Launch([session = session_, source = ExtentOf(from), source_at = from.offset + src_offset,
-                   target = ExtentOf(to), target_at = to.offset + dest_offset, nbytes] {
-        if (nbytes) session->memory_server->Copy(source, source_at, target, target_at, nbytes);
+    Home from = HomeOf(session, Access(session, src, kRead, src_offset, nbytes).item);
+    Home to = HomeOf(session, Access(session, dest, kWrite, dest_offset, nbytes).item);
+    if (from.server != to.server) {
+        Fail(openfam::FAM_ERR_INVALIDOP,
+             "source and destination are on memory servers {} and {}; memory-side copy works "
+             "within one server in this release",
+             from.server->id(), to.server->id());
+    }
+    return Launch([session = session_, from, to, src_offset, dest_offset, nbytes] {
+        if (nbytes) {
+            from.server->Copy(from.extent, from.offset + src_offset, to.extent,
+                              to.offset + dest_offset, nbytes);
+        }
     });
 }
 
@@ -70,8 +98,9 @@ void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options 
     Session &session = Control();
     CheckBackupName(name);
     const ItemInfo &item = Access(session, src, kRead, 0, 0).item;
+    Home home = HomeOf(session, item);
     try {
-        session.memory_server->DescribeBackup(name);
+        Archivist(session).DescribeBackup(name);
         Fail(openfam::FAM_BACKUP_NOT_CREATED, "backup \"{}\" already exists", name);
     } catch (const Failure &failure) {
         if (failure.fam_error() != openfam::FAM_BACKUP_NOTFOUND) throw;
@@ -83,8 +112,8 @@ void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options 
     info.gid = item.gid;
     info.mode = item.perm;
     info.item_name = item.name;
-    return Launch([session = session_, extent = ExtentOf(item), offset = item.offset, info] {
-        session->memory_server->Backup(extent, offset, info);
+    return Launch([session = session_, home, info] {
+        home.server->Backup(home.extent, home.offset, info);
     });
 }
 
@@ -92,14 +121,14 @@ void *FamImpl::Restore(const char *name, Fam_Descriptor *dest) {
     Session &session = Control();
     CheckBackupName(name);
     const ItemInfo &item = Access(session, dest, kWrite, 0, 0).item;
-    BackupInfo info = session.memory_server->DescribeBackup(name);
+    Home home = HomeOf(session, item);
+    BackupInfo info = Archivist(session).DescribeBackup(name);
     if (info.size > item.size) {
         Fail(openfam::FAM_ERR_OUTOFRANGE, "backup \"{}\" holds {} bytes but {} has only {}", name,
              info.size, Describe(item), item.size);
     }
-    return Launch([session = session_, name = std::string(name), extent = ExtentOf(item),
-                   offset = item.offset, capacity = item.size] {
-        session->memory_server->Restore(name, extent, offset, capacity);
+    return Launch([session = session_, name = std::string(name), home, capacity = item.size] {
+        home.server->Restore(name, home.extent, home.offset, capacity);
     });
 }
 
@@ -109,14 +138,14 @@ void *FamImpl::Restore(const char *name, Fam_Region_Descriptor *region, const ch
     CheckBackupName(name);
     if (!dest) Fail(openfam::FAM_ERR_NULLPTR, "destination descriptor pointer is NULL");
     if (!region) Fail(openfam::FAM_ERR_NULLPTR, "region descriptor is NULL");
-    BackupInfo info = session.memory_server->DescribeBackup(name);
+    BackupInfo info = Archivist(session).DescribeBackup(name);
     *dest = Allocate(item, info.size, perm, region);
     const ItemInfo &created = (*dest)->state()->item;
+    Home home = HomeOf(session, created);
     // A restore that fails (a damaged backup) takes the item it allocated with it.
-    return Launch([session = session_, name = std::string(name), extent = ExtentOf(created),
-                   created] {
+    return Launch([session = session_, name = std::string(name), home, created] {
         try {
-            session->memory_server->Restore(name, extent, created.offset, created.size);
+            home.server->Restore(name, home.extent, home.offset, created.size);
         } catch (...) {
             session->metadata->DeallocateItem(created.region_id, created.offset, session->caller);
             throw;
@@ -127,9 +156,9 @@ void *FamImpl::Restore(const char *name, Fam_Region_Descriptor *region, const ch
 void *FamImpl::DeleteBackup(const char *name) {
     Session &session = Control();
     CheckBackupName(name);
-    session.memory_server->DescribeBackup(name);  // unknown names fail here, at the call
+    Archivist(session).DescribeBackup(name);  // unknown names fail here, at the call
     return Launch([session = session_, name = std::string(name)] {
-        session->memory_server->DeleteBackup(name);
+        Archivist(*session).DeleteBackup(name);
     });
 }
 
@@ -137,11 +166,11 @@ char *FamImpl::ListBackup(const char *name) {
     Session &session = Control();
     std::string text;
     if (!name || std::string(name) == "*") {
-        for (const BackupInfo &info : session.memory_server->ListBackups()) {
+        for (const BackupInfo &info : Archivist(session).ListBackups()) {
             text += FormatBackup(info);
         }
     } else {
-        text = FormatBackup(session.memory_server->DescribeBackup(name));
+        text = FormatBackup(Archivist(session).DescribeBackup(name));
     }
     char *copy = strdup(text.c_str());
     if (!copy) Fail(openfam::FAM_ERR_MEMORY, "out of memory");

@@ -200,11 +200,12 @@ void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {
     DescriptorState &state = Resolve(session, item);
     session.metadata->ChangeItemPermissions(state.item.region_id, state.item.offset, perm,
                                             session.caller);
-    state.item.perm = perm & 0777;
+    // The change revoked the keys behind this descriptor: bind it again with new ones.
     ItemInfo fresh = session.metadata->GetItem(state.item.region_id, state.item.offset,
                                                session.caller);
-    state.item.can_read = fresh.can_read;
-    state.item.can_write = fresh.can_write;
+    std::lock_guard<std::mutex> lock(resolve_mutex_);
+    state.binding = session.transport->Attach(fresh);
+    state.item = std::move(fresh);
 }
 
 void FamImpl::Stat(Fam_Descriptor *item, Fam_Stat *info) {

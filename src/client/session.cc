@@ -4,32 +4,76 @@
 
 #include "common/error.h"
 #include "meta/metadata_store.h"
+#include "memserver/memory_server_client.h"
+#include "meta/metadata_client.h"
+#include "transport/fabric/fabric_transport.h"
 #include "transport/shm/shm_transport.h"
 
 namespace fampool {
 
-std::shared_ptr<Session> Session::Open(const Config &config) {
-    if (config.model != "shared_memory") {
-        Fail(openfam::FAM_ERR_INVALID,
-             "openFamModel \"{}\" needs fampool's memory servers and metadata service, which "
-             "this build does not include; use openFamModel shared_memory",
-             config.model);
+namespace {
+
+void OpenEmbedded(Session &session) {
+    const Config &config = session.config;
+    session.env = LmdbEnv::Open(config.data_dir + "/meta", config.meta_sync);
+    std::string instance = MetadataStore::Prepare(*session.env);
+    HeapLocation location{config.shm_dir, config.data_dir + "/heaps", instance};
+    auto heaps = std::make_unique<LocalMemoryServer>(0, location, config.archive_dir);
+    LocalMemoryServer *local = heaps.get();
+    session.servers.push_back(std::move(heaps));
+    PlacementOptions placement;
+    placement.interleave_size = config.interleave_size;
+    session.metadata = std::make_unique<MetadataStore>(
+        session.env, std::vector<MemoryServer *>{local}, placement);
+    session.transport = std::make_unique<ShmTransport>(local);
+}
+
+void OpenCluster(Session &session) {
+    const Config &config = session.config;
+    auto timeout = std::chrono::milliseconds(config.rpc_timeout_ms);
+    auto metadata = std::make_unique<MetadataClient>(config.metadata_address, timeout);
+    rpc::ClusterStatus status = metadata->Status();
+    for (const rpc::ServerState &server : status.servers()) {
+        if (server.id() != session.servers.size()) {
+            Fail(openfam::FAM_ERR_RPC, "metadata service {} lists memory server {} out of order",
+                 config.metadata_address, server.id());
+        }
+        session.servers.push_back(
+            std::make_unique<MemoryServerClient>(server.id(), server.address(), timeout));
     }
+    if (session.servers.empty()) {
+        Fail(openfam::FAM_ERR_MEMSERV_LIST_EMPTY, "metadata service {} has no memory servers",
+             config.metadata_address);
+    }
+    session.metadata = std::move(metadata);
+    FabricConfig fabric;
+    fabric.provider = config.libfabric_provider;
+    fabric.timeout_ms = config.fabric_timeout_ms;
+    Session *self = &session;
+    session.transport = std::make_unique<FabricTransport>(
+        fabric, [self](uint64_t id) -> MemoryServer & { return self->Server(id); });
+}
+
+}  // namespace
+
+std::shared_ptr<Session> Session::Open(const Config &config) {
     auto session = std::make_shared<Session>();
     session->config = config;
     session->caller = Caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
     session->runtime = MakeRuntime(config.runtime);
-    session->env = LmdbEnv::Open(config.data_dir + "/meta", config.meta_sync);
-    std::string instance = MetadataStore::Prepare(*session->env);
-    HeapLocation location{config.shm_dir, config.data_dir + "/heaps", instance};
-    session->memory_server =
-        std::make_unique<LocalMemoryServer>(0, location, config.archive_dir);
-    PlacementOptions placement;
-    placement.interleave_size = config.interleave_size;
-    session->metadata = std::make_unique<MetadataStore>(
-        session->env, std::vector<MemoryServer *>{session->memory_server.get()}, placement);
-    session->transport = std::make_unique<ShmTransport>(session->memory_server.get());
+    if (config.model == "memory_server") {
+        OpenCluster(*session);
+    } else {
+        OpenEmbedded(*session);
+    }
     return session;
+}
+
+MemoryServer &Session::Server(uint64_t id) {
+    if (id >= servers.size()) {
+        Fail(openfam::FAM_ERR_RPC_CLIENT_NOTFOUND, "no memory server with id {}", id);
+    }
+    return *servers[id];
 }
 
 }  // namespace fampool

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "common/config.h"
 #include "memserver/local_memory_server.h"
@@ -17,14 +18,18 @@
 namespace fampool {
 
 struct Session {
-    // Builds the embedded model for `config`: opens (or creates) the store under the data
-    // directory, the heaps, and the runtime.
+    // Builds the model `config` names. Embedded (shared_memory): opens (or creates) the store
+    // under the data directory and the heaps, all in-process. memory_server: connects to the
+    // metadata service and, through it, finds the memory servers.
     static std::shared_ptr<Session> Open(const Config &config);
+
+    // The memory server with this id (copy, backup, restore and fallback atomics go there).
+    MemoryServer &Server(uint64_t id);
 
     Config config;
     Caller caller;
-    std::shared_ptr<LmdbEnv> env;
-    std::unique_ptr<LocalMemoryServer> memory_server;
+    std::shared_ptr<LmdbEnv> env;                        // embedded model only
+    std::vector<std::unique_ptr<MemoryServer>> servers;  // by id
     std::unique_ptr<MetadataService> metadata;
     std::unique_ptr<Transport> transport;
     std::unique_ptr<Runtime> runtime;

@@ -94,6 +94,12 @@ Config LoadConfig(const Fam_Options *options) {
     Config c;
     YAML::Node yaml = ReadConfigFile(c.config_file);
 
+    // A configuration that names a cluster makes the memory-server model the default.
+    if (yaml && yaml.IsMap() &&
+        (yaml["metadata_address"] || yaml["memservers"] || yaml["Memservers"])) {
+        c.model = "memory_server";
+        c.libfabric_provider = "tcp";
+    }
     bool under_pmix = Env("PMIX_RANK") || Env("PMIX_NAMESPACE");
     c.runtime = under_pmix ? "PMIX" : "NONE";
 
@@ -143,6 +149,17 @@ Config LoadConfig(const Fam_Options *options) {
     std::string sync = "0";
     Layer(sync, yaml, {"metadata_sync"}, "FAMPOOL_META_SYNC", nullptr);
     c.meta_sync = (sync == "1" || sync == "true" || sync == "yes");
+
+    c.metadata_address = c.cis_server.find(':') == std::string::npos
+                             ? c.cis_server + ":" + c.grpc_port
+                             : c.cis_server;
+    Layer(c.metadata_address, yaml, {"metadata_address"}, "FAMPOOL_METADATA_ADDRESS", nullptr);
+    std::string timeout = std::to_string(c.rpc_timeout_ms);
+    Layer(timeout, yaml, {"rpc_timeout_ms"}, "FAMPOOL_RPC_TIMEOUT_MS", nullptr);
+    c.rpc_timeout_ms = static_cast<int>(ParseSize("rpc_timeout_ms", timeout));
+    timeout = std::to_string(c.fabric_timeout_ms);
+    Layer(timeout, yaml, {"fabric_timeout_ms"}, "FAMPOOL_FABRIC_TIMEOUT_MS", nullptr);
+    c.fabric_timeout_ms = static_cast<int>(ParseSize("fabric_timeout_ms", timeout));
 
     RequireOneOf("openFamModel", c.model, {"shared_memory", "memory_server"});
     RequireOneOf("runtime", c.runtime, {"NONE", "PMIX", "PMI2"});

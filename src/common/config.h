@@ -35,6 +35,10 @@ struct Config {
     uint64_t interleave_size = 0;           // 0: no interleaving (one memory server)
     uint64_t default_region_size = 1ull << 30;
     bool meta_sync = false;                 // fsync every metadata commit
+    // Memory-server model.
+    std::string metadata_address;           // host:port of the metadata service
+    int rpc_timeout_ms = 10000;             // bound on every control-path call
+    int fabric_timeout_ms = 10000;          // bound on every data-path completion
     std::string config_file;                // the YAML file that was read, if any
 };
 

@@ -4,11 +4,22 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "common/error.h"
 #include "transport/atomic_apply.h"
 
 namespace fampool {
+
+std::string NodeIdentity() {
+    static const std::string identity = [] {
+        std::ifstream in("/proc/sys/kernel/random/boot_id");
+        std::string id;
+        std::getline(in, id);
+        return id;
+    }();
+    return identity;
+}
 
 LocalMemoryServer::LocalMemoryServer(uint64_t id, HeapLocation location, std::string archive_dir)
     : id_(id), location_(std::move(location)), archive_(std::move(archive_dir)) {
@@ -115,13 +126,14 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
         if (g.offset == offset && g.size == size && g.writable == writable &&
             g.mapping == mapping) {
             return KeyGrant{g.registration.key, g.registration.base - offset,
-                            registrar_->address()};
+                            registrar_->address(), HeapPath(extent), NodeIdentity()};
         }
     }
     Grant g{offset, size, writable, mapping,
             registrar_->Register(mapping->base() + offset, length, writable)};
     grants_.emplace(extent.region_id, g);
-    return KeyGrant{g.registration.key, g.registration.base - offset, registrar_->address()};
+    return KeyGrant{g.registration.key, g.registration.base - offset, registrar_->address(),
+                    HeapPath(extent), NodeIdentity()};
 }
 
 void LocalMemoryServer::RevokeKeys(ExtentRef extent, uint64_t offset) {

@@ -32,7 +32,12 @@ struct KeyGrant {
     uint64_t key = 0;
     uint64_t base = 0;
     std::string fabric_address;  // empty: the server has no fabric endpoint (embedded model)
+    std::string heap_path;       // the extent's heap file, for load/store on the same node
+    std::string node;            // the server host's boot id
 };
+
+// This host's boot id: two processes with the same one run on the same node.
+std::string NodeIdentity();
 
 // RevokeKeys offset that closes every grant of the extent, whole-extent ones included.
 constexpr uint64_t kAllGrants = ~uint64_t{0};

@@ -157,7 +157,8 @@ KeyGrant MemoryServerClient::GrantKey(ExtentRef extent, uint64_t offset, uint64_
     auto context = CallContext(timeout_);
     CheckStatus(stub_->GrantKey(context.get(), request, &reply), "MemoryServer.GrantKey",
                 address_);
-    return KeyGrant{reply.key(), reply.base(), reply.fabric_address()};
+    return KeyGrant{reply.key(), reply.base(), reply.fabric_address(), reply.heap_path(),
+                    reply.node()};
 }
 
 void MemoryServerClient::RevokeKeys(ExtentRef extent, uint64_t offset) {

@@ -111,6 +111,8 @@ grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *,
         reply->set_key(grant.key);
         reply->set_base(grant.base);
         reply->set_fabric_address(grant.fabric_address);
+        reply->set_heap_path(grant.heap_path);
+        reply->set_node(grant.node);
     });
 }
 

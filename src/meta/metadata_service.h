@@ -50,6 +50,8 @@ struct ServerAccess {
     std::string fabric_address;  // fi_getname() of the memory server's endpoint
     uint64_t key = 0;
     uint64_t base = 0;
+    std::string heap_path;  // the extent's heap file on the server's host
+    std::string node;       // the server host's boot id (NodeIdentity)
 };
 
 // An item's virtual offset in its region. Non-interleaved regions: the item lives on server

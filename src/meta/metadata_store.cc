@@ -535,6 +535,18 @@ void MetadataStore::ChangeItemPermissions(uint64_t region_id, uint64_t offset, u
 
 void MetadataStore::Sync() { env_->Sync(); }
 
+std::string MetadataStore::GetValue(const std::string &name) {
+    Txn txn(*env_, /*write=*/false);
+    std::string_view value;
+    return txn.Get(Table::kMeta, "value/" + name, &value) ? std::string(value) : std::string();
+}
+
+void MetadataStore::SetValue(const std::string &name, const std::string &value) {
+    Txn txn(*env_, /*write=*/true);
+    txn.Put(Table::kMeta, "value/" + name, value);
+    txn.Commit();
+}
+
 ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
     Govern(item, caller);
     if (!options_.grant_keys || (!item.can_read && !item.can_write)) return item;
@@ -560,7 +572,8 @@ ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
             std::lock_guard<std::mutex> lock(grants_mutex_);
             grants_[key] = grant;
         }
-        item.access[index] = ServerAccess{server, grant.fabric_address, grant.key, grant.base};
+        item.access[index] = ServerAccess{server,         grant.fabric_address, grant.key,
+                                          grant.base,     grant.heap_path,      grant.node};
     }
     return item;
 }

@@ -75,6 +75,9 @@ class MetadataStore : public MetadataService {
     // A memory server restarted: its keys are void, and its volatile regions are gone with its
     // heaps; their records and names are released (and their other extents destroyed).
     void ServerRestarted(uint64_t server_id);
+    // Small named values kept with the metadata (e.g. each server's last seen incarnation).
+    std::string GetValue(const std::string &name);
+    void SetValue(const std::string &name, const std::string &value);
 
   private:
     ItemInfo Finish(ItemInfo item, const Caller &caller);

@@ -61,6 +61,8 @@ void ToProto(const ItemInfo &in, rpc::Item *out) {
         access->set_fabric_address(a.fabric_address);
         access->set_key(a.key);
         access->set_base(a.base);
+        access->set_heap_path(a.heap_path);
+        access->set_node(a.node);
     }
 }
 
@@ -77,7 +79,8 @@ ItemInfo FromProto(const rpc::Item &in) {
     out.can_read = in.can_read();
     out.can_write = in.can_write();
     for (const rpc::ServerAccess &a : in.access()) {
-        out.access.push_back(ServerAccess{a.server_id(), a.fabric_address(), a.key(), a.base()});
+        out.access.push_back(ServerAccess{a.server_id(), a.fabric_address(), a.key(), a.base(),
+                                          a.heap_path(), a.node()});
     }
     return out;
 }
@@ -146,7 +149,9 @@ std::unique_ptr<grpc::ClientContext> CallContext(std::chrono::milliseconds timeo
 std::shared_ptr<grpc::Channel> OpenChannel(const std::string &address) {
     grpc::ChannelArguments arguments;
     arguments.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+    // A restarted server is found again within a second, not after gRPC's default backoff.
     arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     arguments.SetMaxReceiveMessageSize(64 << 20);
     return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);

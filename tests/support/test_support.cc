@@ -295,6 +295,17 @@ void FamTest::SetUp() {
     SetEnv("FAMPOOL_SHM_DIR", shm_->path());
     PrepareEnvironment();
     if (HasFatalFailure()) return;
+    TestClusterSpec spec;
+    if (TestClusterSpec::FromEnvironment(&spec)) {
+        const char *archive = std::getenv("FAMPOOL_ARCHIVE_DIR");
+        try {
+            cluster_ = std::make_unique<TestCluster>(
+                spec, home_->path(), archive ? archive : home_->path() + "/backup");
+        } catch (const std::exception &e) {
+            FAIL() << "cannot start the test cluster: " << e.what();
+        }
+        SetEnv("FAMPOOL_CONFIG", cluster_->config_path());
+    }
     if (AutoInitialize()) InitializeFam(nullptr);
 }
 
@@ -312,6 +323,7 @@ void FamTest::TearDown() {
         }
     }
     fam_.reset();
+    cluster_.reset();
     while (!env_.empty()) env_.pop_back();  // restore in reverse order of setting
     home_.reset();
     shm_.reset();

@@ -29,6 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "test_cluster.h"
+
 namespace fampool_test {
 
 using openfam::Fam_Descriptor;
@@ -174,6 +176,8 @@ class FamTest : public ::testing::Test {
     void SetEnv(const std::string &name, std::optional<std::string> value);
 
     openfam::fam *fam() { return fam_.get(); }
+    // The cluster this test runs on (FAMPOOL_TEST_CLUSTER), or null on the embedded model.
+    TestCluster *cluster() { return cluster_.get(); }
     const std::string &home_dir() const { return home_->path(); }
     const std::string &shm_dir() const { return shm_->path(); }
 
@@ -192,6 +196,7 @@ class FamTest : public ::testing::Test {
   private:
     std::unique_ptr<TempDir> home_;
     std::unique_ptr<TempDir> shm_;
+    std::unique_ptr<TestCluster> cluster_;
     std::vector<std::unique_ptr<ScopedEnv>> env_;
     std::unique_ptr<openfam::fam> fam_;
     bool initialized_ = false;

@@ -1,0 +1,139 @@
+#include "common/cluster_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+#include "common/error.h"
+
+namespace fampool {
+namespace {
+
+// Keys a cluster file may hold. Client keys of fam_pe_config.yaml are accepted too, so one
+// file can serve servers and clients.
+const std::set<std::string> kTopKeys = {
+    "provider", "metadata_address", "fam_client_interface_service_address", "grpc_port",
+    "metadata_dir", "metadata_path", "archive_dir", "archive_path", "placement", "region_span",
+    "dataitem_interleave_size", "rpc_timeout_ms", "fabric_timeout_ms", "memservers", "Memservers",
+    "openfam_model", "runtime", "FamThreadModel", "client_interface_type",
+    "fam_default_memory_type", "default_region_name", "enable_region_spanning",
+    "region_span_size_per_memoryserver", "if_device", "fampool_home"};
+const std::set<std::string> kServerKeys = {"id", "rpc_interface", "rpc_address", "libfabric_port",
+                                           "fabric_host", "fam_path", "heap_dir", "shm_path",
+                                           "shm_dir", "memory_type", "if_device"};
+
+[[noreturn]] void Bad(const std::string &path, const std::string &what) {
+    Fail(openfam::FAM_ERR_INVALID, "cluster file {}: {}", path, what);
+}
+
+template <typename T>
+T Read(const YAML::Node &node, const std::string &key, const std::string &path) {
+    try {
+        return node.as<T>();
+    } catch (const YAML::Exception &) {
+        Bad(path, "key \"" + key + "\" has a value of the wrong kind");
+    }
+}
+
+MemoryServerConfig ReadServer(const YAML::Node &node, uint64_t default_id,
+                              const std::string &path) {
+    if (!node.IsMap()) Bad(path, "each memory server must be a map of keys");
+    MemoryServerConfig server;
+    server.id = default_id;
+    for (const auto &entry : node) {
+        std::string key = entry.first.as<std::string>();
+        if (!kServerKeys.count(key)) {
+            Bad(path, "unknown memory-server key \"" + key + "\" (known: id, rpc_interface, "
+                      "libfabric_port, fabric_host, fam_path, shm_path, memory_type, if_device)");
+        }
+        const YAML::Node &value = entry.second;
+        if (key == "id") server.id = Read<uint64_t>(value, key, path);
+        if (key == "rpc_interface" || key == "rpc_address") {
+            server.rpc_address = Read<std::string>(value, key, path);
+        }
+        if (key == "libfabric_port") server.fabric_port = Read<std::string>(value, key, path);
+        if (key == "fabric_host") server.fabric_host = Read<std::string>(value, key, path);
+        if (key == "fam_path" || key == "heap_dir") {
+            server.heap_dir = Read<std::string>(value, key, path);
+        }
+        if (key == "shm_path" || key == "shm_dir") {
+            server.shm_dir = Read<std::string>(value, key, path);
+        }
+    }
+    if (server.rpc_address.empty()) Bad(path, "memory server " + std::to_string(server.id) +
+                                                  " has no rpc_interface (host:port)");
+    if (server.fabric_port.empty()) Bad(path, "memory server " + std::to_string(server.id) +
+                                                  " has no libfabric_port");
+    if (server.heap_dir.empty()) Bad(path, "memory server " + std::to_string(server.id) +
+                                               " has no fam_path (persistent heap directory)");
+    return server;
+}
+
+}  // namespace
+
+ClusterConfig LoadClusterConfig(const std::string &path) {
+    YAML::Node root;
+    try {
+        root = YAML::LoadFile(path);
+    } catch (const YAML::Exception &e) {
+        Fail(openfam::FAM_ERR_INVALID, "cannot read cluster file {}: {}", path, e.what());
+    }
+    if (!root.IsMap()) Bad(path, "expected a map of keys at the top");
+    ClusterConfig config;
+    config.path = path;
+    for (const auto &entry : root) {
+        std::string key = entry.first.as<std::string>();
+        if (!kTopKeys.count(key)) Bad(path, "unknown key \"" + key + "\"");
+        const YAML::Node &value = entry.second;
+        if (key == "provider") config.provider = Read<std::string>(value, key, path);
+        if (key == "metadata_address" || key == "fam_client_interface_service_address") {
+            config.metadata_address = Read<std::string>(value, key, path);
+        }
+        if (key == "metadata_dir" || key == "metadata_path") {
+            config.metadata_dir = Read<std::string>(value, key, path);
+        }
+        if (key == "archive_dir" || key == "archive_path") {
+            config.archive_dir = Read<std::string>(value, key, path);
+        }
+        if (key == "placement") config.placement = Read<std::string>(value, key, path);
+        if (key == "region_span") config.region_span = Read<uint64_t>(value, key, path);
+        if (key == "dataitem_interleave_size") {
+            config.interleave_size = Read<uint64_t>(value, key, path);
+        }
+        if (key == "rpc_timeout_ms") config.rpc_timeout_ms = Read<int>(value, key, path);
+        if (key == "fabric_timeout_ms") config.fabric_timeout_ms = Read<int>(value, key, path);
+        if (key == "memservers") {
+            if (!value.IsSequence()) Bad(path, "\"memservers\" must be a list");
+            for (size_t i = 0; i < value.size(); ++i) {
+                config.memservers.push_back(ReadServer(value[i], i, path));
+            }
+        }
+        if (key == "Memservers") {  // OpenFAM's form: a map from id to server
+            if (!value.IsMap()) Bad(path, "\"Memservers\" must be a map from id to server");
+            for (const auto &server : value) {
+                config.memservers.push_back(
+                    ReadServer(server.second, Read<uint64_t>(server.first, key, path), path));
+            }
+        }
+    }
+    if (config.placement != "hash" && config.placement != "least-used") {
+        Bad(path, "placement \"" + config.placement + "\" is not hash or least-used");
+    }
+    uint64_t i = config.interleave_size;
+    if (i && ((i & (i - 1)) || i < 64)) {
+        Fail(openfam::FAM_ERR_NOT_PWR_TWO,
+             "cluster file {}: dataitem_interleave_size {} must be a power of two of at least 64",
+             path, i);
+    }
+    std::set<uint64_t> ids;
+    for (size_t k = 0; k < config.memservers.size(); ++k) {
+        if (config.memservers[k].id != k) {
+            Bad(path, "memory server ids must be 0, 1, ... in order (found " +
+                          std::to_string(config.memservers[k].id) + " at position " +
+                          std::to_string(k) + ")");
+        }
+    }
+    return config;
+}
+
+}  // namespace fampool

@@ -1,0 +1,42 @@
+// The cluster file: where the metadata service and the memory servers listen, where they keep
+// their data, which fabric provider they use. Read by fampool-server, the fampool CLI and
+// clients of the memory-server model. OpenFAM's key names are accepted beside fampool's.
+#ifndef FAMPOOL_COMMON_CLUSTER_CONFIG_H_
+#define FAMPOOL_COMMON_CLUSTER_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fampool {
+
+struct MemoryServerConfig {
+    uint64_t id = 0;
+    std::string rpc_address;           // host:port of its gRPC service
+    std::string fabric_host = "127.0.0.1";
+    std::string fabric_port;           // libfabric service (port)
+    std::string heap_dir;              // persistent heaps
+    std::string shm_dir = "/dev/shm";  // volatile heaps
+};
+
+struct ClusterConfig {
+    std::string provider = "tcp";
+    std::string metadata_address = "127.0.0.1:8787";
+    std::string metadata_dir;  // LMDB store of the metadata service
+    std::string archive_dir;   // backups (reachable by every memory server)
+    std::string placement = "hash";
+    uint64_t region_span = 0;
+    uint64_t interleave_size = 0;
+    int rpc_timeout_ms = 10000;
+    int fabric_timeout_ms = 10000;
+    std::vector<MemoryServerConfig> memservers;
+    std::string path;  // the file it came from
+};
+
+// Reads and checks a cluster file. Throws Failure(FAM_ERR_INVALID) naming the file and the key
+// for an unknown key, a missing required key or a bad value.
+ClusterConfig LoadClusterConfig(const std::string &path);
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_COMMON_CLUSTER_CONFIG_H_

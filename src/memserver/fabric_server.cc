@@ -1,0 +1,153 @@
+#include "memserver/fabric_server.h"
+
+#include <poll.h>
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+
+namespace fampool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long the progress thread keeps polling after it last saw traffic: long enough to catch
+// the next request of a client issuing operations back to back without a wake-up in between.
+constexpr auto kSpin = std::chrono::microseconds(100);
+// Longest sleep on the queue's file descriptor (tcp): it wakes on traffic; the bound only
+// lets the thread notice shutdown.
+constexpr int kSleepMs = 100;
+// Sleeps between polls of a provider with nothing to sleep on (shm): they grow while the
+// server stays idle, up to the latency an idle server may add to the next operation.
+constexpr auto kFirstNap = std::chrono::microseconds(2);
+constexpr auto kLongestNap = std::chrono::microseconds(100);
+
+// Reads (and drops) whatever the queue holds; this is what drives a manual-progress provider.
+// Incoming RMA and atomics put no entries in the target's queue, so entries are rare: failures
+// of the provider's own traffic. True when there was one.
+bool Reap(fid_cq *queue) {
+    fi_cq_entry entries[8];
+    ssize_t n = fi_cq_read(queue, entries, 8);
+    if (n == -FI_EAVAIL) {
+        fi_cq_err_entry error{};
+        fi_cq_readerr(queue, &error, 0);
+        return true;
+    }
+    return n > 0;
+}
+
+}  // namespace
+
+FabricServer::FabricServer(const FabricConfig &config, Progress progress)
+    : domain_(config, FabricDomain::Role::kServer), mode_(progress) {
+    av_ = domain_.OpenAddressVector();
+    EndpointOptions options;
+    if (domain_.remote_events()) options.counter_events = FI_REMOTE_READ | FI_REMOTE_WRITE;
+    // A file descriptor to sleep on, where the provider has one that wakes on traffic (tcp).
+    // shm's only wait object is a sched_yield loop that ignores timeouts: never use it.
+    options.queue_wait = mode_ == Progress::kBlocking ? FI_WAIT_FD : FI_WAIT_NONE;
+    try {
+        endpoint_ = OpenEndpoint(domain_, av_.get(), options);
+    } catch (const Failure &) {
+        if (options.queue_wait == FI_WAIT_NONE) throw;
+        options.queue_wait = FI_WAIT_NONE;
+        endpoint_ = OpenEndpoint(domain_, av_.get(), options);
+    }
+    queue_fd_ = -1;
+    if (options.queue_wait == FI_WAIT_FD &&
+        fi_control(&endpoint_.queue->fid, FI_GETWAIT, &queue_fd_) != 0) {
+        queue_fd_ = -1;
+    }
+    address_ = EndpointAddress(endpoint_.endpoint.get(), provider());
+    // Providers with automatic progress (sockets) serve remote operations on their own threads.
+    if (domain_.manual_progress()) progress_ = std::thread([this] { DriveProgress(); });
+}
+
+FabricServer::~FabricServer() {
+    stopping_ = true;
+    if (progress_.joinable()) {
+        if (queue_fd_ >= 0) fi_cq_signal(endpoint_.queue.get());  // wakes poll()
+        progress_.join();
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    registrations_.clear();
+}
+
+bool FabricServer::Served() {
+    bool served = Reap(endpoint_.queue.get());
+    if (endpoint_.counter) {
+        uint64_t count = fi_cntr_read(endpoint_.counter.get());
+        served |= count != remote_operations_;
+        remote_operations_ = count;
+    }
+    return served;
+}
+
+void FabricServer::DriveProgress() {
+    if (mode_ == Progress::kBusyPoll) {
+        while (!stopping_.load(std::memory_order_relaxed)) Reap(endpoint_.queue.get());
+        return;
+    }
+    // Short sleeps should be short: the default timer slack (50 us) would stretch them.
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    auto active_until = Clock::now() + kSpin;
+    auto nap = kFirstNap;
+    while (!stopping_.load(std::memory_order_relaxed)) {
+        // Traffic shows as a readable descriptor (tcp: requests on the sockets) or in Served.
+        pollfd ready{queue_fd_, POLLIN, 0};
+        bool arrived = queue_fd_ >= 0 && poll(&ready, 1, 0) > 0;
+        if (Served() || arrived) {
+            active_until = Clock::now() + kSpin;
+            nap = kFirstNap;
+            continue;
+        }
+        if (Clock::now() < active_until) continue;
+        if (queue_fd_ >= 0) {
+            // fi_trywait says whether sleeping on the descriptor is safe (nothing left to
+            // progress); the descriptor then wakes on incoming traffic.
+            fid *waiting = &endpoint_.queue->fid;
+            if (fi_trywait(domain_.fabric(), &waiting, 1) != FI_SUCCESS) continue;
+            pollfd poll_fd{queue_fd_, POLLIN, 0};
+            if (poll(&poll_fd, 1, kSleepMs) > 0) active_until = Clock::now() + kSpin;
+            continue;
+        }
+        // Nothing to sleep on: poll at a rate that falls as the idle time grows.
+        std::this_thread::sleep_for(nap);
+        nap = std::min<std::chrono::microseconds>(nap * 2, kLongestNap);
+    }
+}
+
+Registrar::Registration FabricServer::Register(void *address, size_t length,
+                                                  bool writable) {
+    uint64_t access = FI_REMOTE_READ | (writable ? FI_REMOTE_WRITE : 0);
+    FidPtr<fid_mr> mr = domain_.Register(address, length, access, endpoint_.endpoint.get());
+    Registration registration;
+    registration.key = fi_mr_key(mr.get());
+    if (registration.key == FI_KEY_NOTAVAIL) {
+        Fail(openfam::FAM_ERR_LIBFABRIC, "fi_mr_key: key not available (provider {})",
+             provider());
+    }
+    registration.base = domain_.virtual_addressing() ? reinterpret_cast<uint64_t>(address) : 0;
+    std::lock_guard<std::mutex> lock(mutex_);
+    registration.handle = next_handle_++;
+    registrations_.emplace(registration.handle, std::move(mr));
+    return registration;
+}
+
+void FabricServer::Deregister(uint64_t handle) {
+    FidPtr<fid_mr> mr;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = registrations_.find(handle);
+        if (it == registrations_.end()) {
+            Fail(openfam::FAM_ERR_INVALID, "fabric registration {} does not exist", handle);
+        }
+        mr = std::move(it->second);
+        registrations_.erase(it);
+    }
+    mr.reset();  // fi_close
+}
+
+}  // namespace fampool

@@ -1,0 +1,147 @@
+#include "meta/metadata_client.h"
+
+#include "rpc/convert.h"
+
+namespace fampool {
+namespace {
+
+rpc::RegionRequest RegionRequest(uint64_t region_id, const Caller &caller) {
+    rpc::RegionRequest request;
+    ToProto(caller, request.mutable_caller());
+    request.set_region_id(region_id);
+    return request;
+}
+
+rpc::ItemRequest ItemRequest(uint64_t region_id, uint64_t offset, const Caller &caller) {
+    rpc::ItemRequest request;
+    ToProto(caller, request.mutable_caller());
+    request.set_region_id(region_id);
+    request.set_offset(offset);
+    return request;
+}
+
+rpc::LookupRequest LookupRequest(const std::string &name, const std::string &region,
+                                 const Caller &caller) {
+    rpc::LookupRequest request;
+    ToProto(caller, request.mutable_caller());
+    request.set_name(name);
+    request.set_region(region);
+    return request;
+}
+
+}  // namespace
+
+MetadataClient::MetadataClient(std::string address, std::chrono::milliseconds timeout)
+    : address_(std::move(address)), timeout_(timeout),
+      stub_(rpc::Metadata::NewStub(OpenChannel(address_))) {}
+
+template <typename Request, typename Reply>
+void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *,
+                                                                      const Request &, Reply *),
+                          const char *name, const Request &request, Reply *reply) {
+    auto context = CallContext(timeout_);
+    CheckStatus(((*stub_).*method)(context.get(), request, reply), name, address_);
+}
+
+RegionInfo MetadataClient::CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
+                                        const Fam_Region_Attributes &attributes,
+                                        const Caller &caller) {
+    rpc::CreateRegionRequest request;
+    ToProto(caller, request.mutable_caller());
+    request.set_name(name);
+    request.set_size(size);
+    request.set_perm(perm);
+    ToProto(attributes, request.mutable_attributes());
+    rpc::Region reply;
+    Call(&rpc::Metadata::Stub::CreateRegion, "Metadata.CreateRegion", request, &reply);
+    return FromProto(reply);
+}
+
+void MetadataClient::DestroyRegion(uint64_t region_id, const Caller &caller) {
+    rpc::Empty reply;
+    Call(&rpc::Metadata::Stub::DestroyRegion, "Metadata.DestroyRegion", RegionRequest(region_id, caller), &reply);
+}
+
+RegionInfo MetadataClient::ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) {
+    rpc::RegionRequest request = RegionRequest(region_id, caller);
+    request.set_size(size);
+    rpc::Region reply;
+    Call(&rpc::Metadata::Stub::ResizeRegion, "Metadata.ResizeRegion", request, &reply);
+    return FromProto(reply);
+}
+
+RegionInfo MetadataClient::LookupRegion(const std::string &name, const Caller &caller) {
+    rpc::Region reply;
+    Call(&rpc::Metadata::Stub::LookupRegion, "Metadata.LookupRegion", LookupRequest(name, "", caller), &reply);
+    return FromProto(reply);
+}
+
+RegionInfo MetadataClient::GetRegion(uint64_t region_id, const Caller &caller) {
+    rpc::Region reply;
+    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller), &reply);
+    return FromProto(reply);
+}
+
+void MetadataClient::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
+                                             const Caller &caller) {
+    rpc::RegionRequest request = RegionRequest(region_id, caller);
+    request.set_perm(perm);
+    rpc::Empty reply;
+    Call(&rpc::Metadata::Stub::ChangeRegionPermissions, "Metadata.ChangeRegionPermissions", request, &reply);
+}
+
+ItemInfo MetadataClient::AllocateItem(uint64_t region_id, const std::string &name, uint64_t size,
+                                      uint32_t perm, const Caller &caller) {
+    rpc::AllocateRequest request;
+    ToProto(caller, request.mutable_caller());
+    request.set_region_id(region_id);
+    request.set_name(name);
+    request.set_size(size);
+    request.set_perm(perm);
+    rpc::Item reply;
+    Call(&rpc::Metadata::Stub::AllocateItem, "Metadata.AllocateItem", request, &reply);
+    return FromProto(reply);
+}
+
+void MetadataClient::DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
+    rpc::Empty reply;
+    Call(&rpc::Metadata::Stub::DeallocateItem, "Metadata.DeallocateItem", ItemRequest(region_id, offset, caller), &reply);
+}
+
+ItemInfo MetadataClient::LookupItem(const std::string &item, const std::string &region,
+                                    const Caller &caller) {
+    rpc::Item reply;
+    Call(&rpc::Metadata::Stub::LookupItem, "Metadata.LookupItem", LookupRequest(item, region, caller), &reply);
+    return FromProto(reply);
+}
+
+ItemInfo MetadataClient::GetItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
+    rpc::Item reply;
+    Call(&rpc::Metadata::Stub::GetItem, "Metadata.GetItem", ItemRequest(region_id, offset, caller), &reply);
+    return FromProto(reply);
+}
+
+void MetadataClient::ChangeItemPermissions(uint64_t region_id, uint64_t offset, uint32_t perm,
+                                           const Caller &caller) {
+    rpc::ItemRequest request = ItemRequest(region_id, offset, caller);
+    request.set_perm(perm);
+    rpc::Empty reply;
+    Call(&rpc::Metadata::Stub::ChangeItemPermissions, "Metadata.ChangeItemPermissions", request, &reply);
+}
+
+rpc::ClusterStatus MetadataClient::Status() {
+    rpc::Empty request;
+    rpc::ClusterStatus reply;
+    Call(&rpc::Metadata::Stub::Status, "Metadata.Status", request, &reply);
+    return reply;
+}
+
+std::vector<ItemInfo> MetadataClient::ListItems(uint64_t region_id, const Caller &caller) {
+    rpc::ItemList reply;
+    Call(&rpc::Metadata::Stub::ListItems, "Metadata.ListItems", RegionRequest(region_id, caller), &reply);
+    std::vector<ItemInfo> items;
+    for (const rpc::Item &item : reply.items()) items.push_back(FromProto(item));
+    return items;
+}
+
+}  // namespace fampool

@@ -1,0 +1,54 @@
+// The metadata service reached over gRPC: the MetadataService interface for clients of the
+// memory-server model, plus the cluster-level calls of the CLI (status, item listing).
+#ifndef FAMPOOL_META_METADATA_CLIENT_H_
+#define FAMPOOL_META_METADATA_CLIENT_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "meta/metadata_service.h"
+#include "rpc/fampool.grpc.pb.h"
+
+namespace fampool {
+
+class MetadataClient : public MetadataService {
+  public:
+    MetadataClient(std::string address, std::chrono::milliseconds timeout);
+
+    RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
+                            const Fam_Region_Attributes &attributes, const Caller &caller) override;
+    void DestroyRegion(uint64_t region_id, const Caller &caller) override;
+    RegionInfo ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) override;
+    RegionInfo LookupRegion(const std::string &name, const Caller &caller) override;
+    RegionInfo GetRegion(uint64_t region_id, const Caller &caller) override;
+    void ChangeRegionPermissions(uint64_t region_id, uint32_t perm, const Caller &caller) override;
+    ItemInfo AllocateItem(uint64_t region_id, const std::string &name, uint64_t size,
+                          uint32_t perm, const Caller &caller) override;
+    void DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) override;
+    ItemInfo LookupItem(const std::string &item, const std::string &region,
+                        const Caller &caller) override;
+    ItemInfo GetItem(uint64_t region_id, uint64_t offset, const Caller &caller) override;
+    void ChangeItemPermissions(uint64_t region_id, uint64_t offset, uint32_t perm,
+                               const Caller &caller) override;
+    void Sync() override {}
+
+    rpc::ClusterStatus Status();
+    std::vector<ItemInfo> ListItems(uint64_t region_id, const Caller &caller);
+    const std::string &address() const { return address_; }
+
+  private:
+    // One call: a context whose deadline bounds it, then the status turned into a Failure.
+    template <typename Request, typename Reply>
+    void Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *, const Request &,
+                                                          Reply *),
+              const char *name, const Request &request, Reply *reply);
+
+    std::string address_;
+    std::chrono::milliseconds timeout_;
+    std::unique_ptr<rpc::Metadata::Stub> stub_;
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_META_METADATA_CLIENT_H_

@@ -1,0 +1,191 @@
+#include "meta/metadata_rpc_service.h"
+
+#include <cstdio>
+
+#include "rpc/convert.h"
+
+namespace fampool {
+
+MetadataRpcService::MetadataRpcService(MetadataStore *store,
+                                       std::vector<MemoryServerClient *> servers)
+    : store_(store), servers_(std::move(servers)) {}
+
+MetadataRpcService::~MetadataRpcService() {
+    {
+        std::lock_guard<std::mutex> lock(monitor_mutex_);
+        stopping_ = true;
+    }
+    monitor_wake_.notify_all();
+    if (monitor_.joinable()) monitor_.join();
+}
+
+void MetadataRpcService::StartMonitor(std::chrono::milliseconds period) {
+    CheckServers();
+    monitor_ = std::thread([this, period] {
+        std::unique_lock<std::mutex> lock(monitor_mutex_);
+        while (!monitor_wake_.wait_for(lock, period, [this] { return stopping_; })) {
+            lock.unlock();
+            CheckServers();
+            lock.lock();
+        }
+    });
+}
+
+void MetadataRpcService::CheckServers() {
+    for (MemoryServerClient *server : servers_) {
+        try {
+            MemoryServerInfo info = server->Info();
+            std::string name = "incarnation/" + std::to_string(server->id());
+            std::string known = store_->GetValue(name);
+            if (known == info.incarnation) continue;
+            if (!known.empty()) {
+                std::fprintf(stderr,
+                             "fampool-server: memory server %llu restarted; releasing its "
+                             "volatile regions\n",
+                             static_cast<unsigned long long>(server->id()));
+                store_->ServerRestarted(server->id());
+            }
+            store_->SetValue(name, info.incarnation);
+        } catch (const Failure &) {
+            // Unreachable for now; `fampool status` shows it, the next round checks again.
+        }
+    }
+}
+
+grpc::Status MetadataRpcService::CreateRegion(grpc::ServerContext *,
+                                              const rpc::CreateRegionRequest *request,
+                                              rpc::Region *reply) {
+    return Serve([&] {
+        ToProto(store_->CreateRegion(request->name(), request->size(), request->perm(),
+                                     FromProto(request->attributes()),
+                                     FromProto(request->caller())),
+                reply);
+    });
+}
+
+grpc::Status MetadataRpcService::DestroyRegion(grpc::ServerContext *,
+                                               const rpc::RegionRequest *request, rpc::Empty *) {
+    return Serve(
+        [&] { store_->DestroyRegion(request->region_id(), FromProto(request->caller())); });
+}
+
+grpc::Status MetadataRpcService::ResizeRegion(grpc::ServerContext *,
+                                              const rpc::RegionRequest *request,
+                                              rpc::Region *reply) {
+    return Serve([&] {
+        ToProto(store_->ResizeRegion(request->region_id(), request->size(),
+                                     FromProto(request->caller())),
+                reply);
+    });
+}
+
+grpc::Status MetadataRpcService::LookupRegion(grpc::ServerContext *,
+                                              const rpc::LookupRequest *request,
+                                              rpc::Region *reply) {
+    return Serve([&] {
+        ToProto(store_->LookupRegion(request->name(), FromProto(request->caller())), reply);
+    });
+}
+
+grpc::Status MetadataRpcService::GetRegion(grpc::ServerContext *,
+                                           const rpc::RegionRequest *request,
+                                           rpc::Region *reply) {
+    return Serve([&] {
+        ToProto(store_->GetRegion(request->region_id(), FromProto(request->caller())), reply);
+    });
+}
+
+grpc::Status MetadataRpcService::ChangeRegionPermissions(grpc::ServerContext *,
+                                                         const rpc::RegionRequest *request,
+                                                         rpc::Empty *) {
+    return Serve([&] {
+        store_->ChangeRegionPermissions(request->region_id(), request->perm(),
+                                        FromProto(request->caller()));
+    });
+}
+
+grpc::Status MetadataRpcService::AllocateItem(grpc::ServerContext *,
+                                              const rpc::AllocateRequest *request,
+                                              rpc::Item *reply) {
+    return Serve([&] {
+        ToProto(store_->AllocateItem(request->region_id(), request->name(), request->size(),
+                                     request->perm(), FromProto(request->caller())),
+                reply);
+    });
+}
+
+grpc::Status MetadataRpcService::DeallocateItem(grpc::ServerContext *,
+                                                const rpc::ItemRequest *request, rpc::Empty *) {
+    return Serve([&] {
+        store_->DeallocateItem(request->region_id(), request->offset(),
+                               FromProto(request->caller()));
+    });
+}
+
+grpc::Status MetadataRpcService::LookupItem(grpc::ServerContext *,
+                                            const rpc::LookupRequest *request,
+                                            rpc::Item *reply) {
+    return Serve([&] {
+        ToProto(store_->LookupItem(request->name(), request->region(),
+                                   FromProto(request->caller())),
+                reply);
+    });
+}
+
+grpc::Status MetadataRpcService::GetItem(grpc::ServerContext *, const rpc::ItemRequest *request,
+                                         rpc::Item *reply) {
+    return Serve([&] {
+        ToProto(store_->GetItem(request->region_id(), request->offset(),
+                                FromProto(request->caller())),
+                reply);
+    });
+}
+
+grpc::Status MetadataRpcService::ChangeItemPermissions(grpc::ServerContext *,
+                                                       const rpc::ItemRequest *request,
+                                                       rpc::Empty *) {
+    return Serve([&] {
+        store_->ChangeItemPermissions(request->region_id(), request->offset(), request->perm(),
+                                      FromProto(request->caller()));
+    });
+}
+
+grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty *,
+                                        rpc::ClusterStatus *reply) {
+    return Serve([&] {
+        std::vector<uint64_t> usage = store_->ServerUsage();
+        for (MemoryServerClient *server : servers_) {
+            rpc::ServerState *state = reply->add_servers();
+            state->set_id(server->id());
+            state->set_address(server->address());
+            state->set_extent_bytes(server->id() < usage.size() ? usage[server->id()] : 0);
+            try {
+                MemoryServerInfo info = server->Info();
+                state->set_reachable(true);
+                state->set_provider(info.provider);
+                state->set_incarnation(info.incarnation);
+            } catch (const Failure &) {
+                state->set_reachable(false);
+            }
+        }
+        for (const auto &usage_of : store_->ListRegions()) {
+            rpc::RegionUsage *region = reply->add_regions();
+            ToProto(usage_of.region, region->mutable_region());
+            region->set_items(usage_of.items);
+            region->set_free_bytes(usage_of.free_bytes);
+        }
+    });
+}
+
+grpc::Status MetadataRpcService::ListItems(grpc::ServerContext *,
+                                           const rpc::RegionRequest *request,
+                                           rpc::ItemList *reply) {
+    return Serve([&] {
+        for (const ItemInfo &item :
+             store_->ListItems(request->region_id(), FromProto(request->caller()))) {
+            ToProto(item, reply->add_items());
+        }
+    });
+}
+
+}  // namespace fampool

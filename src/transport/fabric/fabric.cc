@@ -1,0 +1,200 @@
+#include "transport/fabric/fabric.h"
+
+#include <rdma/fi_eq.h>
+
+#include <cstring>
+#include <random>
+
+#include "common/error.h"
+
+namespace fampool {
+
+void FailFabric(const char *call, ssize_t ret, const std::string &provider) {
+    Fail(openfam::FAM_ERR_LIBFABRIC, "{}: {} (provider {})", call,
+         fi_strerror(static_cast<int>(ret < 0 ? -ret : ret)), provider);
+}
+
+namespace {
+
+// What fampool would like beyond what it needs; a provider without it is still used.
+struct Wishes {
+    uint64_t caps = 0;       // servers: FI_RMA_EVENT (FabricDomain::remote_events)
+    uint64_t op_flags = 0;   // clients: FI_DELIVERY_COMPLETE (FabricDomain::write_flags)
+    // Clients: reads after writes and writes after writes to one server in order. It also
+    // keeps shm off its "fast RMA" path, on which the client copies from and to the server's
+    // memory itself (process_vm_readv/writev) and nobody checks the key.
+    uint64_t msg_order = 0;
+};
+
+fi_info *GetInfo(const FabricConfig &config, FabricDomain::Role role, bool with_node,
+                 Wishes wishes) {
+    fi_info *hints = fi_allocinfo();
+    if (!hints) Fail(openfam::FAM_ERR_RESOURCE, "fi_allocinfo: out of memory");
+    bool server = role == FabricDomain::Role::kServer;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_RMA | FI_ATOMIC | wishes.caps |
+                  (server ? FI_REMOTE_READ | FI_REMOTE_WRITE : FI_READ | FI_WRITE);
+    // Everything fampool can live with; the provider keeps the bits it needs.
+    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+                                  FI_MR_LOCAL | FI_MR_ENDPOINT;
+    hints->domain_attr->threading = FI_THREAD_SAFE;
+    hints->tx_attr->op_flags = wishes.op_flags;
+    hints->tx_attr->msg_order = wishes.msg_order;
+    hints->mode = 0;
+    hints->fabric_attr->prov_name = strdup(config.provider.c_str());
+
+    const char *node = with_node && !config.node.empty() ? config.node.c_str() : nullptr;
+    const char *service = server && !config.service.empty() ? config.service.c_str() : nullptr;
+    fi_info *info = nullptr;
+    int ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node, service,
+                         node || service ? FI_SOURCE : 0, hints, &info);
+    fi_freeinfo(hints);
+    if (ret == -FI_ENODATA) {
+        // Give up wishes one at a time, the least important first.
+        if (wishes.caps) return GetInfo(config, role, with_node, {0, wishes.op_flags, wishes.msg_order});
+        if (wishes.msg_order) return GetInfo(config, role, with_node, {0, wishes.op_flags, 0});
+        if (wishes.op_flags) return GetInfo(config, role, with_node, {});
+    }
+    if (ret) {
+        Fail(openfam::FAM_ERR_LIBFABRIC,
+             "fi_getinfo: {} (provider {}, {} {}:{}): no FI_EP_RDM endpoint with RMA and "
+             "atomics",
+             fi_strerror(-ret), config.provider, server ? "server" : "client",
+             node ? node : "*", service ? service : "*");
+    }
+    return info;
+}
+
+}  // namespace
+
+FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(config) {
+    const bool client = role == Role::kClient;
+    Wishes wishes;
+    if (client) {
+        wishes.op_flags = FI_DELIVERY_COMPLETE;
+        wishes.msg_order = FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW;
+    } else {
+        // A server with manual progress and no wait object that wakes on incoming operations
+        // (shm) can still tell busy from idle by counting them (FI_RMA_EVENT).
+        wishes.caps = FI_RMA_EVENT;
+    }
+    info_ = GetInfo(config, role, true, wishes);
+    // Providers that name endpoints with strings (shm) derive a client's name from its source
+    // address, which would then be the same in every client process: let them choose a unique
+    // one instead. Socket-addressed providers keep the node, so traffic uses its interface.
+    if (client && info_->addr_format == FI_ADDR_STR) {
+        fi_freeinfo(info_);
+        info_ = GetInfo(config, role, false, wishes);
+    }
+    // Only writes ask for delivery completion, operation by operation: shm takes a slower
+    // protocol for every operation, reads included, when it is the endpoint's default.
+    write_flags_ = info_->tx_attr->op_flags & FI_DELIVERY_COMPLETE;
+    info_->tx_attr->op_flags &= ~FI_DELIVERY_COMPLETE;
+    fi_info *first = info_;
+    if (first->next) {  // keep only the provider's first (preferred) answer
+        info_ = fi_dupinfo(first);
+        fi_freeinfo(first);
+        if (!info_) Fail(openfam::FAM_ERR_RESOURCE, "fi_dupinfo: out of memory");
+    }
+    try {
+        fid_fabric *fabric = nullptr;
+        CheckFabric(fi_fabric(info_->fabric_attr, &fabric, nullptr), "fi_fabric", provider());
+        fabric_.reset(fabric);
+        fid_domain *domain = nullptr;
+        CheckFabric(fi_domain(fabric, info_, &domain, nullptr), "fi_domain", provider());
+        domain_.reset(domain);
+    } catch (...) {
+        domain_.reset();
+        fabric_.reset();
+        fi_freeinfo(info_);
+        throw;
+    }
+    std::random_device random;
+    next_key_ = (uint64_t{random()} << 32 | random()) & ~uint64_t{0xffff};
+}
+
+FabricDomain::~FabricDomain() {
+    domain_.reset();
+    fabric_.reset();
+    fi_freeinfo(info_);
+}
+
+FidPtr<fid_av> FabricDomain::OpenAddressVector() {
+    fi_av_attr attributes{};
+    attributes.type = info_->domain_attr->av_type != FI_AV_UNSPEC ? info_->domain_attr->av_type
+                                                                   : FI_AV_TABLE;
+    fid_av *av = nullptr;
+    CheckFabric(fi_av_open(domain(), &attributes, &av, nullptr), "fi_av_open", provider());
+    return FidPtr<fid_av>(av);
+}
+
+FidPtr<fid_mr> FabricDomain::Register(const void *address, size_t length, uint64_t access,
+                                      fid_ep *endpoint) {
+    iovec iov{const_cast<void *>(address), length};
+    fi_mr_attr attributes{};
+    attributes.mr_iov = &iov;
+    attributes.iov_count = 1;
+    attributes.access = access;
+    attributes.requested_key = mr_mode() & FI_MR_PROV_KEY ? 0 : next_key_++;
+    fid_mr *mr = nullptr;
+    CheckFabric(fi_mr_regattr(domain(), &attributes, 0, &mr), "fi_mr_regattr", provider());
+    FidPtr<fid_mr> registration(mr);
+    if (endpoint_registration() && endpoint) {
+        CheckFabric(fi_mr_bind(mr, &endpoint->fid, 0), "fi_mr_bind", provider());
+        CheckFabric(fi_mr_enable(mr), "fi_mr_enable", provider());
+    }
+    return registration;
+}
+
+FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOptions &options) {
+    const std::string &provider = domain.provider();
+    FabricEndpoint result;
+
+    fi_cq_attr queue_attributes{};
+    queue_attributes.format = FI_CQ_FORMAT_CONTEXT;
+    queue_attributes.wait_obj = options.queue_wait;
+    fid_cq *queue = nullptr;
+    CheckFabric(fi_cq_open(domain.domain(), &queue_attributes, &queue, nullptr), "fi_cq_open",
+                provider);
+    result.queue.reset(queue);
+
+    if (options.counter_events) {
+        fi_cntr_attr counter_attributes{};
+        counter_attributes.events = FI_CNTR_EVENTS_COMP;
+        counter_attributes.wait_obj = options.counter_wait;
+        fid_cntr *counter = nullptr;
+        CheckFabric(fi_cntr_open(domain.domain(), &counter_attributes, &counter, nullptr),
+                    "fi_cntr_open", provider);
+        result.counter.reset(counter);
+    }
+
+    fid_ep *endpoint = nullptr;
+    CheckFabric(fi_endpoint(domain.domain(), domain.info(), &endpoint, nullptr), "fi_endpoint",
+                provider);
+    result.endpoint.reset(endpoint);
+    CheckFabric(fi_ep_bind(endpoint, &av->fid, 0), "fi_ep_bind(av)", provider);
+    uint64_t queue_flags = FI_TRANSMIT | FI_RECV;
+    if (options.failures_only) queue_flags |= FI_SELECTIVE_COMPLETION;
+    CheckFabric(fi_ep_bind(endpoint, &queue->fid, queue_flags), "fi_ep_bind(cq)", provider);
+    if (result.counter) {
+        CheckFabric(fi_ep_bind(endpoint, &result.counter->fid, options.counter_events),
+                    "fi_ep_bind(cntr)", provider);
+    }
+    CheckFabric(fi_enable(endpoint), "fi_enable", provider);
+    return result;
+}
+
+std::string EndpointAddress(fid_ep *endpoint, const std::string &provider) {
+    std::string address(64, '\0');
+    size_t length = address.size();
+    int ret = fi_getname(&endpoint->fid, address.data(), &length);
+    if (ret == -FI_ETOOSMALL) {
+        address.resize(length);
+        ret = fi_getname(&endpoint->fid, address.data(), &length);
+    }
+    CheckFabric(ret, "fi_getname", provider);
+    address.resize(length);
+    return address;
+}
+
+}  // namespace fampool

@@ -1,0 +1,136 @@
+// What the libfabric data path shares between its two sides (the client's FabricTransport and
+// the memory server's FabricServer): opening a fabric, domain, address vector and RDM endpoint
+// for a provider, registering memory, and turning libfabric errors into Failures.
+//
+// Provider differences this hides (see shared/ENVIRONMENT.md): `shm` addresses registered
+// memory by virtual address (FI_MR_VIRT_ADDR) and names endpoints with strings; `tcp` (which
+// libfabric layers as "tcp;ofi_rxm" for FI_EP_RDM) and `sockets` address it by offset and use
+// socket addresses; `shm` and `tcp` need the target to drive progress by hand.
+#ifndef FAMPOOL_TRANSPORT_FABRIC_FABRIC_H_
+#define FAMPOOL_TRANSPORT_FABRIC_FABRIC_H_
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace fampool {
+
+struct FabricConfig {
+    std::string provider;          // as the user names it: "tcp", "shm", "sockets", "verbs"...
+    std::string node = "127.0.0.1";  // the local interface to use
+    std::string service;           // the port a server listens on; empty for clients
+    int timeout_ms = 10000;        // bound on every wait for a completion
+    // Register local buffers even when the provider does not ask for it (FI_MR_LOCAL): lets
+    // tests exercise that path on providers that do not need it.
+    bool register_local = false;
+};
+
+// Throws Failure(FAM_ERR_LIBFABRIC, "<call>: <fi_strerror> (provider <provider>)").
+[[noreturn]] void FailFabric(const char *call, ssize_t ret, const std::string &provider);
+
+inline ssize_t CheckFabric(ssize_t ret, const char *call, const std::string &provider) {
+    if (ret < 0) FailFabric(call, ret, provider);
+    return ret;
+}
+
+// Closes any libfabric object (they all start with a struct fid named `fid`).
+struct FidCloser {
+    template <typename T>
+    void operator()(T *object) const {
+        if (object) fi_close(&object->fid);
+    }
+};
+template <typename T>
+using FidPtr = std::unique_ptr<T, FidCloser>;
+
+// One provider's fabric and domain, opened for a client (initiates RMA and atomics) or a server
+// (is their target).
+class FabricDomain {
+  public:
+    enum class Role { kClient, kServer };
+
+    FabricDomain(const FabricConfig &config, Role role);
+    ~FabricDomain();
+    FabricDomain(const FabricDomain &) = delete;
+    FabricDomain &operator=(const FabricDomain &) = delete;
+
+    const FabricConfig &config() const { return config_; }
+    const std::string &provider() const { return config_.provider; }
+    // The provider as libfabric reports it ("tcp;ofi_rxm").
+    const char *provider_reported() const { return info_->fabric_attr->prov_name; }
+    fi_info *info() const { return info_; }
+    fid_domain *domain() const { return domain_.get(); }
+    fid_fabric *fabric() const { return fabric_.get(); }
+
+    bool virtual_addressing() const { return mr_mode() & FI_MR_VIRT_ADDR; }
+    bool local_registration() const {
+        return config_.register_local || (mr_mode() & FI_MR_LOCAL);
+    }
+    bool endpoint_registration() const { return mr_mode() & FI_MR_ENDPOINT; }
+    // Whether the provider counts operations other endpoints apply to this one (FI_RMA_EVENT,
+    // asked for by servers where the provider has it).
+    bool remote_events() const { return info_->caps & FI_RMA_EVENT; }
+    bool manual_progress() const {
+        return info_->domain_attr->data_progress == FI_PROGRESS_MANUAL;
+    }
+    size_t max_message() const { return info_->ep_attr->max_msg_size; }
+    // Flags for writes and non-fetching atomics: FI_DELIVERY_COMPLETE where the provider has
+    // it, so that they complete once their bytes are in the server's memory (by default tcp
+    // and shm complete small writes once the bytes left): a blocking put or a quiet then means
+    // what it says, and a write the target refuses fails at the client.
+    uint64_t write_flags() const { return write_flags_; }
+
+    FidPtr<fid_av> OpenAddressVector();
+    // Registers [address, address + length) for `access` (FI_READ, FI_REMOTE_WRITE, ...); binds
+    // and enables it on `endpoint` when the provider wants endpoint-bound registrations.
+    FidPtr<fid_mr> Register(const void *address, size_t length, uint64_t access,
+                            fid_ep *endpoint);
+
+  private:
+    uint64_t mr_mode() const { return info_->domain_attr->mr_mode; }
+
+    FabricConfig config_;
+    fi_info *info_ = nullptr;
+    FidPtr<fid_fabric> fabric_;
+    FidPtr<fid_domain> domain_;
+    // Keys we choose when the provider does not (no FI_MR_PROV_KEY): a random start, so that
+    // a key is not guessable from another.
+    std::atomic<uint64_t> next_key_;
+    uint64_t write_flags_ = 0;
+};
+
+// An RDM endpoint bound to an address vector, a completion queue and, optionally, a
+// completion counter for its reads and writes. Members close in reverse order: endpoint first.
+struct FabricEndpoint {
+    FidPtr<fid_cntr> counter;
+    FidPtr<fid_cq> queue;
+    FidPtr<fid_ep> endpoint;
+};
+
+struct EndpointOptions {
+    // The queue reports only failures (FI_SELECTIVE_COMPLETION); completions are counted.
+    bool failures_only = false;
+    fi_wait_obj queue_wait = FI_WAIT_NONE;  // FI_WAIT_NONE: polled only
+    // Events the counter counts (FI_READ | FI_WRITE: this endpoint's own operations;
+    // FI_REMOTE_READ | FI_REMOTE_WRITE: other endpoints' operations on it); 0: no counter.
+    uint64_t counter_events = 0;
+    fi_wait_obj counter_wait = FI_WAIT_NONE;
+};
+
+FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOptions &options);
+
+// The endpoint's address as other endpoints insert it into their address vectors.
+std::string EndpointAddress(fid_ep *endpoint, const std::string &provider);
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_TRANSPORT_FABRIC_FABRIC_H_

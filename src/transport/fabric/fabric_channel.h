@@ -1,0 +1,147 @@
+// One stream of fabric operations (a fam object's or a fam_context's): its own RDM endpoint, a
+// completion counter that says how many of its operations are done, and a completion queue that
+// only receives failures, so that quiet waits for this channel's operations only and can say
+// which operation failed and why.
+//
+// Every wait is bounded by the configured timeout. Two providers here never report an operation
+// the target refuses (an invalid or revoked key, an address outside the registration): tcp
+// drops the connection with the operation, shm drops the operation. For tcp the channel finds
+// out by probing, when its operations stall, the same keys and address ranges with one-byte
+// atomics, which tcp does report; for shm the operation can only time out.
+#ifndef FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_H_
+#define FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_H_
+
+#include <chrono>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fam/fam_exception.h"
+#include "transport/fabric/fabric_transport.h"
+
+namespace fampool {
+
+class FabricChannel : public Channel {
+  public:
+    explicit FabricChannel(std::shared_ptr<FabricContext> context);
+    ~FabricChannel() override;
+
+    void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
+              uint64_t nbytes, bool blocking) override;
+    void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
+               uint64_t nbytes, bool blocking) override;
+    void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
+                  uint64_t count, uint64_t element_size, bool to_fam, bool blocking) override;
+    void Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type, const void *operand,
+                const void *compare, void *result) override;
+    void Fence() override;
+    void Quiet() override;
+    void Drain() override;
+    uint64_t Pending() override;
+
+  private:
+    using Clock = std::chrono::steady_clock;
+    // What an operation was, kept in its context value (kProbe: a stall probe).
+    enum Kind : uint8_t { kProbe = 0, kRead = 1, kWrite = 2, kAtomic = 3 };
+    enum class Outcome { kDone, kTimedOut, kRefused };
+    struct Failed {
+        openfam::Fam_Error error;
+        std::string message;
+    };
+    // A key and remote address range this channel's RMA used since everything last completed:
+    // what a probe checks.
+    struct Touched {
+        uint64_t server_id;
+        fi_addr_t address;
+        uint64_t key;
+        bool write;
+        uint64_t low, high;
+    };
+    // Registered scratch space: atomic operands and results, probe results, and the bounce
+    // buffer of small blocking transfers when the provider wants local buffers registered.
+    static constexpr size_t kBounce = 4096;
+    static constexpr size_t kProbeSlots = 64;
+    struct alignas(64) Scratch {
+        unsigned char operand[16];
+        unsigned char compare[16];
+        unsigned char result[16];
+        unsigned char zero[8];
+        unsigned char probe[kProbeSlots];
+        char bounce[kBounce];
+    };
+    struct LocalRegistration {
+        const char *start;
+        uint64_t length;
+        FidPtr<fid_mr> mr;
+    };
+
+    void Open();
+    // Starts a call: `blocking` calls collect their own failures; others leave them to Quiet.
+    void Begin(bool blocking);
+    Clock::time_point Deadline() const;
+    // Posts the transfer of item bytes [offset, offset + nbytes), split at interleave blocks.
+    void Transfer(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
+                  void *desc, bool write, Clock::time_point deadline);
+    // Calls `post` until the provider takes the operation, driving progress while it is full.
+    template <typename PostCall>
+    void Post(PostCall &&post, const char *call, uint64_t server_id,
+              Clock::time_point deadline);
+    void Touch(const FabricBinding::Server &server, bool write, uint64_t remote,
+               uint64_t length);
+    const FabricBinding::Server &Reachable(const FabricBinding &item, size_t index) const;
+    void *LocalDescriptor(const void *local, uint64_t length, Clock::time_point deadline);
+    void Fallback(const FabricBinding &item, const FabricBinding::Place &place, AtomicOp op,
+                  DataType type, const void *operand, const void *compare, void *result,
+                  Clock::time_point deadline);
+
+    // Waits until every posted operation completed (well or not), the deadline passed, or a
+    // probe found an operation the target refused.
+    Outcome WaitAll(Clock::time_point deadline);
+    void Probe();
+    // WaitAll, and when it does not end in kDone: reopens the endpoint (what was in flight is
+    // lost) and throws the timeout or refusal (`raise`), or keeps it for Quiet. After failures
+    // it reopens the endpoint too, failures kept.
+    void Settle(Clock::time_point deadline, bool raise);
+    // A fresh endpoint: what was in flight on the old one is gone.
+    void Reopen();
+    [[noreturn]] void GiveUp(Outcome outcome);
+    std::string GiveUpMessage(Outcome outcome) const;
+    // Moves failures from the queue to the current call, to Quiet's list, or to refusals_.
+    void Reap();
+    // Counted failures that never reached the queue: they cannot be attributed.
+    void CollectUnreported(std::vector<Failed> *into);
+    // Settles, then throws the current blocking call's failures.
+    void Finish(Clock::time_point deadline);
+    [[noreturn]] void ThrowFirst(std::vector<Failed> failures, uint64_t dropped = 0);
+
+    std::shared_ptr<FabricContext> context_;
+    FabricDomain &domain_;
+    std::mutex mutex_;
+    FabricEndpoint endpoint_;
+    std::unique_ptr<Scratch> scratch_;
+    FidPtr<fid_mr> scratch_mr_;
+    void *scratch_desc_ = nullptr;
+    std::list<LocalRegistration> registrations_;  // most recently used first
+    bool counter_waits_ = true;  // false: the counter has no wait object; poll and nap
+
+    // On the current endpoint:
+    uint64_t posted_ = 0;    // operations posted
+    uint64_t reported_ = 0;  // failures read from the queue
+    uint64_t failures_seen_ = 0;
+    std::set<uint64_t> busy_servers_;  // servers with operations since all last completed
+    std::vector<Touched> touched_;
+    std::vector<Failed> refusals_;
+
+    uint64_t next_tag_ = 0;
+    uint64_t current_tag_ = 0;       // the blocking call in progress; 0: none
+    std::vector<Failed> mine_;       // its failures
+    std::vector<Failed> deferred_;   // failures of non-blocking operations, for Quiet
+    uint64_t deferred_dropped_ = 0;
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_H_

@@ -1,0 +1,256 @@
+"""The fampool command: up, status, ls, down on a real cluster of fampool-server processes.
+
+Runs the programs of a build tree ($FAMPOOL_BUILD_DIR, default ./build). Each test starts its
+own cluster in a fresh run directory on random ports and always stops it again (`fampool down`
+in a finalizer); every command is bounded in time.
+"""
+import os
+import random
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+BUILD_DIR = os.path.abspath(os.environ.get("FAMPOOL_BUILD_DIR", "build"))
+FAMPOOL = os.path.join(BUILD_DIR, "tools", "fampool")
+COMMAND_TIMEOUT_S = 60  # `up` waits at most 30 s for the servers
+
+
+def fampool(*args, timeout=COMMAND_TIMEOUT_S, env=None):
+    """Runs `fampool ARGS` and returns the finished process (stdout, stderr as text)."""
+    return subprocess.run([FAMPOOL, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env, stdin=subprocess.DEVNULL)
+
+
+def running(pid):
+    """Whether pid runs (a zombie has stopped: only its parent has yet to collect it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def pids_of(run_dir):
+    pid_dir = os.path.join(run_dir, "pids")
+    if not os.path.isdir(pid_dir):
+        return {}
+    pids = {}
+    for name in os.listdir(pid_dir):
+        if name.endswith(".pid"):
+            with open(os.path.join(pid_dir, name)) as f:
+                pids[name[:-4]] = int(f.read().strip())
+    return pids
+
+
+def free_base_port():
+    """A base port P in 20000-29000 with P..P+2 and P+100..P+101 free right now."""
+    import socket
+    for _ in range(50):
+        base = random.randint(20000, 29000)
+        ok = True
+        for port in (base, base + 1, base + 2, base + 100, base + 101):
+            with socket.socket() as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    pytest.fail("no free base port found in 20000-29000")
+
+
+@pytest.fixture
+def run_dir(request):
+    """A fresh run directory; the cluster started there is stopped afterwards, whatever happens."""
+    path = tempfile.mkdtemp(prefix="fampool-cli-")
+    os.chmod(path, 0o777)
+
+    def stop():
+        fampool("down", "--run-dir", path, timeout=30)
+        for pid in pids_of(path).values():  # down failed: stop what is left, by PID
+            if running(pid):
+                os.kill(pid, 9)
+        shutil.rmtree(path, ignore_errors=True)
+
+    request.addfinalizer(stop)
+    return path
+
+
+@pytest.fixture
+def cluster(run_dir):
+    """A running cluster of two memory servers over the tcp provider: (run_dir, base_port)."""
+    base = free_base_port()
+    up = fampool("up", "--memservers", "2", "--provider", "tcp", "--run-dir", run_dir,
+                 "--base-port", str(base))
+    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    return run_dir, base
+
+
+@pytest.fixture(autouse=True)
+def build_present():
+    assert os.access(FAMPOOL, os.X_OK), f"{FAMPOOL} is not built (set FAMPOOL_BUILD_DIR)"
+
+
+def test_up_prints_servers_and_export_line(run_dir):
+    base = free_base_port()
+    started = time.monotonic()
+    up = fampool("up", "--memservers", "2", "--provider", "tcp", "--run-dir", run_dir,
+                 "--base-port", str(base))
+    assert up.returncode == 0, up.stderr
+    assert time.monotonic() - started < 35
+    cluster_file = os.path.join(run_dir, "cluster.yaml")
+    assert up.stdout.rstrip().splitlines()[-1] == f"export FAMPOOL_CONFIG={cluster_file}"
+    assert f"127.0.0.1:{base}" in up.stdout
+    assert f"127.0.0.1:{base + 1}" in up.stdout and f"127.0.0.1:{base + 2}" in up.stdout
+    assert sorted(pids_of(run_dir)) == ["memory0", "memory1", "metadata"]
+    assert all(running(pid) for pid in pids_of(run_dir).values())
+
+
+def test_up_writes_cluster_file_from_options(run_dir):
+    base = free_base_port()
+    up = fampool("up", "--memservers", "2", "--run-dir", run_dir, "--base-port", str(base),
+                 "--interleave", "4096", "--placement", "least-used")
+    assert up.returncode == 0, up.stderr
+    with open(os.path.join(run_dir, "cluster.yaml")) as f:
+        text = f.read()
+    assert "openfam_model: memory_server" in text
+    assert "provider: tcp" in text
+    assert f"metadata_address: 127.0.0.1:{base}" in text
+    assert "dataitem_interleave_size: 4096" in text
+    assert "placement: least-used" in text
+    assert f"libfabric_port: {base + 101}" in text
+    assert f'fam_path: "{run_dir}/heaps1"' in text
+
+
+def test_status_shows_both_servers_reachable(cluster):
+    run_dir, base = cluster
+    status = fampool("status", "--run-dir", run_dir)
+    assert status.returncode == 0, status.stderr
+    rows = [line.split() for line in status.stdout.splitlines()]
+    servers = {row[1]: row[2] for row in rows if len(row) >= 3 and row[0] in ("0", "1")}
+    assert servers == {f"127.0.0.1:{base + 1}": "yes", f"127.0.0.1:{base + 2}": "yes"}
+    assert "2 memory servers (2 reachable)" in status.stdout
+
+
+def test_status_reads_cluster_named_by_fampool_config(cluster):
+    run_dir, _ = cluster
+    env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
+    status = fampool("status", env=env)
+    assert status.returncode == 0, status.stderr
+    assert "2 memory servers (2 reachable)" in status.stdout
+
+
+def test_ls_of_new_cluster_shows_no_regions(cluster):
+    run_dir, _ = cluster
+    listing = fampool("ls", "--run-dir", run_dir)
+    assert listing.returncode == 0, listing.stderr
+    assert "(no regions)" in listing.stdout
+
+
+def test_ls_of_missing_region_fails_naming_it(cluster):
+    run_dir, _ = cluster
+    listing = fampool("ls", "no_such_region", "--run-dir", run_dir)
+    assert listing.returncode == 1
+    assert "fampool ls" in listing.stderr and '"no_such_region"' in listing.stderr
+    assert "not found" in listing.stderr
+
+
+def test_stat_of_missing_item_fails_naming_it(cluster):
+    run_dir, _ = cluster
+    stat = fampool("stat", "no_such_region", "no_such_item", "--run-dir", run_dir)
+    assert stat.returncode == 1
+    assert "fampool stat" in stat.stderr and '"no_such_item"' in stat.stderr
+
+
+def test_second_up_on_same_ports_fails_naming_port(cluster):
+    run_dir, base = cluster
+    before = pids_of(run_dir)
+    again = fampool("up", "--memservers", "2", "--run-dir", run_dir, "--base-port", str(base))
+    assert again.returncode == 1
+    assert re.search(rf"port {base}\b", again.stderr), again.stderr
+    assert "already in use" in again.stderr
+    assert f"fampool down --run-dir {run_dir}" in again.stderr
+    assert pids_of(run_dir) == before  # the running cluster is left alone
+    assert all(running(pid) for pid in before.values())
+
+
+def test_second_up_in_other_run_dir_names_port_and_owner(cluster):
+    run_dir, base = cluster
+    other = tempfile.mkdtemp(prefix="fampool-cli-other-")
+    try:
+        again = fampool("up", "--run-dir", other, "--base-port", str(base))
+        assert again.returncode == 1
+        assert re.search(rf"port {base}\b", again.stderr), again.stderr
+        assert f"fampool down --run-dir {run_dir}" in again.stderr
+        assert pids_of(other) == {}
+    finally:
+        fampool("down", "--run-dir", other, timeout=30)
+        shutil.rmtree(other, ignore_errors=True)
+
+
+def test_down_stops_every_server(cluster):
+    run_dir, _ = cluster
+    pids = pids_of(run_dir)
+    assert len(pids) == 3
+    down = fampool("down", "--run-dir", run_dir, timeout=30)
+    assert down.returncode == 0, down.stderr
+    assert "stopped" in down.stdout
+    assert not any(running(pid) for pid in pids.values())
+    assert pids_of(run_dir) == {}
+
+
+def test_down_removes_volatile_heap_directory(cluster):
+    run_dir, _ = cluster
+    with open(os.path.join(run_dir, "cluster.yaml")) as f:
+        shm_dirs = re.findall(r'shm_path: "([^"]+)"', f.read())
+    assert len(shm_dirs) == 2 and all(os.path.isdir(d) for d in shm_dirs)
+    assert fampool("down", "--run-dir", run_dir, timeout=30).returncode == 0
+    assert not any(os.path.exists(os.path.dirname(d)) for d in shm_dirs)
+
+
+def test_down_twice_is_idempotent(cluster):
+    run_dir, _ = cluster
+    assert fampool("down", "--run-dir", run_dir, timeout=30).returncode == 0
+    again = fampool("down", "--run-dir", run_dir, timeout=30)
+    assert again.returncode == 0
+    assert "nothing is running" in again.stdout
+
+
+def test_status_after_down_exits_2(cluster):
+    run_dir, _ = cluster
+    assert fampool("down", "--run-dir", run_dir, timeout=30).returncode == 0
+    status = fampool("status", "--run-dir", run_dir)
+    assert status.returncode == 2
+    assert "metadata service" in status.stderr and "does not answer" in status.stderr
+
+
+def test_up_config_with_unknown_key_fails_naming_key(run_dir):
+    config = os.path.join(run_dir, "bad.yaml")
+    with open(config, "w") as f:
+        f.write(f"openfam_model: memory_server\nprovider: tcp\n"
+                f"metadata_address: 127.0.0.1:{free_base_port()}\nno_such_key: 1\n")
+    up = fampool("up", "--config", config, "--run-dir", run_dir)
+    assert up.returncode == 1
+    assert '"no_such_key"' in up.stderr and config in up.stderr
+    assert pids_of(run_dir) == {}
+
+
+def test_up_with_bad_interleave_fails_naming_option(run_dir):
+    up = fampool("up", "--run-dir", run_dir, "--base-port", str(free_base_port()),
+                 "--interleave", "100")
+    assert up.returncode == 1
+    assert "--interleave 100" in up.stderr
+    assert pids_of(run_dir) == {}
+
+
+def test_status_without_cluster_file_fails_naming_it(run_dir):
+    status = fampool("status", "--run-dir", run_dir)
+    assert status.returncode == 1
+    assert os.path.join(run_dir, "cluster.yaml") in status.stderr

@@ -1,0 +1,165 @@
+// The memory-server model's own behaviour: placement over several memory servers, interleaving
+// reported by fam_stat, errors within bounded time when a server dies, and what survives a
+// restart (persistent regions and their data; every name of the metadata service) and what
+// does not (volatile regions of a restarted memory server, whose names are released).
+#include <signal.h>
+
+#include <chrono>
+
+#include "test_support.h"
+
+namespace fampool_test {
+namespace {
+
+using namespace openfam;
+using Clock = std::chrono::steady_clock;
+
+// A FamTest on a cluster of its own, whatever FAMPOOL_TEST_CLUSTER says.
+class ClusterTest : public FamTest {
+  protected:
+    virtual const char *Spec() const { return "3:4096"; }
+    void PrepareEnvironment() override { SetEnv("FAMPOOL_TEST_CLUSTER", Spec()); }
+    void WaitForCluster() {
+        try {
+            cluster()->WaitReady();
+        } catch (const std::exception &e) {
+            FAIL() << e.what();
+        }
+    }
+};
+
+class PlainClusterTest : public ClusterTest {
+  protected:
+    const char *Spec() const override { return "3:0"; }
+};
+
+TEST_F(ClusterTest, InterleavedRegionStatNamesItsServersAndInterleaveSize) {
+    Fam_Region_Attributes attrs{};
+    attrs.interleaveEnable = ENABLE;
+    auto region = CreateRegion("striped", 16 << 20, 0777, &attrs);
+    Fam_Stat stat{};
+    fam()->fam_stat(region.get(), &stat);
+    EXPECT_EQ(stat.num_memservers, 3u);
+    EXPECT_EQ(stat.interleaveSize, 4096u);
+    EXPECT_EQ(stat.memory_servers[0], 0u);
+    EXPECT_EQ(stat.memory_servers[1], 1u);
+    EXPECT_EQ(stat.memory_servers[2], 2u);
+    auto item = Allocate("x", 1 << 20, region.get());
+    fam()->fam_stat(item.get(), &stat);
+    EXPECT_EQ(stat.num_memservers, 3u);
+    EXPECT_EQ(stat.interleaveSize, 4096u);
+    EXPECT_EQ(item->get_used_memsrv_cnt(), 3u);
+}
+
+TEST_F(ClusterTest, TransferSpanningEveryServerRoundTrips) {
+    Fam_Region_Attributes attrs{};
+    attrs.interleaveEnable = ENABLE;
+    auto region = CreateRegion("striped", 64 << 20, 0777, &attrs);
+    auto item = Allocate("x", 3 << 20, region.get());
+    // An odd offset and length: chunks start and end inside interleave blocks.
+    std::vector<uint8_t> bytes = Pattern((3 << 20) - 4097, 7);
+    PutBytes(item.get(), 1234, bytes);
+    EXPECT_EQ(GetBytes(item.get(), 1234, bytes.size()), bytes);
+}
+
+TEST_F(PlainClusterTest, ItemsOfARegionSpreadOverItsServers) {
+    auto region = CreateRegion("spread", 12 << 20);
+    Fam_Stat stat{};
+    fam()->fam_stat(region.get(), &stat);
+    EXPECT_EQ(stat.num_memservers, 3u);
+    EXPECT_EQ(stat.interleaveSize, 0u);
+    // Each server holds a third of the region: 12 items of 1 MiB fit only if all three are used.
+    std::vector<std::unique_ptr<Fam_Descriptor>> items;
+    for (int i = 0; i < 12; ++i) {
+        items.push_back(Allocate(("i" + std::to_string(i)).c_str(), 1 << 20, region.get()));
+        PutBytes(items.back().get(), 0, Pattern(1 << 20, i));
+    }
+    for (int i = 0; i < 12; ++i) EXPECT_EQ(GetBytes(items[i].get(), 0, 1 << 20), Pattern(1 << 20, i));
+    EXPECT_FAM_ERROR(fam()->fam_allocate("one_more", 1 << 20, 0777, region.get()),
+                     FAM_ERR_NO_SPACE, "fam_allocate");
+}
+
+class FailureTest : public ClusterTest {
+  protected:
+    const char *Spec() const override { return "2"; }
+};
+
+TEST_F(FailureTest, DeadMemoryServerGivesAnErrorWithinBoundedTime) {
+    auto region = CreateRegion("r", 8 << 20);
+    // Allocate until an item lands on memory server 1 (the process of index 1).
+    std::vector<std::unique_ptr<Fam_Descriptor>> items;
+    Fam_Descriptor *on_one = nullptr;
+    for (int i = 0; i < 64 && !on_one; ++i) {
+        items.emplace_back(fam()->fam_allocate(("n" + std::to_string(i)).c_str(), 4096, 0777,
+                                               region.get()));
+        if ((items.back()->get_global_descriptor().offset >> 48) == 1) on_one = items.back().get();
+    }
+    ASSERT_NE(on_one, nullptr) << "no item placed on memory server 1";
+    char buffer[256] = {};
+    fam()->fam_put_blocking(buffer, on_one, 0, sizeof buffer);
+    cluster()->Kill(1, SIGKILL);
+    auto start = Clock::now();
+    int error = FAM_NO_ERROR;
+    try {
+        fam()->fam_get_blocking(buffer, on_one, 0, sizeof buffer);
+    } catch (const Fam_Exception &e) {
+        error = e.fam_error();
+    }
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_TRUE(error == FAM_ERR_LIBFABRIC || error == FAM_ERR_TIMEOUT || error == FAM_ERR_RPC)
+        << "got " << FamErrorName(error);
+    EXPECT_LT(seconds, 15.0);
+    // The control path reports the dead server too, also within bounded time.
+    start = Clock::now();
+    EXPECT_THROW(fam()->fam_copy_wait(fam()->fam_copy(on_one, 0, on_one, 128, 64)),
+                 Fam_Exception);
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 15.0);
+}
+
+TEST_F(FailureTest, RestartedServicesKeepPersistentRegionsAndReleaseVolatileOnes) {
+    Fam_Region_Attributes persistent{};
+    persistent.memoryType = PERSISTENT;
+    auto kept = CreateRegion("kept", 4 << 20, 0777, &persistent);
+    auto item = Allocate("data", 1 << 20, kept.get());
+    PutBytes(item.get(), 0, Pattern(1 << 20, 3));
+    Fam_Region_Attributes volatile_attrs{};
+    volatile_attrs.memoryType = VOLATILE;
+    auto lost = CreateRegion("lost", 4 << 20, 0777, &volatile_attrs);
+    FinalizeFam();
+
+    // Both server processes die without warning, then come back.
+    cluster()->Kill(0, SIGKILL);
+    cluster()->Kill(1, SIGKILL);
+    cluster()->Restart(1);
+    cluster()->Restart(0);
+    ASSERT_NO_FATAL_FAILURE(WaitForCluster());
+
+    InitializeFam();
+    std::unique_ptr<Fam_Descriptor> again(fam()->fam_lookup("data", "kept"));
+    EXPECT_EQ(GetBytes(again.get(), 0, 1 << 20), Pattern(1 << 20, 3));
+    // The restarted memory servers lost their volatile heaps: the region and its name are gone.
+    EXPECT_FAM_ERROR(delete fam()->fam_lookup_region("lost"), FAM_ERR_NOTFOUND,
+                     "fam_lookup_region");
+    auto reused = CreateRegion("lost", 1 << 20, 0777, &volatile_attrs);
+    EXPECT_NE(reused, nullptr);
+}
+
+TEST_F(FailureTest, SigtermShutsDownCleanlyAndPersistentDataIsBack) {
+    Fam_Region_Attributes persistent{};
+    persistent.memoryType = PERSISTENT;
+    auto kept = CreateRegion("kept", 4 << 20, 0777, &persistent);
+    auto item = Allocate("data", 4096, kept.get());
+    PutBytes(item.get(), 0, Pattern(4096, 9));
+    FinalizeFam();
+    cluster()->Kill(0, SIGTERM);
+    cluster()->Kill(1, SIGTERM);
+    cluster()->Restart(1);
+    cluster()->Restart(0);
+    ASSERT_NO_FATAL_FAILURE(WaitForCluster());
+    InitializeFam();
+    std::unique_ptr<Fam_Descriptor> again(fam()->fam_lookup("data", "kept"));
+    EXPECT_EQ(GetBytes(again.get(), 0, 4096), Pattern(4096, 9));
+}
+
+}  // namespace
+}  // namespace fampool_test

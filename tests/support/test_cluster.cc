@@ -1,0 +1,184 @@
+#include "test_cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "meta/metadata_client.h"
+
+namespace {
+
+// A loopback port nobody listens on now (the kernel's choice for an ephemeral bind).
+int FreePort() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
+    socklen_t length = sizeof address;
+    getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
+    int port = ntohs(address.sin_port);
+    close(fd);
+    return port;
+}
+
+std::string ServerBinary() {
+    if (const char *path = std::getenv("FAMPOOL_TEST_SERVER")) return path;
+    return FAMPOOL_TEST_SERVER_BINARY;
+}
+
+std::string ReadFile(const std::string &path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+bool TestClusterSpec::FromEnvironment(TestClusterSpec *spec) {
+    const char *text = std::getenv("FAMPOOL_TEST_CLUSTER");
+    if (!text || !*text) return false;
+    std::stringstream in(text);
+    std::string field;
+    if (std::getline(in, field, ':')) spec->servers = std::stoi(field);
+    if (std::getline(in, field, ':')) spec->interleave = std::stoull(field);
+    if (std::getline(in, field, ':')) spec->provider = field;
+    return true;
+}
+
+bool EmbeddedModel() {
+    TestClusterSpec spec;
+    return !TestClusterSpec::FromEnvironment(&spec);
+}
+
+TestCluster::TestCluster(const TestClusterSpec &spec, const std::string &dir,
+                         const std::string &archive_dir)
+    : dir_(dir), config_path_(dir + "/cluster.yaml") {
+    int metadata_port = FreePort();
+    std::ofstream config(config_path_);
+    config << "openfam_model: memory_server\n"
+           << "provider: " << spec.provider << "\n"
+           << "metadata_address: 127.0.0.1:" << metadata_port << "\n"
+           << "metadata_dir: " << dir << "/cluster-meta\n"
+           << "archive_dir: " << archive_dir << "\n"
+           << "dataitem_interleave_size: " << spec.interleave << "\n"
+           << "rpc_timeout_ms: 10000\n"
+           << "fabric_timeout_ms: 5000\n"
+           << "memservers:\n";
+    for (int i = 0; i < spec.servers; ++i) {
+        config << "  - id: " << i << "\n"
+               << "    rpc_interface: 127.0.0.1:" << FreePort() << "\n"
+               << "    libfabric_port: \"" << FreePort() << "\"\n"
+               << "    fam_path: " << dir << "/heaps" << i << "\n"
+               << "    shm_path: " << dir << "/shm" << i << "\n";
+    }
+    config.close();
+    for (int i = spec.servers - 1; i >= 0; --i) {
+        std::vector<std::string> args = {ServerBinary(), "--config", config_path_, "--role",
+                                         i == 0 ? "all" : "memory", "--id", std::to_string(i)};
+        commands_.insert(commands_.begin(), args);
+        logs_.insert(logs_.begin(), dir + "/server" + std::to_string(i) + ".log");
+    }
+    for (size_t i = commands_.size(); i-- > 0;) pids_.insert(pids_.begin(), Spawn(commands_[i], logs_[i]));
+    servers_ = spec.servers;
+    WaitReady();
+}
+
+TestCluster::~TestCluster() {
+    for (pid_t pid : pids_) {
+        if (pid > 0) kill(pid, SIGTERM);
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (pid_t &pid : pids_) {
+        while (pid > 0) {
+            if (waitpid(pid, nullptr, WNOHANG) == pid) break;
+            if (std::chrono::steady_clock::now() > deadline) {
+                kill(pid, SIGKILL);
+                waitpid(pid, nullptr, 0);
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        pid = 0;
+    }
+}
+
+pid_t TestCluster::Spawn(const std::vector<std::string> &args, const std::string &log) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(out, 1);
+        dup2(out, 2);
+        int in = open("/dev/null", O_RDONLY);
+        dup2(in, 0);
+        std::vector<char *> argv;
+        for (const std::string &arg : args) argv.push_back(const_cast<char *>(arg.c_str()));
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    return pid;
+}
+
+void TestCluster::WaitReady() {
+    const int servers = servers_;
+    std::string address;
+    {
+        std::ifstream config(config_path_);
+        std::string line;
+        while (std::getline(config, line)) {
+            if (line.rfind("metadata_address: ", 0) == 0) address = line.substr(18);
+        }
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    std::string last_error;
+    while (std::chrono::steady_clock::now() < deadline) {
+        for (size_t i = 0; i < pids_.size(); ++i) {
+            int status;
+            if (pids_[i] > 0 && waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
+                pids_[i] = 0;
+                throw std::runtime_error("fampool-server " + std::to_string(i) +
+                                         " exited during start-up:\n" + ReadFile(logs_[i]));
+            }
+        }
+        try {
+            // A new channel each time: a refused first attempt must not leave us in backoff.
+            fampool::MetadataClient client(address, std::chrono::milliseconds(1000));
+            fampool::rpc::ClusterStatus status = client.Status();
+            int reachable = 0;
+            for (const auto &server : status.servers()) reachable += server.reachable();
+            if (reachable == servers) return;
+            last_error = std::to_string(reachable) + " of " + std::to_string(servers) +
+                         " memory servers reachable";
+        } catch (const openfam::Fam_Exception &e) {
+            last_error = e.fam_error_msg();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::string logs;
+    for (const std::string &log : logs_) logs += log + ":\n" + ReadFile(log);
+    throw std::runtime_error("test cluster not ready after 30 s (" + last_error + ")\n" + logs);
+}
+
+void TestCluster::Kill(size_t index, int signal) {
+    if (pids_.at(index) <= 0) return;
+    kill(pids_[index], signal);
+    waitpid(pids_[index], nullptr, 0);
+    pids_[index] = 0;
+}
+
+void TestCluster::Restart(size_t index) {
+    if (pids_.at(index) > 0) return;
+    pids_[index] = Spawn(commands_[index], logs_[index]);
+}

@@ -1,0 +1,56 @@
+// A fampool cluster for one test: fampool-server processes on loopback ports of their own
+// (metadata service + memory server 0 in one process, the other memory servers alone), a
+// cluster file under the test's data directory, stopped by PID when the test ends.
+//
+// FamTest starts one when FAMPOOL_TEST_CLUSTER is set to "SERVERS[:INTERLEAVE[:PROVIDER]]",
+// e.g. "1", "3:4096", "3:4096:shm": the same API tests then run on the memory-server model.
+#ifndef FAMPOOL_TESTS_SUPPORT_TEST_CLUSTER_H_
+#define FAMPOOL_TESTS_SUPPORT_TEST_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct TestClusterSpec {
+    int servers = 1;
+    uint64_t interleave = 0;
+    std::string provider = "tcp";
+    // Parses FAMPOOL_TEST_CLUSTER; false when it is not set.
+    static bool FromEnvironment(TestClusterSpec *spec);
+};
+
+class TestCluster {
+  public:
+    // Writes DIR/cluster.yaml and starts the servers; waits (bounded) until the metadata
+    // service sees every memory server. Throws std::runtime_error with the logs on failure.
+    TestCluster(const TestClusterSpec &spec, const std::string &dir,
+                const std::string &archive_dir);
+    ~TestCluster();  // SIGTERM, then SIGKILL after 5 s, by PID
+    TestCluster(const TestCluster &) = delete;
+    TestCluster &operator=(const TestCluster &) = delete;
+
+    const std::string &config_path() const { return config_path_; }
+    const std::vector<pid_t> &pids() const { return pids_; }
+    // Kills one server process (index 0 holds the metadata service and memory server 0).
+    void Kill(size_t index, int signal);
+    // Starts a killed server again with the same arguments.
+    void Restart(size_t index);
+    // Waits (at most 30 s) until the metadata service sees every memory server.
+    void WaitReady();
+
+  private:
+    pid_t Spawn(const std::vector<std::string> &args, const std::string &log);
+
+    int servers_ = 0;
+    std::string dir_, config_path_;
+    std::vector<std::vector<std::string>> commands_;
+    std::vector<std::string> logs_;
+    std::vector<pid_t> pids_;
+};
+
+// True when the test runs on the embedded model (no FAMPOOL_TEST_CLUSTER).
+bool EmbeddedModel();
+
+#endif  // FAMPOOL_TESTS_SUPPORT_TEST_CLUSTER_H_

@@ -1,0 +1,113 @@
+// The fampool command: starts, stops and inspects a cluster of fampool-server processes (the
+// metadata service and memory servers) and runs programs against it. One file per group of
+// subcommands: launch.cc (up, down), query.cc (status, ls, stat), run.cc (run); this header is
+// what they share.
+#ifndef FAMPOOL_TOOLS_CLI_CLI_H_
+#define FAMPOOL_TOOLS_CLI_CLI_H_
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/cluster_config.h"
+
+namespace fampool::cli {
+
+// Exit codes beyond 0 (success) and 1 (any other failure).
+constexpr int kExitUnreachable = 2;  // the metadata service does not answer
+
+// An error that ends the command. Its message names the command, the object and the cause;
+// main prints it and exits with code().
+class CliError : public std::runtime_error {
+  public:
+    CliError(int code, const std::string &message) : std::runtime_error(message), code_(code) {}
+    int code() const { return code_; }
+
+  private:
+    int code_;
+};
+
+template <typename... Args>
+[[noreturn]] void Die(int code, fmt::format_string<Args...> format, Args &&...args) {
+    throw CliError(code, fmt::format(format, std::forward<Args>(args)...));
+}
+
+// Where a command finds its cluster: --config FILE, else --run-dir DIR (its cluster.yaml), else
+// $FAMPOOL_CONFIG, else the default run directory's cluster.yaml.
+struct ClusterChoice {
+    std::string run_dir;  // empty: not given
+    std::string config;   // empty: not given
+};
+
+// $FAMPOOL_RUN_DIR, else ./fampool-run; always absolute.
+std::string DefaultRunDir();
+// `dir` made absolute, or DefaultRunDir() when empty.
+std::string RunDirOf(const std::string &dir);
+std::string ClusterFileOf(const ClusterChoice &choice);
+// LoadClusterConfig with the command's name in front of its message; a missing file gets a hint.
+ClusterConfig LoadCluster(const std::string &command, const std::string &path);
+
+// The port of "host:port" (also "[v6]:port"); 0 if there is none.
+int PortOf(const std::string &address);
+std::string HostOf(const std::string &address);
+
+// 1536 -> "1.5 KiB"; exact bytes when `exact`.
+std::string Bytes(uint64_t bytes, bool exact = false);
+// "'a b'" for a shell; plain when it needs no quotes.
+std::string ShellQuote(const std::string &word);
+
+// Rows of text printed under a header, columns padded to their widest cell.
+class Table {
+  public:
+    explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+    void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+    size_t size() const { return rows_.size() - 1; }
+    void Print(const std::string &indent = "  ") const;
+
+  private:
+    std::vector<std::vector<std::string>> rows_;
+};
+
+struct UpOptions {
+    unsigned memservers = 1;
+    std::string provider = "tcp";
+    std::string run_dir;
+    int base_port = 8787;
+    uint64_t interleave = 0;
+    std::string placement = "hash";
+    std::string config;
+    double timeout_s = 30;
+};
+
+struct DownOptions {
+    std::string run_dir;
+    double timeout_s = 10;
+};
+
+struct QueryOptions {
+    ClusterChoice cluster;
+    bool exact_bytes = false;
+    std::string region;  // ls, stat
+    std::string item;    // stat
+};
+
+struct RunOptions {
+    ClusterChoice cluster;
+    int ranks = 1;
+    std::vector<std::string> command;  // PROGRAM ARGS...
+};
+
+int Up(const UpOptions &options);
+int Down(const DownOptions &options);
+int Status(const QueryOptions &options);
+int List(const QueryOptions &options);
+int Stat(const QueryOptions &options);
+int Run(const RunOptions &options);
+
+}  // namespace fampool::cli
+
+#endif  // FAMPOOL_TOOLS_CLI_CLI_H_

@@ -1,0 +1,150 @@
+// fampool: start, stop and inspect a fampool cluster on this host, and run programs against it.
+//
+//   fampool up --memservers 2          # metadata service + 2 memory servers in ./fampool-run
+//   fampool status                     # servers and regions
+//   fampool ls [REGION]                # regions, or the data items of one
+//   fampool stat REGION [ITEM]         # everything about a region or a data item
+//   fampool run -n 4 ./my_program      # mpirun with FAMPOOL_CONFIG set
+//   fampool down                       # stop the servers of ./fampool-run
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli.h"
+#include "common/error.h"
+
+namespace fampool::cli {
+namespace {
+
+const char *const kRunDirHelp =
+    "run directory of the cluster: cluster.yaml, logs/, pids/ (default $FAMPOOL_RUN_DIR, else "
+    "./fampool-run)";
+
+void AddClusterChoice(CLI::App *command, ClusterChoice &choice) {
+    auto *run_dir = command->add_option("--run-dir", choice.run_dir, kRunDirHelp);
+    command
+        ->add_option("--config", choice.config,
+                     "cluster file to use instead of the run directory's cluster.yaml (without "
+                     "--config and --run-dir: $FAMPOOL_CONFIG if set)")
+        ->excludes(run_dir);
+}
+
+int Main(int argc, char **argv) {
+    CLI::App app{
+        "fampool: start, stop and inspect a fampool cluster (metadata service and memory "
+        "servers) on this host, and run programs against it"};
+    app.require_subcommand(1);
+    app.footer(
+        "Environment: FAMPOOL_RUN_DIR (default run directory), FAMPOOL_CONFIG (cluster "
+        "file of status, ls, stat and run when neither --config nor --run-dir is given).\n"
+        "Exit status: 0 success, 1 failure, 2 the metadata service does not answer.\n"
+        "`fampool COMMAND --help` describes each command.");
+
+    UpOptions up;
+    CLI::App *up_command = app.add_subcommand(
+        "up",
+        "start a cluster: N memory servers and the metadata service, in the background, "
+        "and wait until all of them answer");
+    up_command->add_option("--memservers", up.memservers, "number of memory servers (1 to 99)")
+        ->capture_default_str();
+    up_command->add_option("--provider", up.provider, "libfabric provider of the data path")
+        ->check(CLI::IsMember({"tcp", "shm", "sockets", "verbs", "cxi"}))
+        ->capture_default_str();
+    up_command->add_option("--run-dir", up.run_dir, kRunDirHelp);
+    up_command
+        ->add_option("--base-port", up.base_port,
+                     "metadata service port P; memory server i listens on P+1+i (gRPC) and "
+                     "P+100+i (fabric)")
+        ->capture_default_str();
+    up_command
+        ->add_option("--interleave", up.interleave,
+                     "dataitem_interleave_size in bytes: 0 (no interleaving) or a power of "
+                     "two of at least 64")
+        ->capture_default_str();
+    up_command
+        ->add_option("--placement", up.placement,
+                     "how regions pick memory servers: hash (of the name) or least-used")
+        ->check(CLI::IsMember({"hash", "least-used"}))
+        ->capture_default_str();
+    auto *config_option = up_command->add_option(
+        "--config", up.config,
+        "use this cluster file instead of writing one from the options above (it is copied to "
+        "RUN_DIR/cluster.yaml)");
+    for (const char *generated :
+         {"--memservers", "--provider", "--base-port", "--interleave", "--placement"}) {
+        config_option->excludes(up_command->get_option(generated));
+    }
+    up_command
+        ->add_option("--timeout", up.timeout_s,
+                     "seconds to wait for every server to answer before giving up")
+        ->capture_default_str();
+
+    DownOptions down;
+    CLI::App *down_command = app.add_subcommand(
+        "down",
+        "stop the servers started by `fampool up` (by the PIDs in RUN_DIR/pids: SIGTERM, "
+        "then SIGKILL after --timeout)");
+    down_command->add_option("--run-dir", down.run_dir, kRunDirHelp);
+    down_command
+        ->add_option("--timeout", down.timeout_s, "seconds to wait after SIGTERM before SIGKILL")
+        ->capture_default_str();
+
+    QueryOptions status;
+    CLI::App *status_command = app.add_subcommand(
+        "status", "the memory servers (reachable?) and regions (size, use, items) of a cluster");
+    AddClusterChoice(status_command, status.cluster);
+    status_command->add_flag("--bytes", status.exact_bytes, "print sizes in bytes");
+
+    QueryOptions list;
+    CLI::App *list_command =
+        app.add_subcommand("ls", "list the regions, or the data items of REGION");
+    list_command->add_option("REGION", list.region, "region whose data items to list");
+    AddClusterChoice(list_command, list.cluster);
+    list_command->add_flag("--bytes", list.exact_bytes, "print sizes in bytes");
+
+    QueryOptions stat;
+    CLI::App *stat_command =
+        app.add_subcommand("stat", "every attribute of a region, or of a data item in it");
+    stat_command->add_option("REGION", stat.region, "region name")->required();
+    stat_command->add_option("ITEM", stat.item, "data item name (omit for the region itself)");
+    AddClusterChoice(stat_command, stat.cluster);
+
+    RunOptions run;
+    CLI::App *run_command = app.add_subcommand(
+        "run",
+        "run PROGRAM ARGS... as N processes under mpirun with FAMPOOL_CONFIG set to the "
+        "cluster file (without mpirun, -n 1 runs PROGRAM directly)");
+    run_command->add_option("-n,--np", run.ranks, "number of processes")->required();
+    AddClusterChoice(run_command, run.cluster);
+    run_command->prefix_command();  // PROGRAM and everything after it are not fampool's options
+    run_command->footer(
+        "Usage: fampool run -n N [--run-dir DIR | --config FILE] PROGRAM [ARGS...]\n"
+        "The command it runs is printed on stderr first.");
+
+    CLI11_PARSE(app, argc, argv);
+
+    if (up_command->parsed()) return Up(up);
+    if (down_command->parsed()) return Down(down);
+    if (status_command->parsed()) return Status(status);
+    if (list_command->parsed()) return List(list);
+    if (stat_command->parsed()) return Stat(stat);
+    run.command = run_command->remaining();
+    return Run(run);
+}
+
+}  // namespace
+}  // namespace fampool::cli
+
+int main(int argc, char **argv) {
+    try {
+        return fampool::cli::Main(argc, argv);
+    } catch (const fampool::cli::CliError &e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return e.code();
+    } catch (const openfam::Fam_Exception &e) {
+        std::fprintf(stderr, "fampool: %s\n", e.fam_error_msg());
+        return 1;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "fampool: %s\n", e.what());
+        return 1;
+    }
+}

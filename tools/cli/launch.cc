@@ -1,0 +1,465 @@
+// `fampool up` and `fampool down`: a cluster of fampool-server processes on this host, kept in a
+// run directory (cluster.yaml, logs/, pids/).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "cli.h"
+#include "common/error.h"
+#include "meta/metadata_client.h"
+#include "process.h"
+
+namespace fampool::cli {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+volatile sig_atomic_t interrupted = 0;
+void OnInterrupt(int) { interrupted = 1; }
+
+// Where the volatile heaps of the cluster run from `run_dir` go: one directory per user and run
+// directory, so that two clusters never share heap files.
+std::string ShmBase(const std::string &run_dir) {
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : run_dir) hash = (hash ^ c) * 1099511628211ull;
+    return fmt::format("/dev/shm/fampool-{}-{:012x}", getuid(), hash & 0xffffffffffffull);
+}
+
+// A YAML double-quoted scalar.
+std::string Quoted(const std::string &text) {
+    std::string out = "\"";
+    for (char c : text) out += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    return out + "\"";
+}
+
+std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
+    if (o.memservers < 1 || o.memservers > 99) {
+        Die(1, "fampool up: --memservers {} is out of range (1 to 99)", o.memservers);
+    }
+    int last_port = o.base_port + 100 + static_cast<int>(o.memservers) - 1;
+    if (o.base_port < 1 || last_port > 65535) {
+        Die(1,
+            "fampool up: --base-port {} leaves no room for {} memory servers (ports {} to {} "
+            "are used; the last must be at most 65535)",
+            o.base_port, o.memservers, o.base_port, last_port);
+    }
+    uint64_t i = o.interleave;
+    if (i && ((i & (i - 1)) || i < 64)) {
+        Die(1, "fampool up: --interleave {} must be 0 or a power of two of at least 64", i);
+    }
+    std::string text = fmt::format(
+        "# fampool cluster file, written by `fampool up`. Servers: fampool-server --config <this "
+        "file>;\n# clients: export FAMPOOL_CONFIG=<this file>.\n"
+        "openfam_model: memory_server\nprovider: {}\nmetadata_address: 127.0.0.1:{}\n"
+        "metadata_dir: {}\narchive_dir: {}\ndataitem_interleave_size: {}\nplacement: {}\n"
+        "memservers:\n",
+        o.provider, o.base_port, Quoted(dir + "/meta"), Quoted(dir + "/backup"), o.interleave,
+        o.placement);
+    for (unsigned i = 0; i < o.memservers; ++i) {
+        text += fmt::format(
+            "  - id: {}\n    rpc_interface: 127.0.0.1:{}\n    libfabric_port: {}\n"
+            "    fam_path: {}\n    shm_path: {}\n",
+            i, o.base_port + 1 + i, o.base_port + 100 + i,
+            Quoted(dir + "/heaps" + std::to_string(i)),
+            Quoted(ShmBase(dir) + "/ms" + std::to_string(i)));
+    }
+    return text;
+}
+
+std::string ReadFile(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) Die(1, "fampool up: cannot read {}", path);
+    return text.str();
+}
+
+void WriteFile(const std::string &path, const std::string &text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush()) Die(1, "fampool up: cannot write {}: {}", path, std::strerror(errno));
+}
+
+// fampool-server beside this program, then in ../bin, then on PATH.
+std::string ServerProgram() {
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    std::vector<fs::path> candidates;
+    if (!ec) {
+        candidates.push_back(self.parent_path() / "fampool-server");
+        candidates.push_back(self.parent_path().parent_path() / "bin" / "fampool-server");
+    }
+    const char *path = std::getenv("PATH");
+    std::istringstream dirs(path ? path : "");
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+        if (!dir.empty()) candidates.push_back(fs::path(dir) / "fampool-server");
+    }
+    for (const fs::path &candidate : candidates) {
+        if (access(candidate.c_str(), X_OK) == 0) return fs::absolute(candidate).string();
+    }
+    Die(1, "fampool up: cannot find fampool-server next to {}, in ../bin or on PATH",
+        ec ? std::string("fampool") : self.string());
+}
+
+// The PIDs of the run directory that still run a fampool-server; stale pid files go.
+std::vector<PidFile> LiveServers(const std::string &dir) {
+    std::vector<PidFile> live;
+    for (const PidFile &file : ReadPidFiles(dir)) {
+        if (ProcessAlive(file.pid) && IsFampoolServer(file.pid)) {
+            live.push_back(file);
+        } else {
+            std::error_code ec;
+            fs::remove(file.path, ec);
+        }
+    }
+    return live;
+}
+
+// Every port the cluster will listen on must be free; a taken one is named with its holder.
+void CheckPorts(const ClusterConfig &cluster, const std::string &dir, bool generated) {
+    std::map<int, std::string> ports;  // port -> what listens there
+    auto want = [&](int port, const std::string &what, const std::string &key) {
+        if (port <= 0) {
+            Die(1, "fampool up: {} has no port in {} ({} must be host:port or a port)", what,
+                cluster.path, key);
+        }
+        auto [at, fresh] = ports.emplace(port, what);
+        if (!fresh) {
+            Die(1, "fampool up: port {} is given twice in {}: {} and {}", port, cluster.path,
+                at->second, what);
+        }
+    };
+    want(PortOf(cluster.metadata_address), "the metadata service", "metadata_address");
+    for (const MemoryServerConfig &server : cluster.memservers) {
+        want(PortOf(server.rpc_address), fmt::format("memory server {}", server.id),
+             "rpc_interface");
+        const std::string &fabric = server.fabric_port;
+        bool digits =
+            !fabric.empty() && fabric.find_first_not_of("0123456789") == std::string::npos;
+        want(digits ? std::stoi(fabric) : 0, fmt::format("memory server {} (fabric)", server.id),
+             "libfabric_port");
+    }
+    const std::string down_hint = fmt::format("fampool down --run-dir {}", ShellQuote(dir));
+    for (const auto &[port, what] : ports) {
+        int error = BindError(port);
+        if (error == 0) continue;
+        if (error != EADDRINUSE) {
+            Die(1, "fampool up: cannot use port {} for {}: {}", port, what, std::strerror(error));
+        }
+        std::string holder;
+        std::string advice = generated ? "stop it, or choose other ports with --base-port"
+                                       : "stop it, or change the port in " + cluster.path;
+        if (pid_t pid = PortHolder(port)) {
+            std::vector<std::string> argv = CommandLineOf(pid);
+            holder = fmt::format(" by pid {} ({})", pid, argv.empty() ? "?" : argv[0]);
+            if (IsFampoolServer(pid)) {
+                // Its cluster file names its run directory when `fampool up` started it.
+                for (size_t i = 0; i + 1 < argv.size(); ++i) {
+                    if (argv[i] == "--config" && argv[i + 1].ends_with("/cluster.yaml")) {
+                        std::string other = fs::path(argv[i + 1]).parent_path().string();
+                        advice = fmt::format(
+                            "it is a fampool cluster: stop it with `fampool down "
+                            "--run-dir {}`",
+                            ShellQuote(other));
+                    }
+                }
+            }
+        } else if (!LiveServers(dir).empty()) {
+            advice = fmt::format("a cluster of {} is running: stop it with `{}`", dir, down_hint);
+        }
+        Die(1, "fampool up: port {} ({}) is already in use{}; {}", port, what, holder, advice);
+    }
+}
+
+struct Started {
+    std::string name;  // memory0, metadata
+    std::string address;
+    std::string fabric_port;
+    std::string log;
+    std::string pid_file;
+    pid_t pid = 0;
+};
+
+std::string FailureOf(const Started &server, const std::string &what) {
+    return fmt::format("fampool up: {} (pid {}) {}; last lines of {}:\n{}", server.name, server.pid,
+                       what, server.log, Tail(server.log, 20));
+}
+
+// Throws when a server has ended or the user interrupted.
+void CheckStarted(const std::vector<Started> &servers) {
+    if (interrupted) Die(130, "fampool up: interrupted");
+    for (const Started &server : servers) {
+        std::string ended = EndedChild(server.pid);
+        if (!ended.empty()) throw CliError(1, FailureOf(server, "ended while starting: " + ended));
+    }
+}
+
+void WaitListening(const std::vector<Started> &servers, const std::vector<Started> &waiting,
+                   Clock::time_point deadline, double timeout_s) {
+    for (const Started &server : waiting) {
+        std::printf("fampool up: waiting for %s to listen on %s\n", server.name.c_str(),
+                    server.address.c_str());
+        std::fflush(stdout);
+        while (!Accepts(server.address)) {
+            CheckStarted(servers);
+            if (Clock::now() >= deadline) {
+                throw CliError(1, FailureOf(server, fmt::format("is not listening on {} after "
+                                                                "{} s",
+                                                                server.address, timeout_s)));
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    }
+}
+
+// Until the metadata service reports every memory server reachable.
+rpc::ClusterStatus WaitReachable(const std::vector<Started> &servers, const Started &metadata,
+                                 Clock::time_point start, Clock::time_point deadline,
+                                 double timeout_s) {
+    MetadataClient client(metadata.address, std::chrono::milliseconds(2000));
+    std::string last_state;
+    auto last_print = start;
+    while (true) {
+        CheckStarted(servers);
+        std::string state;
+        std::vector<std::string> missing;
+        try {
+            rpc::ClusterStatus status = client.Status();
+            for (const rpc::ServerState &server : status.servers()) {
+                if (!server.reachable()) missing.push_back(fmt::format("memory{}", server.id()));
+            }
+            if (missing.empty()) return status;
+            state = fmt::format("{} of {} memory servers reachable (not yet: {})",
+                                status.servers_size() - missing.size(), status.servers_size(),
+                                fmt::join(missing, ", "));
+        } catch (const Fam_Exception &e) {
+            state = fmt::format("metadata service not answering yet ({})", e.fam_error_msg());
+            missing = {"metadata"};
+        }
+        auto now = Clock::now();
+        if (now >= deadline) {
+            const Started *culprit = &metadata;
+            for (const Started &server : servers) {
+                if (server.name == missing.front()) culprit = &server;
+            }
+            throw CliError(1, FailureOf(*culprit, fmt::format("is not reachable after {} s: {}",
+                                                              timeout_s, state)));
+        }
+        if (state != last_state || now - last_print >= std::chrono::seconds(5)) {
+            auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - start).count();
+            std::printf("fampool up: waiting (%lld s of %g): %s\n", static_cast<long long>(waited),
+                        timeout_s, state.c_str());
+            std::fflush(stdout);
+            last_state = state;
+            last_print = now;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+}
+
+// Undoes a failed start: the servers it started, their pid files, their volatile heaps.
+void StopStarted(const std::vector<Started> &servers, const std::string &dir) {
+    if (servers.empty()) return;
+    std::vector<pid_t> pids;
+    for (const Started &server : servers) pids.push_back(server.pid);
+    Stopped stopped = StopProcesses(pids, 5.0);
+    for (const Started &server : servers) {
+        std::error_code ec;
+        fs::remove(server.pid_file, ec);
+    }
+    std::fprintf(stderr, "fampool up: stopped the %zu server(s) it had started%s\n", servers.size(),
+                 stopped.remaining.empty() ? "" : " (some refused: see ps)");
+    if (stopped.remaining.empty()) {
+        std::error_code ec;
+        fs::remove_all(ShmBase(dir), ec);
+    }
+}
+
+}  // namespace
+
+int Up(const UpOptions &options) {
+    const std::string dir = RunDirOf(options.run_dir);
+    const std::string cluster_file = dir + "/cluster.yaml";
+    for (const std::string &sub : {dir, dir + "/logs", dir + "/pids"}) {
+        std::error_code ec;
+        fs::create_directories(sub, ec);
+        if (ec) Die(1, "fampool up: cannot create directory {}: {}", sub, ec.message());
+    }
+
+    // The cluster file: the user's (checked where it is), or one written from the options
+    // (checked as a draft beside its final place). Either way it ends up as DIR/cluster.yaml.
+    ClusterConfig cluster;
+    std::string text;
+    if (!options.config.empty()) {
+        std::string source = fs::absolute(options.config).string();
+        cluster = LoadCluster("up", source);
+        text = ReadFile(source);
+    } else {
+        text = GeneratedClusterFile(options, dir);
+        std::string draft = cluster_file + ".draft";
+        WriteFile(draft, text);
+        try {
+            cluster = LoadCluster("up", draft);
+        } catch (...) {
+            fs::remove(draft);
+            throw;
+        }
+        fs::remove(draft);
+    }
+    if (cluster.memservers.empty()) {
+        Die(1, "fampool up: {} lists no memory servers (memservers:)", cluster.path);
+    }
+    CheckPorts(cluster, dir, options.config.empty());
+    if (std::vector<PidFile> live = LiveServers(dir); !live.empty()) {
+        Die(1,
+            "fampool up: a cluster of {} is already running ({} pid {}, ...); stop it with "
+            "`fampool down --run-dir {}`",
+            dir, live[0].name, live[0].pid, ShellQuote(dir));
+    }
+    std::error_code same_ec;
+    if (options.config.empty() || !fs::equivalent(options.config, cluster_file, same_ec)) {
+        WriteFile(cluster_file + ".new", text);
+        fs::rename(cluster_file + ".new", cluster_file);
+    }
+    const std::string server_program = ServerProgram();
+
+    interrupted = 0;
+    struct sigaction action {
+    }, old_int{}, old_term{};
+    action.sa_handler = OnInterrupt;
+    sigaction(SIGINT, &action, &old_int);
+    sigaction(SIGTERM, &action, &old_term);
+
+    std::vector<Started> servers;
+    auto start = Clock::now();
+    auto deadline =
+        start + std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000));
+    auto launch = [&](const std::string &name, const std::string &address,
+                      const std::string &fabric_port, std::vector<std::string> role) {
+        Started server{name, address, fabric_port, dir + "/logs/" + name + ".log",
+                       dir + "/pids/" + name + ".pid"};
+        std::vector<std::string> argv = {server_program, "--config", cluster_file};
+        argv.insert(argv.end(), role.begin(), role.end());
+        server.pid = StartDetached(argv, server.log);
+        servers.push_back(server);
+        WritePidFile(server.pid_file, server.pid);
+        std::printf("fampool up: started %s (pid %d): %s\n", name.c_str(), server.pid,
+                    fmt::format("{}", fmt::join(argv, " ")).c_str());
+        std::fflush(stdout);
+    };
+    int code = 0;
+    try {
+        for (const MemoryServerConfig &server : cluster.memservers) {
+            launch(fmt::format("memory{}", server.id), server.rpc_address, server.fabric_port,
+                   {"--role", "memory", "--id", std::to_string(server.id)});
+        }
+        WaitListening(servers, servers, deadline, options.timeout_s);
+        launch("metadata", cluster.metadata_address, "-", {"--role", "metadata"});
+        WaitListening(servers, {servers.back()}, deadline, options.timeout_s);
+        rpc::ClusterStatus status =
+            WaitReachable(servers, servers.back(), start, deadline, options.timeout_s);
+
+        std::map<uint64_t, std::string> providers;
+        for (const rpc::ServerState &server : status.servers()) {
+            providers[server.id()] = server.provider();
+        }
+        double took = std::chrono::duration<double>(Clock::now() - start).count();
+        std::printf(
+            "\nfampool up: cluster of %zu memory server(s) running from %s (provider %s), "
+            "ready in %.1f s\n",
+            cluster.memservers.size(), dir.c_str(), cluster.provider.c_str(), took);
+        Table table({"SERVER", "ADDRESS", "FABRIC PORT", "PROVIDER", "PID", "LOG"});
+        table.Add({servers.back().name, servers.back().address, "-", "-",
+                   std::to_string(servers.back().pid), servers.back().log});
+        for (size_t i = 0; i + 1 < servers.size(); ++i) {
+            table.Add({servers[i].name, servers[i].address, servers[i].fabric_port,
+                       providers[cluster.memservers[i].id], std::to_string(servers[i].pid),
+                       servers[i].log});
+        }
+        table.Print();
+        std::printf("stop it with: fampool down --run-dir %s\n", ShellQuote(dir).c_str());
+        std::printf("export FAMPOOL_CONFIG=%s\n", ShellQuote(cluster_file).c_str());
+    } catch (const CliError &e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        StopStarted(servers, dir);
+        code = e.code();
+    }
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    return code;
+}
+
+int Down(const DownOptions &options) {
+    const std::string dir = RunDirOf(options.run_dir);
+    std::vector<PidFile> files = ReadPidFiles(dir);
+    if (files.empty()) {
+        std::printf("fampool down: nothing is running from %s (no pid files in %s/pids)\n",
+                    dir.c_str(), dir.c_str());
+        return 0;
+    }
+    std::vector<pid_t> pids;
+    std::map<pid_t, std::string> names;
+    std::vector<std::string> notes;
+    for (const PidFile &file : files) {
+        if (file.pid <= 0) {
+            notes.push_back(fmt::format("{} holds no PID: removed", file.path));
+        } else if (!ProcessAlive(file.pid)) {
+            notes.push_back(fmt::format("{} (pid {}) was not running", file.name, file.pid));
+        } else if (!IsFampoolServer(file.pid)) {
+            std::vector<std::string> argv = CommandLineOf(file.pid);
+            notes.push_back(
+                fmt::format("pid {} of {} now runs {}, not a fampool-server: left "
+                            "alone",
+                            file.pid, file.name, argv.empty() ? std::string("?") : argv[0]));
+        } else {
+            pids.push_back(file.pid);
+            names[file.pid] = file.name;
+        }
+    }
+    auto start = Clock::now();
+    Stopped stopped = StopProcesses(pids, options.timeout_s);
+    double took = std::chrono::duration<double>(Clock::now() - start).count();
+    for (const std::string &note : notes) std::printf("fampool down: %s\n", note.c_str());
+    auto list = [&](const std::vector<pid_t> &group) {
+        std::vector<std::string> parts;
+        for (pid_t pid : group) parts.push_back(fmt::format("{} (pid {})", names[pid], pid));
+        return fmt::format("{}", fmt::join(parts, ", "));
+    };
+    if (!stopped.terminated.empty()) {
+        std::printf("fampool down: stopped %s in %.1f s\n", list(stopped.terminated).c_str(), took);
+    }
+    if (!stopped.killed.empty()) {
+        std::printf("fampool down: killed %s (still running %g s after SIGTERM)\n",
+                    list(stopped.killed).c_str(), options.timeout_s);
+    }
+    for (const PidFile &file : files) {
+        bool remains = std::count(stopped.remaining.begin(), stopped.remaining.end(), file.pid);
+        std::error_code ec;
+        if (!remains) fs::remove(file.path, ec);
+    }
+    if (!stopped.remaining.empty()) {
+        Die(1,
+            "fampool down: could not stop {} (the signal was refused, or it does not end "
+            "even on SIGKILL); their pid files are kept",
+            list(stopped.remaining));
+    }
+    // Volatile heaps die with their servers: free the memory `up` gave them in /dev/shm.
+    std::error_code ec;
+    uint64_t removed = fs::remove_all(ShmBase(dir), ec);
+    if (removed > 0 && !ec)
+        std::printf("fampool down: removed volatile heaps in %s\n", ShmBase(dir).c_str());
+    if (pids.empty()) std::printf("fampool down: nothing was running from %s\n", dir.c_str());
+    return 0;
+}
+
+}  // namespace fampool::cli

@@ -1,0 +1,267 @@
+#include "process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli.h"
+
+namespace fampool::cli {
+namespace fs = std::filesystem;
+
+bool ProcessAlive(pid_t pid) {
+    if (pid <= 0) return false;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    // "pid (comm) S ...": the state follows the last ')' (comm may hold anything).
+    size_t close = line.rfind(')');
+    if (close == std::string::npos || close + 2 >= line.size()) return false;
+    char state = line[close + 2];
+    return state != 'Z' && state != 'X' && state != 'x';
+}
+
+std::vector<std::string> CommandLineOf(pid_t pid) {
+    std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::vector<std::string> argv;
+    std::string arg;
+    while (std::getline(file, arg, '\0')) argv.push_back(arg);
+    return argv;
+}
+
+bool IsFampoolServer(pid_t pid) {
+    std::vector<std::string> argv = CommandLineOf(pid);
+    return !argv.empty() && fs::path(argv[0]).filename() == "fampool-server";
+}
+
+pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log) {
+    int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (log_fd < 0) Die(1, "fampool up: cannot create log file {}: {}", log, std::strerror(errno));
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0) {
+        close(log_fd);
+        Die(1, "fampool up: cannot open /dev/null: {}", std::strerror(errno));
+    }
+    // Everything the child needs is prepared before fork: it only calls async-signal-safe
+    // functions between fork and exec.
+    std::vector<char *> args;
+    for (const std::string &arg : argv) args.push_back(const_cast<char *>(arg.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setsid();  // its own session: no terminal signals (Ctrl-C) reach it
+        dup2(null_fd, STDIN_FILENO);
+        dup2(log_fd, STDOUT_FILENO);
+        dup2(log_fd, STDERR_FILENO);
+        close_range(3, ~0U, 0);  // no pipe of our caller stays open in the server
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);
+        execv(args[0], args.data());
+        const char *why = std::strerror(errno);
+        (void)!write(STDERR_FILENO, "fampool up: cannot execute ", 27);
+        (void)!write(STDERR_FILENO, args[0], std::strlen(args[0]));
+        (void)!write(STDERR_FILENO, ": ", 2);
+        (void)!write(STDERR_FILENO, why, std::strlen(why));
+        (void)!write(STDERR_FILENO, "\n", 1);
+        _exit(127);
+    }
+    int fork_errno = errno;
+    close(log_fd);
+    close(null_fd);
+    if (pid < 0)
+        Die(1, "fampool up: cannot fork to start {}: {}", argv[0], std::strerror(fork_errno));
+    return pid;
+}
+
+std::string EndedChild(pid_t pid) {
+    int status = 0;
+    pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == 0) return "";
+    if (got < 0) return ProcessAlive(pid) ? "" : "ended";  // not our child (already collected)
+    if (WIFEXITED(status)) return fmt::format("exit status {}", WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) {
+        return fmt::format("signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    }
+    return "ended";
+}
+
+namespace {
+
+// Collects pid if it is our child, then tells whether it still runs.
+bool StillRunning(pid_t pid) {
+    waitpid(pid, nullptr, WNOHANG);
+    return ProcessAlive(pid);
+}
+
+// Waits until none of `pids` runs or the time is up; returns those still running.
+std::vector<pid_t> WaitGone(std::vector<pid_t> pids, double timeout_s) {
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+    while (true) {
+        std::erase_if(pids, [](pid_t pid) { return !StillRunning(pid); });
+        if (pids.empty() || std::chrono::steady_clock::now() >= deadline) return pids;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+}  // namespace
+
+Stopped StopProcesses(const std::vector<pid_t> &pids, double timeout_s) {
+    Stopped result;
+    std::vector<pid_t> signalled;
+    for (pid_t pid : pids) {
+        if (pid <= 0) continue;
+        if (kill(pid, SIGTERM) == 0) {
+            signalled.push_back(pid);
+        } else if (errno == ESRCH) {
+            result.terminated.push_back(pid);
+        } else {
+            result.remaining.push_back(pid);
+        }
+    }
+    std::vector<pid_t> stubborn = WaitGone(signalled, timeout_s);
+    for (pid_t pid : signalled) {
+        if (std::find(stubborn.begin(), stubborn.end(), pid) == stubborn.end()) {
+            result.terminated.push_back(pid);
+        }
+    }
+    for (pid_t pid : stubborn) kill(pid, SIGKILL);
+    std::vector<pid_t> undead = WaitGone(stubborn, 3.0);
+    for (pid_t pid : stubborn) {
+        bool gone = std::find(undead.begin(), undead.end(), pid) == undead.end();
+        (gone ? result.killed : result.remaining).push_back(pid);
+    }
+    return result;
+}
+
+std::vector<PidFile> ReadPidFiles(const std::string &run_dir) {
+    std::vector<PidFile> files;
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator(run_dir + "/pids", ec)) {
+        if (entry.path().extension() != ".pid") continue;
+        PidFile file;
+        file.name = entry.path().stem().string();
+        file.path = entry.path().string();
+        std::ifstream in(file.path);
+        long pid = 0;
+        if (in >> pid && pid > 0) file.pid = static_cast<pid_t>(pid);
+        files.push_back(file);
+    }
+    std::sort(files.begin(), files.end(),
+              [](const PidFile &a, const PidFile &b) { return a.name < b.name; });
+    return files;
+}
+
+void WritePidFile(const std::string &path, pid_t pid) {
+    std::string temporary = path + ".new";
+    {
+        std::ofstream out(temporary, std::ios::trunc);
+        out << pid << "\n";
+        if (!out.flush()) Die(1, "fampool up: cannot write pid file {}", temporary);
+    }
+    std::error_code ec;
+    fs::rename(temporary, path, ec);
+    if (ec) Die(1, "fampool up: cannot write pid file {}: {}", path, ec.message());
+}
+
+int BindError(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return errno;
+    // Like the servers themselves: a port whose last connections linger in TIME_WAIT is free.
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int error = bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) == 0 ? 0 : errno;
+    close(fd);
+    return error;
+}
+
+pid_t PortHolder(int port) {
+    // The socket inodes listening on the port (state 0A is LISTEN), from /proc/net/tcp{,6}.
+    std::vector<std::string> inodes;
+    for (const char *table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line);  // header
+        while (std::getline(in, line)) {
+            std::istringstream fields(line);
+            std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+            fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+                timeout >> inode;
+            size_t colon = local.rfind(':');
+            if (colon == std::string::npos || state != "0A") continue;
+            if (std::stoi(local.substr(colon + 1), nullptr, 16) == port) {
+                inodes.push_back("socket:[" + inode + "]");
+            }
+        }
+    }
+    if (inodes.empty()) return 0;
+    std::error_code ec;
+    for (const auto &process : fs::directory_iterator("/proc", ec)) {
+        std::string name = process.path().filename().string();
+        if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+        std::error_code fd_ec;
+        for (const auto &fd : fs::directory_iterator(process.path() / "fd", fd_ec)) {
+            std::error_code link_ec;
+            std::string target = fs::read_symlink(fd.path(), link_ec).string();
+            if (!link_ec && std::find(inodes.begin(), inodes.end(), target) != inodes.end()) {
+                return static_cast<pid_t>(std::stol(name));
+            }
+        }
+    }
+    return 0;
+}
+
+bool Accepts(const std::string &address) {
+    addrinfo hints{}, *found = nullptr;
+    hints.ai_socktype = SOCK_STREAM;
+    std::string host = HostOf(address), port = std::to_string(PortOf(address));
+    if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+    if (host == "::") host = "::1";
+    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) return false;
+    bool accepted = false;
+    for (addrinfo *a = found; a && !accepted; a = a->ai_next) {
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) continue;
+        accepted = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+        close(fd);
+    }
+    freeaddrinfo(found);
+    return accepted;
+}
+
+std::string Tail(const std::string &path, int lines) {
+    std::ifstream in(path);
+    if (!in) return fmt::format("    (cannot read {})", path);
+    std::deque<std::string> last;
+    std::string line;
+    while (std::getline(in, line)) {
+        last.push_back(line);
+        if (static_cast<int>(last.size()) > lines) last.pop_front();
+    }
+    if (last.empty()) return fmt::format("    ({} is empty)", path);
+    std::string text;
+    for (const std::string &l : last) text += (text.empty() ? "    " : "\n    ") + l;
+    return text;
+}
+
+}  // namespace fampool::cli

@@ -1,0 +1,319 @@
+// `fampool status`, `fampool ls` and `fampool stat`: what the metadata service knows about the
+// cluster, its regions and their data items. ls and stat ask as the real uid and gid of the
+// caller, so they show what that user may see.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "cli.h"
+#include "common/error.h"
+#include "meta/metadata_client.h"
+#include "rpc/convert.h"
+
+namespace fampool::cli {
+namespace {
+
+// The cluster a query talks to.
+struct Session {
+    std::string command;
+    ClusterConfig cluster;
+    std::unique_ptr<MetadataClient> client;
+    Caller caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
+
+    Session(const std::string &name, const ClusterChoice &choice) : command(name) {
+        cluster = LoadCluster(command, ClusterFileOf(choice));
+        // Status asks every memory server in turn, each bounded by rpc_timeout_ms: hung
+        // memory servers must not make the metadata service look unreachable.
+        auto timeout = std::chrono::milliseconds(cluster.rpc_timeout_ms) *
+                       static_cast<int64_t>(cluster.memservers.size() + 1);
+        client = std::make_unique<MetadataClient>(cluster.metadata_address, timeout);
+    }
+
+    // Runs one call; an unreachable service ends the command with kExitUnreachable, any other
+    // error with 1, its message behind the object asked about (unless it names it already).
+    template <typename Body>
+    auto Ask(const std::string &object, Body &&body) -> decltype(body()) {
+        try {
+            return body();
+        } catch (const Fam_Exception &e) {
+            if (e.fam_error() == openfam::FAM_ERR_RPC) {
+                std::string start = fmt::format("fampool up --config {}", ShellQuote(cluster.path));
+                if (cluster.path.ends_with("/cluster.yaml")) {
+                    start =
+                        fmt::format("fampool up --run-dir {}",
+                                    ShellQuote(cluster.path.substr(0, cluster.path.size() - 13)));
+                }
+                Die(kExitUnreachable,
+                    "fampool {}: the metadata service of {} does not answer: {}. Is the cluster "
+                    "up? (start it with `{}`)",
+                    command, cluster.path, e.fam_error_msg(), start);
+            }
+            std::string message = e.fam_error_msg();
+            size_t quote = object.find('"');
+            if (quote != std::string::npos &&
+                message.find(object.substr(quote)) != std::string::npos) {
+                Die(1, "fampool {}: {}", command, message);
+            }
+            Die(1, "fampool {}: {}: {}", command, object, message);
+        }
+    }
+};
+
+std::string MemoryType(const Fam_Region_Attributes &a) {
+    return a.memoryType == PERSISTENT ? "persistent"
+           : a.memoryType == VOLATILE ? "volatile"
+                                      : "default";
+}
+
+std::string Interleave(const Fam_Region_Attributes &a) {
+    return a.interleaveEnable == ENABLE    ? "enabled"
+           : a.interleaveEnable == DISABLE ? "disabled"
+                                           : "default";
+}
+
+std::string Redundancy(const Fam_Region_Attributes &a) {
+    switch (a.redundancyLevel) {
+        case NONE:
+            return "none";
+        case RAID1:
+            return "raid1";
+        case RAID5:
+            return "raid5";
+        default:
+            return "default";
+    }
+}
+
+std::string PermissionLevel(const Fam_Region_Attributes &a) {
+    return a.permissionLevel == DATAITEM ? "data item"
+           : a.permissionLevel == REGION ? "region"
+                                         : "default";
+}
+
+std::string Mode(uint32_t perm) { return fmt::format("{:04o}", perm); }
+
+std::string Servers(const std::vector<uint64_t> &ids) {
+    return fmt::format("{}", fmt::join(ids, ","));
+}
+template <typename Ids>
+std::string ServersOf(const Ids &ids) {
+    return Servers(std::vector<uint64_t>(ids.begin(), ids.end()));
+}
+
+std::string Quote(const std::string &name) { return "\"" + name + "\""; }
+
+std::string Hex(const std::string &bytes) {
+    std::string out;
+    for (unsigned char c : bytes) out += fmt::format("{:02x}", c);
+    return out;
+}
+
+void RegionTable(const rpc::ClusterStatus &status, bool exact) {
+    Table table({"NAME", "ID", "SIZE", "USED", "ITEMS", "TYPE", "PERM", "UID", "GID", "SERVERS"});
+    for (const rpc::RegionUsage &usage : status.regions()) {
+        const rpc::Region &r = usage.region();
+        RegionInfo region = FromProto(r);
+        uint64_t used = r.size() >= usage.free_bytes() ? r.size() - usage.free_bytes() : 0;
+        table.Add({r.name(), std::to_string(r.id()), Bytes(r.size(), exact), Bytes(used, exact),
+                   std::to_string(usage.items()), MemoryType(region.attributes), Mode(r.perm()),
+                   std::to_string(r.uid()), std::to_string(r.gid()),
+                   ServersOf(r.memory_servers())});
+    }
+    if (table.size() == 0) {
+        std::printf("  (no regions)\n");
+    } else {
+        table.Print();
+    }
+}
+
+}  // namespace
+
+int Status(const QueryOptions &options) {
+    Session session("status", options.cluster);
+    rpc::ClusterStatus status =
+        session.Ask("cluster status", [&] { return session.client->Status(); });
+    const bool exact = options.exact_bytes;
+
+    std::printf("cluster %s: metadata service %s, provider %s\n\nmemory servers\n",
+                session.cluster.path.c_str(), session.cluster.metadata_address.c_str(),
+                session.cluster.provider.c_str());
+    Table servers({"ID", "ADDRESS", "REACHABLE", "PROVIDER", "EXTENT BYTES"});
+    uint64_t reachable = 0, extents = 0;
+    for (const rpc::ServerState &server : status.servers()) {
+        reachable += server.reachable();
+        extents += server.extent_bytes();
+        servers.Add({std::to_string(server.id()), server.address(),
+                     server.reachable() ? "yes" : "NO",
+                     server.provider().empty() ? "-" : server.provider(),
+                     Bytes(server.extent_bytes(), exact)});
+    }
+    servers.Print();
+
+    std::printf("\nregions\n");
+    RegionTable(status, exact);
+    uint64_t size = 0, used = 0, items = 0;
+    for (const rpc::RegionUsage &usage : status.regions()) {
+        size += usage.region().size();
+        used += usage.region().size() >= usage.free_bytes()
+                    ? usage.region().size() - usage.free_bytes()
+                    : 0;
+        items += usage.items();
+    }
+    std::printf(
+        "\ntotal: %d memory servers (%llu reachable), %s in extents; %d regions of %s, "
+        "%s used by %llu items\n",
+        status.servers_size(), static_cast<unsigned long long>(reachable),
+        Bytes(extents, exact).c_str(), status.regions_size(), Bytes(size, exact).c_str(),
+        Bytes(used, exact).c_str(), static_cast<unsigned long long>(items));
+    const std::string &path = session.cluster.path;
+    const std::string dir = path.ends_with("/cluster.yaml") ? path.substr(0, path.size() - 13) : "";
+    for (const rpc::ServerState &server : status.servers()) {
+        if (server.reachable()) continue;
+        std::string log = fmt::format("{}/logs/memory{}.log", dir, server.id());
+        std::printf("warning: memory server %llu (%s) is unreachable%s\n",
+                    static_cast<unsigned long long>(server.id()), server.address().c_str(),
+                    !dir.empty() && std::filesystem::exists(log)
+                        ? fmt::format("; its log {} may tell why", log).c_str()
+                        : "");
+    }
+    return 0;
+}
+
+int List(const QueryOptions &options) {
+    Session session("ls", options.cluster);
+    const bool exact = options.exact_bytes;
+    if (options.region.empty()) {
+        rpc::ClusterStatus status =
+            session.Ask("regions", [&] { return session.client->Status(); });
+        RegionTable(status, exact);
+        return 0;
+    }
+    const std::string object = "region " + Quote(options.region);
+    RegionInfo region = session.Ask(
+        object, [&] { return session.client->LookupRegion(options.region, session.caller); });
+    std::vector<ItemInfo> items =
+        session.Ask(object, [&] { return session.client->ListItems(region.id, session.caller); });
+    Table table({"NAME", "OFFSET", "SIZE", "PERM", "UID", "GID"});
+    for (const ItemInfo &item : items) {
+        table.Add({item.name.empty() ? "(unnamed)" : item.name, fmt::format("0x{:x}", item.offset),
+                   Bytes(item.size, exact), Mode(item.perm), std::to_string(item.uid),
+                   std::to_string(item.gid)});
+    }
+    if (table.size() == 0) {
+        std::printf("  (region %s holds no data items)\n", Quote(region.name).c_str());
+    } else {
+        table.Print();
+    }
+    return 0;
+}
+
+namespace {
+
+void Field(const char *name, const std::string &value) {
+    std::printf("  %-18s %s\n", name, value.c_str());
+}
+
+std::string SizeField(uint64_t bytes) {
+    return bytes < 1024 ? fmt::format("{} bytes", bytes)
+                        : fmt::format("{} bytes ({})", bytes, Bytes(bytes));
+}
+
+// The memory servers of a region with their addresses from the cluster file.
+std::string ServerField(const ClusterConfig &cluster, const std::vector<uint64_t> &ids) {
+    std::vector<std::string> parts;
+    for (uint64_t id : ids) {
+        std::string address =
+            id < cluster.memservers.size() ? cluster.memservers[id].rpc_address : "?";
+        parts.push_back(fmt::format("{} ({})", id, address));
+    }
+    return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+void PrintRegion(const Session &session, const RegionInfo &region,
+                 const rpc::ClusterStatus *status) {
+    std::printf("region %s\n", Quote(region.name).c_str());
+    Field("id:", std::to_string(region.id));
+    Field("size:", SizeField(region.size));
+    if (status) {
+        for (const rpc::RegionUsage &usage : status->regions()) {
+            if (usage.region().id() != region.id) continue;
+            uint64_t free = usage.free_bytes();
+            Field("used:", SizeField(region.size >= free ? region.size - free : 0));
+            Field("free:", SizeField(free));
+            Field("data items:", std::to_string(usage.items()));
+        }
+    }
+    Field("permissions:", Mode(region.perm));
+    Field("owner:", fmt::format("uid {}, gid {}", region.uid, region.gid));
+    Field("memory type:", MemoryType(region.attributes));
+    Field("interleave:", Interleave(region.attributes));
+    Field("interleave size:",
+          region.interleave_size ? SizeField(region.interleave_size) : "0 (not interleaved)");
+    Field("redundancy:", Redundancy(region.attributes));
+    Field("permission level:", PermissionLevel(region.attributes));
+    Field("memory servers:", ServerField(session.cluster, region.memory_servers));
+}
+
+void PrintItem(const Session &session, const ItemInfo &item) {
+    const RegionInfo &region = item.region;
+    std::printf("data item %s in region %s\n",
+                Quote(item.name.empty() ? "(unnamed)" : item.name).c_str(),
+                Quote(region.name).c_str());
+    Field("region id:", std::to_string(item.region_id));
+    bool interleaved = region.interleave_size && region.memory_servers.size() > 1;
+    if (interleaved) {
+        Field("offset:",
+              fmt::format("0x{:x} (virtual offset in the interleaved region)", item.offset));
+    } else {
+        uint64_t index = ServerIndexOf(item.offset);
+        std::string server = index < region.memory_servers.size()
+                                 ? std::to_string(region.memory_servers[index])
+                                 : "?";
+        Field("offset:", fmt::format("0x{:x} (memory server {}, offset {} in its extent)",
+                                     item.offset, server, PhysicalOf(item.offset)));
+    }
+    Field("size:", SizeField(item.size));
+    Field("permissions:", Mode(item.perm));
+    Field("owner:", fmt::format("uid {}, gid {}", item.uid, item.gid));
+    Field("you may read:", item.can_read ? "yes" : "no");
+    Field("you may write:", item.can_write ? "yes" : "no");
+    Field("permission level:", PermissionLevel(region.attributes));
+    Field("memory type:", MemoryType(region.attributes));
+    Field("interleave size:",
+          region.interleave_size ? SizeField(region.interleave_size) : "0 (not interleaved)");
+    Field("memory servers:", ServerField(session.cluster, region.memory_servers));
+    // A non-interleaved item is reached on its own server only; the other entries are empty.
+    bool granted = false;
+    for (const ServerAccess &access : item.access) {
+        if (access.fabric_address.empty()) continue;
+        granted = true;
+        Field("fabric access:",
+              fmt::format("server {}: key 0x{:x}, base 0x{:x}, endpoint {}", access.server_id,
+                          access.key, access.base, Hex(access.fabric_address)));
+    }
+    if (!granted) Field("fabric access:", "none granted");
+}
+
+}  // namespace
+
+int Stat(const QueryOptions &options) {
+    Session session("stat", options.cluster);
+    if (options.item.empty()) {
+        RegionInfo region = session.Ask("region " + Quote(options.region), [&] {
+            return session.client->LookupRegion(options.region, session.caller);
+        });
+        rpc::ClusterStatus status =
+            session.Ask("cluster status", [&] { return session.client->Status(); });
+        PrintRegion(session, region, &status);
+        return 0;
+    }
+    ItemInfo item = session.Ask(
+        fmt::format("data item {} in region {}", Quote(options.item), Quote(options.region)),
+        [&] { return session.client->LookupItem(options.item, options.region, session.caller); });
+    PrintItem(session, item);
+    return 0;
+}
+
+}  // namespace fampool::cli

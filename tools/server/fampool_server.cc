@@ -1,0 +1,188 @@
+// fampool-server: the metadata service, a memory server, or both, as configured by a cluster
+// file. Serves gRPC until SIGTERM or SIGINT, then shuts down cleanly.
+//
+//   fampool-server --config cluster.yaml --role metadata
+//   fampool-server --config cluster.yaml --role memory --id 0
+//   fampool-server --config cluster.yaml --role all --id 0
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "common/cluster_config.h"
+#include "common/error.h"
+#include "memserver/fabric_server.h"
+#include "memserver/local_memory_server.h"
+#include "memserver/memory_server_client.h"
+#include "memserver/memory_server_service.h"
+#include "meta/lmdb.h"
+#include "meta/metadata_rpc_service.h"
+#include "meta/metadata_store.h"
+
+namespace fampool {
+namespace {
+
+std::string NewIncarnation() {
+    std::random_device random;
+    return fmt::format("{:08x}{:08x}-{}", random(), random(), getpid());
+}
+
+// Volatile heaps of an earlier run of this memory server died with it: remove them.
+void RemoveVolatileHeaps(const std::string &dir, const std::string &prefix) {
+    std::error_code ec;
+    for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
+        std::string name = entry.path().filename().string();
+        if (name.rfind(prefix + ".r", 0) == 0) std::filesystem::remove(entry.path(), ec);
+    }
+}
+
+// The pieces of a memory server: heaps, its fabric endpoint, its gRPC service.
+struct MemoryRole {
+    std::unique_ptr<LocalMemoryServer> heaps;
+    std::unique_ptr<FabricServer> fabric;
+    std::unique_ptr<MemoryServerService> service;
+};
+
+MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
+    if (id >= cluster.memservers.size()) {
+        Fail(openfam::FAM_ERR_INVALID, "memory server id {} is not in {} ({} servers)", id,
+             cluster.path, cluster.memservers.size());
+    }
+    const MemoryServerConfig &me = cluster.memservers[id];
+    std::string prefix = fmt::format("fampool-ms{}", id);
+    std::filesystem::create_directories(me.shm_dir);
+    RemoveVolatileHeaps(me.shm_dir, prefix);
+    MemoryRole role;
+    role.heaps = std::make_unique<LocalMemoryServer>(id, HeapLocation{me.shm_dir, me.heap_dir, prefix},
+                                                     cluster.archive_dir);
+    FabricConfig fabric;
+    fabric.provider = cluster.provider;
+    fabric.node = me.fabric_host;
+    fabric.service = me.fabric_port;
+    fabric.timeout_ms = cluster.fabric_timeout_ms;
+    role.fabric = std::make_unique<FabricServer>(fabric);
+    role.heaps->AttachFabric(role.fabric.get());
+    role.service = std::make_unique<MemoryServerService>(role.heaps.get(), NewIncarnation());
+    return role;
+}
+
+// The pieces of the metadata service.
+struct MetadataRole {
+    std::shared_ptr<LmdbEnv> env;
+    std::vector<std::unique_ptr<MemoryServerClient>> clients;
+    std::unique_ptr<MetadataStore> store;
+    std::unique_ptr<MetadataRpcService> service;
+};
+
+MetadataRole StartMetadataRole(const ClusterConfig &cluster) {
+    if (cluster.metadata_dir.empty()) {
+        Fail(openfam::FAM_ERR_INVALID, "cluster file {} has no metadata_dir", cluster.path);
+    }
+    if (cluster.memservers.empty()) {
+        Fail(openfam::FAM_ERR_MEMSERV_LIST_EMPTY, "cluster file {} lists no memory servers",
+             cluster.path);
+    }
+    MetadataRole role;
+    role.env = LmdbEnv::Open(cluster.metadata_dir, /*sync_commits=*/false);
+    MetadataStore::Prepare(*role.env);
+    std::vector<MemoryServer *> servers;
+    std::vector<MemoryServerClient *> clients;
+    for (const MemoryServerConfig &server : cluster.memservers) {
+        role.clients.push_back(std::make_unique<MemoryServerClient>(
+            server.id, server.rpc_address, std::chrono::milliseconds(cluster.rpc_timeout_ms)));
+        servers.push_back(role.clients.back().get());
+        clients.push_back(role.clients.back().get());
+    }
+    PlacementOptions placement;
+    placement.interleave_size = cluster.interleave_size;
+    placement.region_span = cluster.region_span;
+    placement.policy = cluster.placement;
+    placement.grant_keys = true;
+    role.store = std::make_unique<MetadataStore>(role.env, servers, placement);
+    role.service = std::make_unique<MetadataRpcService>(role.store.get(), clients);
+    return role;
+}
+
+std::unique_ptr<grpc::Server> Listen(const std::string &address, grpc::Service *service) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+    builder.SetMaxReceiveMessageSize(64 << 20);
+    builder.RegisterService(service);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    if (!server || port == 0) {
+        Fail(openfam::FAM_ERR_RPC, "cannot listen on {} (port taken, or not an address of this "
+             "host)", address);
+    }
+    return server;
+}
+
+int Run(int argc, char **argv) {
+    CLI::App app{"fampool-server: the metadata service and memory servers of a fampool cluster"};
+    std::string config_path, role = "all";
+    uint64_t id = 0;
+    app.add_option("--config", config_path, "cluster file (YAML)")->required();
+    app.add_option("--role", role, "metadata, memory, or all (metadata and memory server --id)")
+        ->check(CLI::IsMember({"metadata", "memory", "all"}));
+    app.add_option("--id", id, "memory server id (its position in the cluster file)");
+    CLI11_PARSE(app, argc, argv);
+
+    // SIGTERM/SIGINT are taken by sigwait below, never by a thread at random.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    ClusterConfig cluster = LoadClusterConfig(config_path);
+    MemoryRole memory;
+    MetadataRole metadata;
+    std::vector<std::unique_ptr<grpc::Server>> servers;
+    if (role == "memory" || role == "all") {
+        memory = StartMemoryRole(cluster, id);
+        servers.push_back(Listen(cluster.memservers[id].rpc_address, memory.service.get()));
+        std::printf("fampool-server: memory server %llu on %s (fabric %s port %s)\n",
+                    static_cast<unsigned long long>(id), cluster.memservers[id].rpc_address.c_str(),
+                    memory.fabric->provider().c_str(), cluster.memservers[id].fabric_port.c_str());
+    }
+    if (role == "metadata" || role == "all") {
+        metadata = StartMetadataRole(cluster);
+        servers.push_back(Listen(cluster.metadata_address, metadata.service.get()));
+        metadata.service->StartMonitor(std::chrono::milliseconds(1000));
+        std::printf("fampool-server: metadata service on %s (%zu memory servers)\n",
+                    cluster.metadata_address.c_str(), cluster.memservers.size());
+    }
+    std::fflush(stdout);
+
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    std::printf("fampool-server: signal %d, shutting down\n", signal_number);
+    std::fflush(stdout);
+    auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(5);
+    for (auto &server : servers) server->Shutdown(deadline);
+    metadata.service.reset();  // stops the monitor before the store goes
+    if (metadata.store) metadata.store->Sync();
+    return 0;
+}
+
+}  // namespace
+}  // namespace fampool
+
+int main(int argc, char **argv) {
+    try {
+        return fampool::Run(argc, argv);
+    } catch (const openfam::Fam_Exception &e) {
+        std::fprintf(stderr, "fampool-server: %s\n", e.fam_error_msg());
+        return 1;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "fampool-server: %s\n", e.what());
+        return 1;
+    }
+}
