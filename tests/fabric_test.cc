@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,12 +99,13 @@ class BufferMemoryServer : public MemoryServer {
     char *bytes_;
 };
 
-// A memory server in a child process, so that it can die the way a server host does (a
-// server destroyed inside the client's process is not the same: shm then unmaps memory the
-// client still uses). The child serves one writable 4 KiB buffer until it is killed by PID.
+// A memory server in a child process, so that it can stop or die the way a server host does
+// (a server destroyed inside the client's process is not the same: shm then unmaps memory the
+// client still uses). The child serves one writable buffer of `bytes` until it is killed by
+// PID.
 class ServerProcess {
   public:
-    ServerProcess(const std::string &provider, int port) {
+    ServerProcess(const std::string &provider, int port, size_t bytes = 4096) : bytes_(bytes) {
         for (int attempt = 0; attempt < 4 && !started_; ++attempt, port += 8 * 97) {
             if (port >= 30000) port -= 10000;
             Start(provider, port);
@@ -122,6 +124,10 @@ class ServerProcess {
         return access;
     }
 
+    // A stopped server makes no progress: nothing sent to it completes until Continue.
+    void Stop() { kill(pid_, SIGSTOP); }
+    void Continue() { kill(pid_, SIGCONT); }
+
     void Kill() {
         if (pid_ <= 0) return;
         kill(pid_, SIGKILL);
@@ -139,7 +145,7 @@ class ServerProcess {
         pid_ = fork();
         if (pid_ == 0) {
             close(fds[0]);
-            Serve(provider, port, fds[1]);
+            Serve(provider, port, bytes_, fds[1]);
         }
         close(fds[1]);
         std::string line;
@@ -161,14 +167,15 @@ class ServerProcess {
     }
 
     // The child: serves until killed; exits 2 when the server cannot start.
-    [[noreturn]] static void Serve(const std::string &provider, int port, int fd) {
+    [[noreturn]] static void Serve(const std::string &provider, int port, size_t bytes, int fd) {
         try {
             FabricConfig config;
             config.provider = provider;
             config.service = std::to_string(port);
             FabricServer server(config);
-            static char buffer[4096];
-            Registrar::Registration registration = server.Register(buffer, sizeof(buffer), true);
+            static std::vector<char> buffer(bytes);
+            Registrar::Registration registration =
+                server.Register(buffer.data(), buffer.size(), true);
             std::ostringstream text;
             for (unsigned char byte : server.address()) {
                 text << std::hex << std::setw(2) << std::setfill('0') << int{byte};
@@ -182,6 +189,7 @@ class ServerProcess {
         }
     }
 
+    size_t bytes_;
     pid_t pid_ = -1;
     int port_ = 0;
     bool started_ = false;
@@ -565,16 +573,27 @@ TEST_P(FabricTest, FallbackAtomicComesAfterEarlierNonBlockingPut) {
 // --- completion tracking -------------------------------------------------------------------
 
 TEST_P(FabricTest, PendingCountsNonBlockingPutsUntilQuiet) {
-    StartServers(1);
+    // A stopped server completes nothing, so what is posted stays pending until it resumes.
+    ServerProcess server(provider(), FirstPort(), 2 * kMiB);
+    ASSERT_TRUE(server.started()) << "the memory server process did not start";
     OpenClient();
-    auto item = Plain(0, 0, 2 * kMiB);
-    const int count = Slow(provider()) ? 4 : 32;
-    std::vector<char> out = Pattern(2 * kMiB, 1);
+    ItemInfo info = Region();
+    info.region.memory_servers = {server.id()};
+    info.size = 2 * kMiB;
+    info.access.push_back(server.access());
+    auto item = transport_->Attach(info);
+    std::vector<char> out = Pattern(2 * kMiB, 1), in(2 * kMiB, 0);
+    channel_->Write(item, 0, out.data(), 8, true);  // connected
+    server.Stop();
+    const int count = 8;
     for (int i = 0; i < count; ++i) channel_->Write(item, (i % 2) * kMiB, out.data(), kMiB, false);
     EXPECT_GT(channel_->Pending(), 0u);
+    EXPECT_LE(channel_->Pending(), static_cast<uint64_t>(count));
+    server.Continue();
     channel_->Quiet();
     EXPECT_EQ(0u, channel_->Pending());
-    EXPECT_EQ(0, std::memcmp(servers_[0]->extent.bytes(), out.data(), kMiB));
+    channel_->Read(item, 0, in.data(), kMiB, true);
+    EXPECT_EQ(0, std::memcmp(in.data(), out.data(), kMiB));
 }
 
 TEST_P(FabricTest, ChannelsCompleteIndependently) {
@@ -741,6 +760,95 @@ TEST_P(FabricTest, DeadServerFailsWithinTimeout) {
     // The channel stays usable: nothing is left in flight.
     channel_->Drain();
     EXPECT_EQ(0u, channel_->Pending());
+}
+
+// A client process that dies without closing anything must leave an idle server idle: the
+// server's progress thread sleeps again instead of spinning on what the provider left behind.
+TEST_P(FabricTest, ServerStaysIdleAfterClientProcessDies) {
+    // Forked before this process starts any fabric thread; told where to write by a pipe.
+    int to_child[2];
+    ASSERT_EQ(0, pipe(to_child));
+    pid_t child = fork();
+    if (child == 0) {
+        close(to_child[1]);
+        std::string line;
+        char c;
+        while (read(to_child[0], &c, 1) == 1 && c != '\n') line += c;
+        std::istringstream fields(line);
+        std::string hex;
+        ServerAccess access;
+        if (!(fields >> hex >> access.key >> access.base)) _exit(2);
+        for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+            access.fabric_address += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+        }
+        try {
+            FabricConfig config;
+            config.provider = GetParam();
+            FabricTransport transport(config, [](uint64_t) -> MemoryServer & {
+                throw Failure(openfam::FAM_ERR_UNIMPL, "no fallback");
+            });
+            ItemInfo info;
+            info.size = 4096;
+            info.access.push_back(access);
+            auto item = transport.Attach(info);
+            auto channel = transport.OpenChannel();
+            char byte = 7;
+            channel->Write(item, 0, &byte, 1, true);
+        } catch (...) {
+            _exit(3);
+        }
+        _exit(0);  // no destructor runs: the endpoint vanishes with the process
+    }
+    close(to_child[0]);
+    StartServers(1);
+    std::ostringstream text;
+    for (unsigned char byte : servers_[0]->fabric->address()) {
+        text << std::hex << std::setw(2) << std::setfill('0') << int{byte};
+    }
+    text << std::dec << ' ' << servers_[0]->writable.key << ' ' << servers_[0]->writable.base
+         << '\n';
+    std::string line = text.str();
+    ASSERT_EQ(static_cast<ssize_t>(line.size()), write(to_child[1], line.data(), line.size()));
+    close(to_child[1]);
+    int status = 0;
+    ASSERT_EQ(child, waitpid(child, &status, 0));
+    // shm names a client's region after its PID; a dead client leaves it behind.
+    for (int index = 0; index < 8; ++index) {
+        unlink(("/dev/shm/" + std::to_string(child) + ":" + std::to_string(getuid()) + ":" +
+                std::to_string(index)).c_str());
+    }
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "client status " << status;
+    EXPECT_EQ(7, servers_[0]->extent.bytes()[0]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto cpu = [] {
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+        return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+               (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+    };
+    double before = cpu();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    double share = cpu() - before;  // this process only sleeps: the server's thread is the rest
+    EXPECT_LT(share, 0.2) << "the idle server used " << share * 100 << "% of a core";
+}
+
+TEST_P(FabricTest, SecondServerOnSamePortFailsWithLibfabricError) {
+    StartServers(1);
+    FabricConfig config;
+    config.provider = provider();
+    std::string address = servers_[0]->fabric->address();
+    // The port the first server took: StartServers may have moved on from FirstPort().
+    int port = FirstPort();
+    for (int attempt = 0; attempt < 6; ++attempt, port += 8 * 97) {
+        if (port >= 30000) port -= 10000;
+        config.service = std::to_string(port);
+        auto caught = CatchFamError([&] { FabricServer second(config); });
+        if (caught.code == openfam::FAM_NO_ERROR) continue;  // not the first server's port
+        EXPECT_TRUE(IsFamError(caught, openfam::FAM_ERR_LIBFABRIC, {"memory server endpoint"}));
+        EXPECT_NE(std::string::npos, caught.message.find(config.service)) << caught.message;
+        return;
+    }
+    ADD_FAILURE() << "a second server opened on every port tried";
 }
 
 TEST_P(FabricTest, MapIsRefusedWithInvalidOp) {

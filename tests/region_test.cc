@@ -100,21 +100,25 @@ TEST_F(RegionTest, StatNullRegionDescriptorThrowsNullptr) {
 // ---------------------------------------------------------------------------------------------
 // Volatile and persistent heaps live where docs/semantics.md says.
 
-size_t FileCount(const std::string &dir) { return ListFiles(dir).size(); }
+size_t FileCount(const std::vector<std::string> &dirs) {
+    size_t count = 0;
+    for (const std::string &dir : dirs) count += ListFiles(dir).size();
+    return count;
+}
 
 TEST_F(RegionTest, VolatileRegionHeapIsInShmDir) {
-    size_t before = FileCount(shm_dir());
+    size_t before = FileCount(VolatileHeapDirs());
     Fam_Region_Attributes attrs = FamAttributes(VOLATILE);
     std::unique_ptr<Fam_Region_Descriptor> region = CreateRegion("v", 4 * kMiB, 0777, &attrs);
-    EXPECT_GT(FileCount(shm_dir()), before);
+    EXPECT_GT(FileCount(VolatileHeapDirs()), before);
 }
 
 TEST_F(RegionTest, PersistentRegionHeapIsUnderHomeNotShmDir) {
-    size_t shm_before = FileCount(shm_dir());
+    size_t shm_before = FileCount(VolatileHeapDirs());
     Fam_Region_Attributes attrs = FamAttributes(PERSISTENT);
     std::unique_ptr<Fam_Region_Descriptor> region = CreateRegion("p", 4 * kMiB, 0777, &attrs);
-    EXPECT_EQ(FileCount(shm_dir()), shm_before);
-    EXPECT_GE(FileCount(home_dir() + "/heaps"), 1u);
+    EXPECT_EQ(FileCount(VolatileHeapDirs()), shm_before);
+    EXPECT_GE(FileCount(PersistentHeapDirs()), 1u);
 }
 
 TEST_F(RegionTest, PersistentRegionDataSurvivesFinalize) {
@@ -268,11 +272,11 @@ TEST_F(RegionTest, RecreatedRegionDoesNotContainOldItems) {
 }
 
 TEST_F(RegionTest, DestroyVolatileRegionRemovesItsHeap) {
-    size_t before = FileCount(shm_dir());
+    size_t before = FileCount(VolatileHeapDirs());
     std::unique_ptr<Fam_Region_Descriptor> region = CreateRegion("r", 4 * kMiB);
-    ASSERT_GT(FileCount(shm_dir()), before);
+    ASSERT_GT(FileCount(VolatileHeapDirs()), before);
     fam()->fam_destroy_region(region.get());
-    EXPECT_EQ(FileCount(shm_dir()), before);
+    EXPECT_EQ(FileCount(VolatileHeapDirs()), before);
 }
 
 TEST_F(RegionTest, DestroyNullRegionThrowsNullptr) {

@@ -122,6 +122,7 @@ void FamImpl::DestroyRegion(Fam_Region_Descriptor *region) {
     Session &session = Control();
     RegionDescriptorState &state = ResolveRegion(session, region);
     session.metadata->DestroyRegion(state.region.id, session.caller);
+    session.transport->Forget(state.region.id);
     state.status = DESC_INVALID;
 }
 

@@ -74,6 +74,8 @@ class Transport {
     // Throws FAM_ERR_INVALIDOP when the item's memory is not reachable from this node.
     virtual void *Map(Binding &item, bool writable) = 0;
     virtual void Unmap(void *local) = 0;
+    // This process destroyed the region: bindings of its items report !valid() from now on.
+    virtual void Forget(uint64_t region_id) { (void)region_id; }
 };
 
 }  // namespace fampool

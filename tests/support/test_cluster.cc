@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,6 +118,8 @@ TestCluster::~TestCluster() {
 pid_t TestCluster::Spawn(const std::vector<std::string> &args, const std::string &log) {
     pid_t pid = fork();
     if (pid == 0) {
+        // A test that dies (or is killed by ctest) takes its servers with it.
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
         int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
         dup2(out, 1);
         dup2(out, 2);

@@ -33,6 +33,7 @@ class TestCluster {
 
     const std::string &config_path() const { return config_path_; }
     const std::vector<pid_t> &pids() const { return pids_; }
+    int servers() const { return servers_; }
     // Kills one server process (index 0 holds the metadata service and memory server 0).
     void Kill(size_t index, int signal);
     // Starts a killed server again with the same arguments.

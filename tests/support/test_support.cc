@@ -329,6 +329,22 @@ void FamTest::TearDown() {
     shm_.reset();
 }
 
+std::vector<std::string> FamTest::VolatileHeapDirs() const {
+    if (!cluster_) return {shm_->path()};
+    std::vector<std::string> dirs;
+    for (int i = 0; i < cluster_->servers(); ++i) dirs.push_back(home_->path() + "/shm" + std::to_string(i));
+    return dirs;
+}
+
+std::vector<std::string> FamTest::PersistentHeapDirs() const {
+    if (!cluster_) return {home_->path() + "/heaps"};
+    std::vector<std::string> dirs;
+    for (int i = 0; i < cluster_->servers(); ++i) {
+        dirs.push_back(home_->path() + "/heaps" + std::to_string(i));
+    }
+    return dirs;
+}
+
 void FamTest::InitializeFam(Fam_Options *options) {
     if (fam_ && initialized_ && !finalized_) FinalizeFam();
     fam_ = std::make_unique<openfam::fam>();

@@ -178,6 +178,10 @@ class FamTest : public ::testing::Test {
     openfam::fam *fam() { return fam_.get(); }
     // The cluster this test runs on (FAMPOOL_TEST_CLUSTER), or null on the embedded model.
     TestCluster *cluster() { return cluster_.get(); }
+    // Where volatile and persistent heap files go: FAMPOOL_SHM_DIR and FAMPOOL_HOME/heaps in
+    // the embedded model, each memory server's shm_path and fam_path on a cluster.
+    std::vector<std::string> VolatileHeapDirs() const;
+    std::vector<std::string> PersistentHeapDirs() const;
     const std::string &home_dir() const { return home_->path(); }
     const std::string &shm_dir() const { return shm_->path(); }
 

@@ -190,7 +190,11 @@ void FabricChannel::Transfer(const FabricBinding &item, uint64_t offset, char *l
     } piece;
     auto flush = [&] {
         if (piece.length == 0) return;
-        const FabricBinding::Server &server = Reachable(item, piece.server);
+        if (!item.servers[piece.server].reachable) {
+            Settle(deadline, false);  // earlier pieces may be in flight on the caller's buffer
+            Reachable(item, piece.server);  // throws
+        }
+        const FabricBinding::Server &server = item.servers[piece.server];
         uint64_t remote = server.base + piece.physical;
         void *context = ContextOf(current_tag_, write ? kWrite : kRead, server.id);
         Post(

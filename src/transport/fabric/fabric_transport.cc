@@ -1,4 +1,9 @@
 #include "transport/fabric/fabric_transport.h"
+#include <cstring>
+#include <cerrno>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <fcntl.h>
 
 #include <fmt/format.h>
 
@@ -81,6 +86,12 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
     binding->size = item.size;
     binding->interleave = item.region.interleave_size;
     binding->name = item.name;
+    {
+        std::lock_guard<std::mutex> lock(regions_mutex_);
+        auto &flag = regions_[item.region_id];
+        if (!flag) flag = std::make_shared<std::atomic<bool>>(false);
+        binding->forgotten = flag;
+    }
 
     std::vector<uint64_t> ids = item.region.memory_servers;
     if (ids.empty()) {
@@ -105,6 +116,8 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
         server.address = context_->Insert(access->fabric_address);
         server.key = access->key;
         server.base = access->base;
+        server.heap_path = access->heap_path;
+        server.node = access->node;
     }
     if (binding->interleave == 0 && ServerIndexOf(item.offset) >= ids.size()) {
         Fail(openfam::FAM_ERR_INVALID, "{} names server index {} but its region has {} servers",
@@ -121,15 +134,60 @@ std::unique_ptr<Channel> FabricTransport::OpenChannel() {
     return std::make_unique<FabricChannel>(context_);
 }
 
-void *FabricTransport::Map(Binding &item, bool) {
+void *FabricTransport::Map(Binding &item, bool writable) {
     auto &fabric = static_cast<FabricBinding &>(item);
-    uint64_t server = fabric.servers.empty() ? 0 : fabric.servers[fabric.Locate(0).server].id;
-    Fail(openfam::FAM_ERR_INVALIDOP,
-         "memory of {} on memory server {} is not reachable by load/store from this process "
-         "(openFamModel memory_server); use get/put",
-         fabric.Describe(), server);
+    FabricBinding::Place place = fabric.Locate(0);
+    const FabricBinding::Server *server =
+        fabric.servers.empty() ? nullptr : &fabric.servers[place.server];
+    if (!server || place.contiguous < fabric.size) {
+        Fail(openfam::FAM_ERR_INVALIDOP,
+             "{} is interleaved over {} memory servers; load/store needs one contiguous range, "
+             "use get/put",
+             fabric.Describe(), fabric.servers.size());
+    }
+    if (server->node != NodeIdentity() || server->heap_path.empty()) {
+        Fail(openfam::FAM_ERR_INVALIDOP,
+             "memory of {} is on memory server {} on another node; load/store reaches only "
+             "memory servers of this node, use get/put",
+             fabric.Describe(), server->id);
+    }
+    // The same heap file the memory server serves: loads and stores see what RMA sees.
+    const uint64_t page = 4096;
+    uint64_t start = place.physical & ~(page - 1);
+    size_t length = static_cast<size_t>(place.physical + fabric.size - start);
+    int fd = open(server->heap_path.c_str(), writable ? O_RDWR | O_CLOEXEC : O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        Fail(openfam::FAM_ERR_INVALIDOP, "cannot open heap {} of memory server {}: {}",
+             server->heap_path, server->id, std::strerror(errno));
+    }
+    void *range = mmap(nullptr, length, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
+                       fd, static_cast<off_t>(start));
+    close(fd);
+    if (range == MAP_FAILED) {
+        Fail(openfam::FAM_ERR_RESOURCE, "cannot map heap {}: {}", server->heap_path,
+             std::strerror(errno));
+    }
+    void *address = static_cast<char *>(range) + (place.physical - start);
+    std::lock_guard<std::mutex> lock(maps_mutex_);
+    maps_[address] = {range, length};
+    return address;
 }
 
-void FabricTransport::Unmap(void *) {}
+void FabricTransport::Forget(uint64_t region_id) {
+    std::lock_guard<std::mutex> lock(regions_mutex_);
+    auto it = regions_.find(region_id);
+    if (it == regions_.end()) return;
+    it->second->store(true);
+    regions_.erase(it);
+}
+
+void FabricTransport::Unmap(void *local) {
+    std::lock_guard<std::mutex> lock(maps_mutex_);
+    auto it = maps_.find(local);
+    if (it == maps_.end()) return;
+    munmap(it->second.first, it->second.second);
+    maps_.erase(it);
+}
+
 
 }  // namespace fampool

@@ -29,6 +29,8 @@ struct FabricBinding : Binding {
         fi_addr_t address = FI_ADDR_UNSPEC;
         uint64_t key = 0;
         uint64_t base = 0;
+        std::string heap_path;  // for fam_map when the server runs on this node
+        std::string node;
     };
     // Where item byte `offset` is: the server index, the physical offset in that server's
     // extent, and how many bytes from there stay contiguous on that server.
@@ -49,6 +51,8 @@ struct FabricBinding : Binding {
     uint64_t size = 0;
     uint64_t interleave = 0;  // block size; 0: not interleaved
     std::string name;
+    std::shared_ptr<std::atomic<bool>> forgotten;  // set when this process destroys the region
+    bool valid() const override { return !forgotten || !forgotten->load(); }
 };
 
 // What the transport and its channels share: one fabric domain, one address vector with the
@@ -88,12 +92,18 @@ class FabricTransport : public Transport {
     const char *name() const override { return "fabric"; }
     std::shared_ptr<Binding> Attach(const ItemInfo &item) override;
     std::unique_ptr<Channel> OpenChannel() override;
-    // Memory servers are not load/store reachable: throws FAM_ERR_INVALIDOP.
+    // Maps the item's heap file when its memory server runs on this node (and the item is
+    // on one server); otherwise throws FAM_ERR_INVALIDOP.
     void *Map(Binding &item, bool writable) override;
     void Unmap(void *local) override;
+    void Forget(uint64_t region_id) override;
 
   private:
     std::shared_ptr<FabricContext> context_;
+    std::mutex regions_mutex_;
+    std::map<uint64_t, std::shared_ptr<std::atomic<bool>>> regions_;  // live regions' flags
+    std::mutex maps_mutex_;
+    std::map<void *, std::pair<void *, size_t>> maps_;  // address -> mmap'd range
 };
 
 }  // namespace fampool
