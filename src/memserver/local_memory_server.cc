@@ -11,6 +11,21 @@
 
 namespace fampool {
 
+namespace {
+
+// The end of [offset, offset + nbytes); a request whose range wraps is refused, never served:
+// the memory server does not trust its callers.
+uint64_t EndOf(uint64_t offset, uint64_t nbytes) {
+    uint64_t end;
+    if (__builtin_add_overflow(offset, nbytes, &end)) {
+        Fail(openfam::FAM_ERR_OUTOFRANGE, "range of {} bytes at offset {} overflows", nbytes,
+             offset);
+    }
+    return end;
+}
+
+}  // namespace
+
 std::string NodeIdentity() {
     static const std::string identity = [] {
         std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -61,7 +76,7 @@ void LocalMemoryServer::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64
 
 void LocalMemoryServer::Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) {
     std::string path = HeapPath(extent);
-    auto mapping = cache_.Get(path, offset + nbytes);
+    auto mapping = cache_.Get(path, EndOf(offset, nbytes));
     heap::Zero(path, mapping.get(), offset, nbytes);
 }
 
@@ -71,13 +86,13 @@ std::shared_ptr<HeapMapping> LocalMemoryServer::Map(ExtentRef extent, uint64_t m
 
 void LocalMemoryServer::Copy(ExtentRef src, uint64_t src_offset, ExtentRef dest,
                              uint64_t dest_offset, uint64_t nbytes) {
-    auto from = Map(src, src_offset + nbytes);
-    auto to = Map(dest, dest_offset + nbytes);
+    auto from = Map(src, EndOf(src_offset, nbytes));
+    auto to = Map(dest, EndOf(dest_offset, nbytes));
     std::memmove(to->base() + dest_offset, from->base() + src_offset, nbytes);
 }
 
 BackupInfo LocalMemoryServer::Backup(ExtentRef extent, uint64_t offset, const BackupInfo &info) {
-    auto mapping = Map(extent, offset + info.size);
+    auto mapping = Map(extent, EndOf(offset, info.size));
     return archive_.Write(info, mapping->base() + offset);
 }
 
@@ -92,7 +107,7 @@ void LocalMemoryServer::Restore(const std::string &name, ExtentRef extent, uint6
         Fail(openfam::FAM_ERR_OUTOFRANGE, "backup \"{}\" holds {} bytes, item has only {}", name,
              info.size, capacity);
     }
-    auto mapping = Map(extent, offset + info.size);
+    auto mapping = Map(extent, EndOf(offset, info.size));
     archive_.Read(name, mapping->base() + offset);
 }
 
@@ -103,7 +118,7 @@ std::vector<BackupInfo> LocalMemoryServer::ListBackups() { return archive_.List(
 void LocalMemoryServer::Atomic(ExtentRef extent, uint64_t offset, int op, int type,
                                const void *operand, const void *compare, void *result) {
     auto data_type = static_cast<DataType>(type);
-    auto mapping = Map(extent, offset + SizeOf(data_type));
+    auto mapping = Map(extent, EndOf(offset, SizeOf(data_type)));
     ApplyAtomic(mapping->base() + offset, static_cast<AtomicOp>(op), data_type, operand, compare,
                 result);
 }
@@ -117,7 +132,7 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
     KeyGrant grant;
     if (!registrar_) return grant;
     std::lock_guard<std::mutex> lock(grants_mutex_);
-    auto mapping = Map(extent, offset + size);
+    auto mapping = Map(extent, EndOf(offset, size));
     uint64_t length = size ? size : mapping->length();
     auto range = grants_.equal_range(extent.region_id);
     for (auto it = range.first; it != range.second; ++it) {
