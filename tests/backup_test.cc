@@ -88,7 +88,7 @@ class BackupTest : public FamTest {
         return Allocate(name, kItemSize, per_item_region_.get(), perm);
     }
 
-    const std::string &archive_dir() const { return archive_->path(); }
+    std::string archive_dir() const { return ArchiveDir(); }
 
     std::unique_ptr<TempDir> archive_;
     std::unique_ptr<Fam_Region_Descriptor> region_;
@@ -397,7 +397,7 @@ TEST_F(DefaultArchiveTest, BackupGoesUnderHomeBackupDirectory) {
     PutBytes(item.get(), 0, Pattern(kItemSize, 5));
     fam()->fam_backup_wait(fam()->fam_backup(item.get(), "b1", nullptr));
     uint64_t total = 0;
-    for (const FileEntry &file : ListFiles(home_dir() + "/backup")) total += file.size;
+    for (const FileEntry &file : ListFiles(ArchiveDir())) total += file.size;
     EXPECT_GE(total, kItemSize);
 }
 

@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <map>
+#include <sstream>
 
 #include "test_support.h"
 
@@ -159,6 +161,57 @@ TEST_F(FailureTest, SigtermShutsDownCleanlyAndPersistentDataIsBack) {
     InitializeFam();
     std::unique_ptr<Fam_Descriptor> again(fam()->fam_lookup("data", "kept"));
     EXPECT_EQ(GetBytes(again.get(), 0, 4096), Pattern(4096, 9));
+}
+
+// Another user, in a program of its own (exec'd as uid/gid 65534), against the permission bits:
+// what the API suites check in forked children on the embedded model.
+std::map<std::string, int> AccessAsNobody(const std::string &region, const std::string &item) {
+    ProgramSpec spec;
+    spec.argv = {WorkerPath("access_worker"), region, item};
+    spec.uid = 65534;
+    spec.gid = 65534;
+    ProcessResult result = RunProgram(spec, 60);
+    EXPECT_TRUE(result.ok()) << result.err;
+    std::map<std::string, int> codes;
+    std::istringstream lines(result.out);
+    std::string operation;
+    int code;
+    while (lines >> operation >> code) codes[operation] = code;
+    return codes;
+}
+
+TEST_F(PlainClusterTest, OtherUserReadsButCannotWriteOrManageAReadOnlyRegion) {
+    auto region = CreateRegion("shared", 16 << 20, 0755);
+    auto item = Allocate("i", 4096, region.get(), 0644);
+    PutBytes(item.get(), 0, Pattern(4096, 3));
+    std::map<std::string, int> codes = AccessAsNobody("shared", "i");
+    EXPECT_EQ(codes["lookup_region"], 0);
+    EXPECT_EQ(codes["lookup_item"], 0);
+    EXPECT_EQ(codes["get"], 0);
+    EXPECT_EQ(codes["put"], FAM_ERR_NOPERM);
+    EXPECT_EQ(codes["set"], FAM_ERR_NOPERM);
+    EXPECT_EQ(codes["allocate"], FAM_ERR_NOPERM);
+    EXPECT_EQ(codes["resize_region"], FAM_ERR_NOPERM);
+    EXPECT_EQ(codes["destroy_region"], FAM_ERR_NOPERM);
+    EXPECT_EQ(GetBytes(item.get(), 0, 4096), Pattern(4096, 3));
+    Fam_Stat stat{};
+    fam()->fam_stat(region.get(), &stat);
+    EXPECT_EQ(stat.size, uint64_t{16} << 20);
+}
+
+TEST_F(PlainClusterTest, OtherUserWritesAndAllocatesInAnOpenRegionButCannotDestroyIt) {
+    auto region = CreateRegion("open", 16 << 20, 0777);
+    auto item = Allocate("i", 4096, region.get(), 0666);
+    std::map<std::string, int> codes = AccessAsNobody("open", "i");
+    EXPECT_EQ(codes["put"], 0);
+    EXPECT_EQ(codes["set"], 0);
+    EXPECT_EQ(codes["allocate"], 0);
+    EXPECT_EQ(codes["deallocate"], 0);
+    EXPECT_EQ(codes["destroy_region"], FAM_ERR_NOPERM);
+    EXPECT_EQ(fam()->fam_fetch_uint64(item.get(), 8), 7u);
+    uint64_t first = 0;
+    fam()->fam_get_blocking(&first, item.get(), 0, sizeof first);
+    EXPECT_EQ(first, 0x5555555555555555ull);
 }
 
 }  // namespace

@@ -518,6 +518,7 @@ TEST_F(LifecycleTest, BarrierAllReturnsUnderRuntimeNone) {
 }
 
 TEST_F(LifecycleTest, AbortEndsTheProcessWithItsStatus) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     int status = RunInChild(
         []() -> int {
             ScopedFam f;

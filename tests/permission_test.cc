@@ -186,6 +186,7 @@ TEST_F(PermissionTest, ChangePermissionsOfNullItemThrowsNullptr) {
 // Another user (uid/gid 65534) in a child process
 
 TEST_F(PermissionTest, OtherUserCannotLookUpRegionWithoutOtherBits) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("private", 0700);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -196,6 +197,7 @@ TEST_F(PermissionTest, OtherUserCannotLookUpRegionWithoutOtherBits) {
 }
 
 TEST_F(PermissionTest, OtherUserCannotLookUpItemOfRegionWithoutOtherBits) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("private", 0700);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -206,6 +208,7 @@ TEST_F(PermissionTest, OtherUserCannotLookUpItemOfRegionWithoutOtherBits) {
 }
 
 TEST_F(PermissionTest, OtherUserCannotReadThroughGlobalDescriptorOfPrivateRegion) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("private", 0700);
     Fam_Global_Descriptor global = Item()->get_global_descriptor();
     int status = RunAsUser(kNobodyUid, kNobodyGid, [global]() -> int {
@@ -220,6 +223,7 @@ TEST_F(PermissionTest, OtherUserCannotReadThroughGlobalDescriptorOfPrivateRegion
 }
 
 TEST_F(PermissionTest, OtherUserCanReadItemOfRegionWithOtherReadBit) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("shared", 0744);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -234,6 +238,7 @@ TEST_F(PermissionTest, OtherUserCanReadItemOfRegionWithOtherReadBit) {
 }
 
 TEST_F(PermissionTest, OtherUserCannotWriteItemOfRegionWithOnlyOtherReadBit) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("shared", 0744);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -249,6 +254,7 @@ TEST_F(PermissionTest, OtherUserCannotWriteItemOfRegionWithOnlyOtherReadBit) {
 }
 
 TEST_F(PermissionTest, OtherUserCannotAllocateInRegionWithoutOtherWriteBit) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("shared", 0755);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -262,6 +268,7 @@ TEST_F(PermissionTest, OtherUserCannotAllocateInRegionWithoutOtherWriteBit) {
 }
 
 TEST_F(PermissionTest, OtherUserAllocatesInOpenRegionAndOwnsTheItem) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("open", 0777);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -279,6 +286,7 @@ TEST_F(PermissionTest, OtherUserAllocatesInOpenRegionAndOwnsTheItem) {
 }
 
 TEST_F(PermissionTest, OtherUserCannotDestroyRootRegionEvenWithAllBits) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("open", 0777);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -292,6 +300,7 @@ TEST_F(PermissionTest, OtherUserCannotDestroyRootRegionEvenWithAllBits) {
 }
 
 TEST_F(PermissionTest, OtherUserCannotResizeRootRegion) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("open", 0777);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -305,6 +314,7 @@ TEST_F(PermissionTest, OtherUserCannotResizeRootRegion) {
 }
 
 TEST_F(PermissionTest, OtherUserCannotChangePermissionsOfRootRegion) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("open", 0777);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -318,6 +328,7 @@ TEST_F(PermissionTest, OtherUserCannotChangePermissionsOfRootRegion) {
 }
 
 TEST_F(PermissionTest, OtherUserCannotDeallocateRootItemInOpenRegion) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("open", 0777);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -331,6 +342,7 @@ TEST_F(PermissionTest, OtherUserCannotDeallocateRootItemInOpenRegion) {
 }
 
 TEST_F(PermissionTest, OtherUserCanDeallocateOwnItemInOpenRegion) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("open", 0777);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -344,6 +356,7 @@ TEST_F(PermissionTest, OtherUserCanDeallocateOwnItemInOpenRegion) {
 }
 
 TEST_F(PermissionTest, RegionOwnerCanDeallocateOtherUsersItem) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("open", 0777);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -358,6 +371,7 @@ TEST_F(PermissionTest, RegionOwnerCanDeallocateOtherUsersItem) {
 }
 
 TEST_F(PermissionTest, RootCannotDestroyRegionOwnedByOtherUser) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
         delete f->fam_create_region("theirs", kMiB, 0777, nullptr);
@@ -371,6 +385,7 @@ TEST_F(PermissionTest, RootCannotDestroyRegionOwnedByOtherUser) {
 }
 
 TEST_F(PermissionTest, RootCannotChangePermissionsOfRegionOwnedByOtherUser) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
         delete f->fam_create_region("theirs", kMiB, 0777, nullptr);
@@ -383,6 +398,7 @@ TEST_F(PermissionTest, RootCannotChangePermissionsOfRegionOwnedByOtherUser) {
 }
 
 TEST_F(PermissionTest, ChangeRegionPermissionsByOwnerTakesEffectForOtherUsersNewLookup) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     Fam_Region_Descriptor *region = RegionWithItem("shared", 0755);
     auto can_read = []() -> int {
         ScopedFam f;
@@ -406,6 +422,7 @@ TEST_F(PermissionTest, ChangeRegionPermissionsByOwnerTakesEffectForOtherUsersNew
 // Group bits: a child with uid 65534 in this process's group, or not
 
 TEST_F(PermissionTest, GroupMemberCanReadAndWriteThroughGroupBits) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("group", 0770);
     gid_t group = getgid();
     int status = RunAsUser(kNobodyUid, group, []() -> int {
@@ -422,6 +439,7 @@ TEST_F(PermissionTest, GroupMemberCanReadAndWriteThroughGroupBits) {
 }
 
 TEST_F(PermissionTest, NonMemberIsRefusedWhereOnlyGroupHasBits) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("group", 0770);
     ASSERT_NE(getgid(), kNobodyGid);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
@@ -433,6 +451,7 @@ TEST_F(PermissionTest, NonMemberIsRefusedWhereOnlyGroupHasBits) {
 }
 
 TEST_F(PermissionTest, GroupMemberGetsGroupBitsNotOtherBits) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("no-group", 0704);  // others may read, the group may not
     gid_t group = getgid();
     int status = RunAsUser(kNobodyUid, group, []() -> int {
@@ -444,6 +463,7 @@ TEST_F(PermissionTest, GroupMemberGetsGroupBitsNotOtherBits) {
 }
 
 TEST_F(PermissionTest, GroupReadBitLetsMemberReadButNotWrite) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("group-read", 0740);
     gid_t group = getgid();
     int status = RunAsUser(kNobodyUid, group, []() -> int {
@@ -463,6 +483,7 @@ TEST_F(PermissionTest, GroupReadBitLetsMemberReadButNotWrite) {
 // DATAITEM-level regions and another user
 
 TEST_F(PermissionTest, OtherUserCannotLookUpPrivateItemInOpenDataitemRegion) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("d", 0777, DATAITEM, 0700);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -473,6 +494,7 @@ TEST_F(PermissionTest, OtherUserCannotLookUpPrivateItemInOpenDataitemRegion) {
 }
 
 TEST_F(PermissionTest, OtherUserReadsButCannotWriteReadableItemInDataitemRegion) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("d", 0777, DATAITEM, 0744);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;
@@ -488,6 +510,7 @@ TEST_F(PermissionTest, OtherUserReadsButCannotWriteReadableItemInDataitemRegion)
 }
 
 TEST_F(PermissionTest, ItemPermissionChangeInDataitemRegionTakesEffectForOtherUser) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("d", 0777, DATAITEM, 0700);
     fam()->fam_change_permissions(Item(), 0744);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
@@ -502,6 +525,7 @@ TEST_F(PermissionTest, ItemPermissionChangeInDataitemRegionTakesEffectForOtherUs
 }
 
 TEST_F(PermissionTest, OtherUserCannotChangePermissionsOfRootItemInDataitemRegion) {
+    SKIP_FORKING_TEST_ON_CLUSTER();
     RegionWithItem("d", 0777, DATAITEM, 0766);
     int status = RunAsUser(kNobodyUid, kNobodyGid, []() -> int {
         ScopedFam f;

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -58,6 +59,11 @@ bool TestClusterSpec::FromEnvironment(TestClusterSpec *spec) {
     return true;
 }
 
+bool TestClusterSpec::Shared() {
+    const char *text = std::getenv("FAMPOOL_TEST_CLUSTER_SHARED");
+    return text && std::string(text) == "1";
+}
+
 bool EmbeddedModel() {
     TestClusterSpec spec;
     return !TestClusterSpec::FromEnvironment(&spec);
@@ -65,7 +71,7 @@ bool EmbeddedModel() {
 
 TestCluster::TestCluster(const TestClusterSpec &spec, const std::string &dir,
                          const std::string &archive_dir)
-    : dir_(dir), config_path_(dir + "/cluster.yaml") {
+    : dir_(dir), config_path_(dir + "/cluster.yaml"), archive_dir_(archive_dir) {
     int metadata_port = FreePort();
     std::ofstream config(config_path_);
     config << "openfam_model: memory_server\n"
@@ -134,16 +140,18 @@ pid_t TestCluster::Spawn(const std::vector<std::string> &args, const std::string
     return pid;
 }
 
+std::string TestCluster::MetadataAddress() const {
+    std::ifstream config(config_path_);
+    std::string line;
+    while (std::getline(config, line)) {
+        if (line.rfind("metadata_address: ", 0) == 0) return line.substr(18);
+    }
+    return "";
+}
+
 void TestCluster::WaitReady() {
     const int servers = servers_;
-    std::string address;
-    {
-        std::ifstream config(config_path_);
-        std::string line;
-        while (std::getline(config, line)) {
-            if (line.rfind("metadata_address: ", 0) == 0) address = line.substr(18);
-        }
-    }
+    std::string address = MetadataAddress();
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     std::string last_error;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -169,9 +177,37 @@ void TestCluster::WaitReady() {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    throw std::runtime_error("test cluster not ready after 30 s (" + last_error + ")\n" + Logs());
+}
+
+std::string TestCluster::Logs() const {
     std::string logs;
     for (const std::string &log : logs_) logs += log + ":\n" + ReadFile(log);
-    throw std::runtime_error("test cluster not ready after 30 s (" + last_error + ")\n" + logs);
+    return logs;
+}
+
+bool TestCluster::Alive() {
+    for (pid_t &pid : pids_) {
+        if (pid <= 0) return false;
+        if (waitpid(pid, nullptr, WNOHANG) == pid) {
+            pid = 0;
+            return false;
+        }
+    }
+    return true;
+}
+
+void TestCluster::Clean() {
+    fampool::MetadataClient client(MetadataAddress(), std::chrono::milliseconds(10000));
+    fampool::rpc::ClusterStatus status = client.Status();
+    for (const auto &usage : status.regions()) {
+        const auto &region = usage.region();
+        client.DestroyRegion(region.id(), fampool::Caller{region.uid(), region.gid()});
+    }
+    std::error_code ignored;
+    for (const auto &entry : std::filesystem::directory_iterator(archive_dir_, ignored)) {
+        std::filesystem::remove_all(entry.path(), ignored);
+    }
 }
 
 void TestCluster::Kill(size_t index, int signal) {

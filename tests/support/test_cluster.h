@@ -4,6 +4,9 @@
 //
 // FamTest starts one when FAMPOOL_TEST_CLUSTER is set to "SERVERS[:INTERLEAVE[:PROVIDER]]",
 // e.g. "1", "3:4096", "3:4096:shm": the same API tests then run on the memory-server model.
+// With FAMPOOL_TEST_CLUSTER_SHARED=1 too, every test of the program uses one cluster, started
+// by the first test and emptied (TestCluster::Clean) after each: the way CTest runs the API
+// suites on clusters, since starting servers costs more than most tests.
 #ifndef FAMPOOL_TESTS_SUPPORT_TEST_CLUSTER_H_
 #define FAMPOOL_TESTS_SUPPORT_TEST_CLUSTER_H_
 
@@ -19,6 +22,8 @@ struct TestClusterSpec {
     std::string provider = "tcp";
     // Parses FAMPOOL_TEST_CLUSTER; false when it is not set.
     static bool FromEnvironment(TestClusterSpec *spec);
+    // Whether FAMPOOL_TEST_CLUSTER_SHARED asks for one cluster for all the program's tests.
+    static bool Shared();
 };
 
 class TestCluster {
@@ -40,12 +45,22 @@ class TestCluster {
     void Restart(size_t index);
     // Waits (at most 30 s) until the metadata service sees every memory server.
     void WaitReady();
+    // Whether every server process still runs.
+    bool Alive();
+    // Back to an empty cluster: destroys every region (as its owner) and removes every backup
+    // from the archive directory. For a cluster shared by the tests of one program.
+    void Clean();
+    const std::string &dir() const { return dir_; }
+    // Every server's log, each under its path.
+    std::string Logs() const;
+    const std::string &archive_dir() const { return archive_dir_; }
 
   private:
+    std::string MetadataAddress() const;
     pid_t Spawn(const std::vector<std::string> &args, const std::string &log);
 
     int servers_ = 0;
-    std::string dir_, config_path_;
+    std::string dir_, config_path_, archive_dir_;
     std::vector<std::vector<std::string>> commands_;
     std::vector<std::string> logs_;
     std::vector<pid_t> pids_;

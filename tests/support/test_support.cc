@@ -287,6 +287,26 @@ Fam_Region_Attributes FamAttributes(Fam_Memory_Type memory, Fam_Permission_Level
     return attrs;
 }
 
+namespace {
+
+// The cluster every test of this program shares (FAMPOOL_TEST_CLUSTER_SHARED): started by the
+// first test, started again if a server died, stopped when the program exits.
+TestCluster *SharedCluster(const TestClusterSpec &spec) {
+    static std::unique_ptr<TempDir> dir;
+    static std::unique_ptr<TestCluster> cluster;
+    if (cluster && cluster->Alive()) return cluster.get();
+    if (cluster) {
+        ADD_FAILURE() << "a server of the shared test cluster died; starting a new cluster. "
+                      << "Server logs:\n" << cluster->Logs();
+    }
+    cluster.reset();
+    dir = std::make_unique<TempDir>("/tmp", "fampool-cluster-");
+    cluster = std::make_unique<TestCluster>(spec, dir->path(), dir->path() + "/backup");
+    return cluster.get();
+}
+
+}  // namespace
+
 void FamTest::SetUp() {
     for (const std::string &name : FampoolVariablesInEnvironment()) SetEnv(name, std::nullopt);
     home_ = std::make_unique<TempDir>("/tmp", "fampool-home-");
@@ -299,8 +319,13 @@ void FamTest::SetUp() {
     if (TestClusterSpec::FromEnvironment(&spec)) {
         const char *archive = std::getenv("FAMPOOL_ARCHIVE_DIR");
         try {
-            cluster_ = std::make_unique<TestCluster>(
-                spec, home_->path(), archive ? archive : home_->path() + "/backup");
+            if (TestClusterSpec::Shared()) {
+                cluster_ = SharedCluster(spec);
+            } else {
+                own_cluster_ = std::make_unique<TestCluster>(
+                    spec, home_->path(), archive ? archive : home_->path() + "/backup");
+                cluster_ = own_cluster_.get();
+            }
         } catch (const std::exception &e) {
             FAIL() << "cannot start the test cluster: " << e.what();
         }
@@ -323,7 +348,15 @@ void FamTest::TearDown() {
         }
     }
     fam_.reset();
-    cluster_.reset();
+    if (cluster_ && !own_cluster_) {
+        try {
+            cluster_->Clean();
+        } catch (const std::exception &e) {
+            ADD_FAILURE() << "cannot empty the shared test cluster: " << e.what();
+        }
+    }
+    own_cluster_.reset();
+    cluster_ = nullptr;
     while (!env_.empty()) env_.pop_back();  // restore in reverse order of setting
     home_.reset();
     shm_.reset();
@@ -332,7 +365,9 @@ void FamTest::TearDown() {
 std::vector<std::string> FamTest::VolatileHeapDirs() const {
     if (!cluster_) return {shm_->path()};
     std::vector<std::string> dirs;
-    for (int i = 0; i < cluster_->servers(); ++i) dirs.push_back(home_->path() + "/shm" + std::to_string(i));
+    for (int i = 0; i < cluster_->servers(); ++i) {
+        dirs.push_back(cluster_->dir() + "/shm" + std::to_string(i));
+    }
     return dirs;
 }
 
@@ -340,9 +375,15 @@ std::vector<std::string> FamTest::PersistentHeapDirs() const {
     if (!cluster_) return {home_->path() + "/heaps"};
     std::vector<std::string> dirs;
     for (int i = 0; i < cluster_->servers(); ++i) {
-        dirs.push_back(home_->path() + "/heaps" + std::to_string(i));
+        dirs.push_back(cluster_->dir() + "/heaps" + std::to_string(i));
     }
     return dirs;
+}
+
+std::string FamTest::ArchiveDir() const {
+    if (cluster_) return cluster_->archive_dir();
+    const char *archive = std::getenv("FAMPOOL_ARCHIVE_DIR");
+    return archive ? archive : home_->path() + "/backup";
 }
 
 void FamTest::InitializeFam(Fam_Options *options) {
@@ -527,7 +568,11 @@ bool ChildProcess::Start(const ProgramSpec &spec) {
         dup2(out_pipe[1], STDOUT_FILENO);
         dup2(err_pipe[1], STDERR_FILENO);
         int code = 0;
-        if (!spec.working_dir.empty() && chdir(spec.working_dir.c_str()) != 0) {
+        if (spec.gid >= 0 && (setgroups(0, nullptr) != 0 || setgid(spec.gid) != 0)) {
+            code = errno;
+        } else if (spec.uid >= 0 && setuid(spec.uid) != 0) {
+            code = errno;
+        } else if (!spec.working_dir.empty() && chdir(spec.working_dir.c_str()) != 0) {
             code = errno;
         } else {
             execvpe(argv[0], argv.data(), envp.data());

@@ -77,9 +77,21 @@ FabricChannel::~FabricChannel() {
     // The provider may still write into buffers the caller owns: let it finish, boundedly.
     std::lock_guard<std::mutex> lock(mutex_);
     WaitAll(Deadline());
+    CloseEndpoint();
+}
+
+void FabricChannel::CloseEndpoint() {
     registrations_.clear();
     scratch_mr_.reset();
-    endpoint_ = FabricEndpoint{};
+    endpoint_.endpoint.reset();
+    endpoint_.queue.reset();
+    endpoint_.counter.reset();
+}
+
+void FabricChannel::EndNonBlocking(bool blocking) {
+    if (!blocking && (call_ends_.empty() || call_ends_.back() != posted_)) {
+        call_ends_.push_back(posted_);
+    }
 }
 
 void FabricChannel::Open() {
@@ -104,6 +116,7 @@ void FabricChannel::Open() {
     }
     counter_waits_ = options.counter_wait != FI_WAIT_NONE;
     posted_ = reported_ = failures_seen_ = 0;
+    call_ends_.clear();
     busy_servers_.clear();
     touched_.clear();
     refusals_.clear();
@@ -272,6 +285,7 @@ void FabricChannel::Read(const std::shared_ptr<Binding> &binding, uint64_t offse
     void *desc = LocalDescriptor(local, nbytes, deadline);
     Transfer(item, offset, static_cast<char *>(local), nbytes, desc, false, deadline);
     if (blocking) Finish(deadline);
+    EndNonBlocking(blocking);
 }
 
 void FabricChannel::Write(const std::shared_ptr<Binding> &binding, uint64_t offset,
@@ -291,6 +305,7 @@ void FabricChannel::Write(const std::shared_ptr<Binding> &binding, uint64_t offs
     char *source = const_cast<char *>(static_cast<const char *>(local));
     Transfer(item, offset, source, nbytes, desc, true, deadline);
     if (blocking) Finish(deadline);
+    EndNonBlocking(blocking);
 }
 
 void FabricChannel::Elements(const std::shared_ptr<Binding> &binding, ElementPlan plan,
@@ -318,6 +333,7 @@ void FabricChannel::Elements(const std::shared_ptr<Binding> &binding, ElementPla
     }
     Transfer(item, run_start, run_local, run_length, desc, to_fam, deadline);
     if (blocking) Finish(deadline);
+    EndNonBlocking(blocking);
 }
 
 void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataType type,
@@ -413,7 +429,8 @@ uint64_t FabricChannel::Pending() {
     std::lock_guard<std::mutex> lock(mutex_);
     fid_cntr *counter = endpoint_.counter.get();
     uint64_t done = fi_cntr_read(counter) + fi_cntr_readerr(counter);
-    return posted_ - std::min(posted_, done);
+    while (!call_ends_.empty() && call_ends_.front() <= done) call_ends_.pop_front();
+    return call_ends_.size();
 }
 
 // --- completion ----------------------------------------------------------------------------
@@ -433,6 +450,7 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
             Reap();
         }
         if (done + failed >= posted_) {
+            call_ends_.clear();
             touched_.clear();
             refusals_.clear();
             busy_servers_.clear();
@@ -561,9 +579,7 @@ std::string FabricChannel::GiveUpMessage(Outcome outcome) const {
 void FabricChannel::Reopen() {
     // Closing the endpoint ends what is in flight: nothing completes into this channel (or
     // into the caller's buffers) later. Registrations bound to it go with it.
-    registrations_.clear();
-    scratch_mr_.reset();
-    endpoint_ = FabricEndpoint{};
+    CloseEndpoint();
     Open();
 }
 

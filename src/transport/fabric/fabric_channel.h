@@ -12,6 +12,7 @@
 #define FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_H_
 
 #include <chrono>
+#include <deque>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -107,6 +108,11 @@ class FabricChannel : public Channel {
     void Settle(Clock::time_point deadline, bool raise);
     // A fresh endpoint: what was in flight on the old one is gone.
     void Reopen();
+    // Closes the endpoint and what is bound to it, endpoint first (a counter or queue still
+    // bound cannot close, and would leak its file descriptors).
+    void CloseEndpoint();
+    // Ends a non-blocking call: remembers how many operations had been posted when it ended.
+    void EndNonBlocking(bool blocking);
     [[noreturn]] void GiveUp(Outcome outcome);
     std::string GiveUpMessage(Outcome outcome) const;
     // Moves failures from the queue to the current call, to Quiet's list, or to refusals_.
@@ -131,6 +137,9 @@ class FabricChannel : public Channel {
     uint64_t posted_ = 0;    // operations posted
     uint64_t reported_ = 0;  // failures read from the queue
     uint64_t failures_seen_ = 0;
+    // posted_ at the end of each non-blocking call not known to be complete, oldest first:
+    // Pending counts calls, not the operations they were split into.
+    std::deque<uint64_t> call_ends_;
     std::set<uint64_t> busy_servers_;  // servers with operations since all last completed
     std::vector<Touched> touched_;
     std::vector<Failed> refusals_;
