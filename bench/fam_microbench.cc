@@ -10,7 +10,12 @@
 // sweep per measurement, so that large sizes run out of cache; memcpy does the same walk
 // between two ordinary 256 MiB buffers. Every figure is the median of several trials.
 //
-//   fam_microbench [--quick] [--csv PATH] [--strict]
+//   fam_microbench [--quick] [--csv PATH] [--strict] [--cluster]
+//
+// --cluster measures the model the configuration names (FAMPOOL_CONFIG: the memory-server
+// model of a cluster started with `fampool up`) instead of the embedded model, metadata
+// operations only, against the memory-server targets of issue 3 (the data path over the
+// fabric is bench/fabric_bench's, against a raw libfabric loop).
 //
 // Prints a table, writes PATH (default fam_microbench.csv) with the columns
 // metric,size_bytes,value,unit,baseline_value,ratio (ratio = value / baseline_value), and
@@ -54,6 +59,8 @@ constexpr double kLatencyTargetNs = 200;       // 256 B blocking get/put, median
 constexpr double kFetchAddTargetNs = 100;      // uint64 fam_fetch_add
 constexpr double kAllocTargetUs = 20;          // allocate + deallocate
 constexpr double kRegionTargetMs = 2;          // create + destroy region
+constexpr double kClusterAllocTargetUs = 100;  // the same on the memory-server model
+constexpr double kClusterRegionTargetMs = 1;
 
 struct Settings {
     bool quick = false;
@@ -64,6 +71,7 @@ struct Settings {
     uint64_t atomic_ops = 1000000;
     uint64_t alloc_pairs = 2000;
     uint64_t region_pairs = 200;
+    bool cluster = false;  // metadata only, on the configured model
 };
 
 // One measured figure: a row of the table and of the CSV.
@@ -138,6 +146,12 @@ class Bench {
 
     void run() {
         setup();
+        if (s_.cluster) {
+            allocation();
+            regions();
+            teardown();
+            return;
+        }
         transfers();
         latency();
         atomics();
@@ -425,13 +439,22 @@ std::string fixed(double v, int digits) {
     return buf;
 }
 
-std::vector<Target> check_targets(const std::vector<Row> &rows) {
+std::vector<Target> check_targets(const std::vector<Row> &rows, bool cluster) {
     std::vector<Target> targets;
     auto at_most = [&](const Row &r, double limit, const std::string &what) {
         targets.push_back({what, r.value <= limit,
                            readable(r.value) + " " + r.unit + " (target <= " + fixed(limit, 0) +
                                " " + r.unit + ")"});
     };
+    if (cluster) {
+        at_most(find_row(rows, "allocate_deallocate_named_p50", 4 * kKiB), kClusterAllocTargetUs,
+                "allocate+deallocate 4 KiB, named (median)");
+        at_most(find_row(rows, "allocate_deallocate_anonymous_p50", 4 * kKiB),
+                kClusterAllocTargetUs, "allocate+deallocate 4 KiB, anonymous (median)");
+        at_most(find_row(rows, "create_destroy_region_p50", 64 * kMiB), kClusterRegionTargetMs,
+                "create+destroy 64 MiB region (median)");
+        return targets;
+    }
     for (const char *op : {"get_blocking", "put_blocking"}) {
         for (uint64_t size : kSizes) {
             if (size < kMiB) continue;
@@ -492,8 +515,11 @@ Settings parse(int argc, char **argv) {
             s.strict = true;
         } else if (arg == "--csv" && i + 1 < argc) {
             s.csv = argv[++i];
+        } else if (arg == "--cluster") {
+            s.cluster = true;
         } else {
-            throw std::invalid_argument("usage: fam_microbench [--quick] [--csv PATH] [--strict]");
+            throw std::invalid_argument(
+                "usage: fam_microbench [--quick] [--csv PATH] [--strict] [--cluster]");
         }
     }
     if (s.quick) {
@@ -512,14 +538,16 @@ int main(int argc, char **argv) {
     try {
         Settings settings = parse(argc, argv);
         fam my_fam;
-        // Measure the embedded model whatever the configuration file says.
+        // Measure the embedded model whatever the configuration file says, unless asked for
+        // the configured one.
         char model[] = "shared_memory";
         Fam_Options options{};
-        options.openFamModel = model;
+        if (!settings.cluster) options.openFamModel = model;
         my_fam.fam_initialize("default", &options);
-
-        std::printf("fam_microbench: embedded model, %s run (medians of %d trials)\n",
+        char *configured = static_cast<char *>(const_cast<void *>(my_fam.fam_get_option("OPENFAM_MODEL")));
+        std::printf("fam_microbench: %s model, %s run (medians of %d trials)\n", configured,
                     settings.quick ? "quick" : "full", settings.trials);
+        free(configured);
         std::printf(
             "caches: L2 %s, LLC %s; transfers sweep a 256 MiB item and a 256 MiB "
             "local buffer (memcpy: two 256 MiB buffers): working set 512 MiB, %s\n",
@@ -539,7 +567,7 @@ int main(int argc, char **argv) {
 
         std::printf("\ntargets:\n");
         int missed = 0;
-        for (const Target &t : check_targets(bench.rows())) {
+        for (const Target &t : check_targets(bench.rows(), settings.cluster)) {
             std::printf("  %-4s %-48s %s\n", t.pass ? "PASS" : "MISS", t.what.c_str(),
                         t.detail.c_str());
             missed += !t.pass;

@@ -13,7 +13,7 @@ namespace {
 // file can serve servers and clients.
 const std::set<std::string> kTopKeys = {
     "provider", "metadata_address", "fam_client_interface_service_address", "grpc_port",
-    "metadata_dir", "metadata_path", "archive_dir", "archive_path", "placement", "region_span",
+    "metadata_dir", "metadata_path", "archive_dir", "archive_path", "placement", "region_span", "progress",
     "dataitem_interleave_size", "rpc_timeout_ms", "fabric_timeout_ms", "memservers", "Memservers",
     "openfam_model", "runtime", "FamThreadModel", "client_interface_type",
     "fam_default_memory_type", "default_region_name", "enable_region_spanning",
@@ -96,6 +96,7 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
             config.archive_dir = Read<std::string>(value, key, path);
         }
         if (key == "placement") config.placement = Read<std::string>(value, key, path);
+        if (key == "progress") config.progress = Read<std::string>(value, key, path);
         if (key == "region_span") config.region_span = Read<uint64_t>(value, key, path);
         if (key == "dataitem_interleave_size") {
             config.interleave_size = Read<uint64_t>(value, key, path);
@@ -115,6 +116,9 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
                     ReadServer(server.second, Read<uint64_t>(server.first, key, path), path));
             }
         }
+    }
+    if (config.progress != "blocking" && config.progress != "busy") {
+        Bad(path, "progress \"" + config.progress + "\" is not blocking or busy");
     }
     if (config.placement != "hash" && config.placement != "least-used") {
         Bad(path, "placement \"" + config.placement + "\" is not hash or least-used");

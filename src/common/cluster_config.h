@@ -25,6 +25,9 @@ struct ClusterConfig {
     std::string metadata_dir;  // LMDB store of the metadata service
     std::string archive_dir;   // backups (reachable by every memory server)
     std::string placement = "hash";
+    // How a memory server's fabric progress thread waits for work: "blocking" (polls while
+    // traffic flows, then sleeps) or "busy" (never sleeps: lowest latency, one core per server).
+    std::string progress = "blocking";
     uint64_t region_span = 0;
     uint64_t interleave_size = 0;
     int rpc_timeout_ms = 10000;

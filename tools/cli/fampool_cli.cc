@@ -65,12 +65,19 @@ int Main(int argc, char **argv) {
                      "how regions pick memory servers: hash (of the name) or least-used")
         ->check(CLI::IsMember({"hash", "least-used"}))
         ->capture_default_str();
+    up_command
+        ->add_option("--progress", up.progress,
+                     "how memory servers wait for fabric work: blocking (sleep when idle) or "
+                     "busy (poll without sleeping: lowest latency, a core per server)")
+        ->check(CLI::IsMember({"blocking", "busy"}))
+        ->capture_default_str();
     auto *config_option = up_command->add_option(
         "--config", up.config,
         "use this cluster file instead of writing one from the options above (it is copied to "
         "RUN_DIR/cluster.yaml)");
     for (const char *generated :
-         {"--memservers", "--provider", "--base-port", "--interleave", "--placement"}) {
+         {"--memservers", "--provider", "--base-port", "--interleave", "--placement",
+          "--progress"}) {
         config_option->excludes(up_command->get_option(generated));
     }
     up_command

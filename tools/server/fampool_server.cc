@@ -67,7 +67,9 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     fabric.node = me.fabric_host;
     fabric.service = me.fabric_port;
     fabric.timeout_ms = cluster.fabric_timeout_ms;
-    role.fabric = std::make_unique<FabricServer>(fabric);
+    role.fabric = std::make_unique<FabricServer>(
+        fabric, cluster.progress == "busy" ? FabricServer::Progress::kBusyPoll
+                                           : FabricServer::Progress::kBlocking);
     role.heaps->AttachFabric(role.fabric.get());
     role.service = std::make_unique<MemoryServerService>(role.heaps.get(), NewIncarnation());
     return role;
@@ -81,7 +83,9 @@ struct MetadataRole {
     std::unique_ptr<MetadataRpcService> service;
 };
 
-MetadataRole StartMetadataRole(const ClusterConfig &cluster) {
+// `colocated`: the memory server running in this process (role all), called directly rather
+// than over gRPC: no RPC hop inside the metadata service's allocations; null when none.
+MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *colocated) {
     if (cluster.metadata_dir.empty()) {
         Fail(openfam::FAM_ERR_INVALID, "cluster file {} has no metadata_dir", cluster.path);
     }
@@ -97,7 +101,11 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster) {
     for (const MemoryServerConfig &server : cluster.memservers) {
         role.clients.push_back(std::make_unique<MemoryServerClient>(
             server.id, server.rpc_address, std::chrono::milliseconds(cluster.rpc_timeout_ms)));
-        servers.push_back(role.clients.back().get());
+        if (colocated && colocated->id() == server.id) {
+            servers.push_back(colocated);
+        } else {
+            servers.push_back(role.clients.back().get());
+        }
         clients.push_back(role.clients.back().get());
     }
     PlacementOptions placement;
@@ -153,7 +161,7 @@ int Run(int argc, char **argv) {
                     memory.fabric->provider().c_str(), cluster.memservers[id].fabric_port.c_str());
     }
     if (role == "metadata" || role == "all") {
-        metadata = StartMetadataRole(cluster);
+        metadata = StartMetadataRole(cluster, memory.heaps.get());
         servers.push_back(Listen(cluster.metadata_address, metadata.service.get()));
         metadata.service->StartMonitor(std::chrono::milliseconds(1000));
         std::printf("fampool-server: metadata service on %s (%zu memory servers)\n",
