@@ -35,6 +35,9 @@ std::string Describe(const ItemLayout &item) {
 // contiguously on one server, in order.
 template <typename Visit>
 void ForEachRun(const ItemLayout &item, uint64_t start, uint64_t nbytes, Visit &&visit) {
+    if (item.servers.empty()) {
+        Fail(openfam::FAM_ERR_INVALID, "{} lies on no memory server", Describe(item));
+    }
     for (uint64_t at = start, end = start + nbytes; at < end;) {
         BytePlace place = item.Locate(at);
         if (place.index >= item.servers.size()) {
