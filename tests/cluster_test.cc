@@ -1,10 +1,15 @@
 // The memory-server model's own behaviour: placement over several memory servers, interleaving
-// reported by fam_stat, errors within bounded time when a server dies, and what survives a
-// restart (persistent regions and their data; every name of the metadata service) and what
-// does not (volatile regions of a restarted memory server, whose names are released).
+// reported by fam_stat, memory-side copy, backup and restore between servers, errors within
+// bounded time when a server dies, and what survives a restart (persistent regions and their
+// data; every name of the metadata service) and what does not (volatile regions of a restarted
+// memory server, whose names are released).
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -33,6 +38,58 @@ class ClusterTest : public FamTest {
 class PlainClusterTest : public ClusterTest {
   protected:
     const char *Spec() const override { return "3:0"; }
+};
+
+// The index of the memory server holding an item of a non-interleaved region.
+uint64_t ServerIndexOfItem(Fam_Descriptor *item) {
+    return item->get_global_descriptor().offset >> 48;
+}
+
+void Copy(fam *f, Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest,
+          uint64_t dest_offset, uint64_t nbytes) {
+    f->fam_copy_wait(f->fam_copy(src, src_offset, dest, dest_offset, nbytes));
+}
+
+// `bytes` with `part` (from byte `at` of `source`) written at `offset`.
+std::vector<uint8_t> With(std::vector<uint8_t> bytes, uint64_t offset,
+                          const std::vector<uint8_t> &source, uint64_t at, uint64_t n) {
+    std::copy(source.begin() + at, source.begin() + at + n, bytes.begin() + offset);
+    return bytes;
+}
+
+// Memory-side work on a cluster of three servers: a region striped over all of them (4 KiB
+// blocks, "s") and one whose items each lie on one server ("p").
+class MemorySideTest : public ClusterTest {
+  protected:
+    static constexpr uint64_t kSize = 256 << 10;
+    void SetUp() override {
+        ClusterTest::SetUp();
+        if (HasFatalFailure()) return;
+        Fam_Region_Attributes striped{}, plain{};
+        striped.interleaveEnable = ENABLE;
+        plain.interleaveEnable = DISABLE;
+        striped_ = CreateRegion("s", 16 << 20, 0777, &striped);
+        plain_ = CreateRegion("p", 16 << 20, 0777, &plain);
+    }
+    void TearDown() override {
+        plain_.reset();
+        striped_.reset();
+        ClusterTest::TearDown();
+    }
+    void Backup(Fam_Descriptor *item, const char *name) {
+        fam()->fam_backup_wait(fam()->fam_backup(item, name, nullptr));
+    }
+    void Restore(const char *name, Fam_Descriptor *item) {
+        fam()->fam_restore_wait(fam()->fam_restore(name, item));
+    }
+    // The archive file of a backup (the cluster's archive_dir, see FamTest::SetUp).
+    std::string ArchivePath(const char *name) const {
+        const char *archive = std::getenv("FAMPOOL_ARCHIVE_DIR");
+        return (archive ? std::string(archive) : home_dir() + "/backup") + "/" + name +
+               ".fambackup";
+    }
+
+    std::unique_ptr<Fam_Region_Descriptor> striped_, plain_;
 };
 
 TEST_F(ClusterTest, InterleavedRegionStatNamesItsServersAndInterleaveSize) {
@@ -81,6 +138,107 @@ TEST_F(PlainClusterTest, ItemsOfARegionSpreadOverItsServers) {
                      FAM_ERR_NO_SPACE, "fam_allocate");
 }
 
+TEST_F(PlainClusterTest, CopyBetweenItemsOnDifferentServersCopiesBytes) {
+    auto region = CreateRegion("spread", 12 << 20);
+    // Allocate until two items sit on different memory servers.
+    std::vector<std::unique_ptr<Fam_Descriptor>> items;
+    Fam_Descriptor *src = nullptr, *dest = nullptr;
+    for (int i = 0; i < 32 && !dest; ++i) {
+        items.push_back(Allocate(("i" + std::to_string(i)).c_str(), 64 << 10, region.get()));
+        if (!src) {
+            src = items.back().get();
+        } else if (ServerIndexOfItem(items.back().get()) != ServerIndexOfItem(src)) {
+            dest = items.back().get();
+        }
+    }
+    ASSERT_NE(dest, nullptr) << "every item landed on one memory server";
+    std::vector<uint8_t> data = Pattern(64 << 10, 4);
+    PutBytes(src, 0, data);
+    Copy(fam(), src, 1001, dest, 333, 50000);
+    EXPECT_EQ(GetBytes(dest, 0, 64 << 10),
+              With(std::vector<uint8_t>(64 << 10, 0), 333, data, 1001, 50000));
+    // And back the other way, the whole item.
+    PutBytes(dest, 0, Pattern(64 << 10, 5));
+    Copy(fam(), dest, 0, src, 0, 64 << 10);
+    EXPECT_EQ(GetBytes(src, 0, 64 << 10), Pattern(64 << 10, 5));
+}
+
+TEST_F(MemorySideTest, CopyFromStripedItemIntoPlainItemAndBack) {
+    auto striped = Allocate("a", kSize, striped_.get());
+    auto plain = Allocate("b", kSize, plain_.get());
+    std::vector<uint8_t> a = Pattern(kSize, 1);
+    PutBytes(striped.get(), 0, a);
+    // Unaligned at both ends, across several 4 KiB blocks on all three servers.
+    const uint64_t n = 5 * 4096 + 99;
+    Copy(fam(), striped.get(), 1234, plain.get(), 777, n);
+    std::vector<uint8_t> b = With(std::vector<uint8_t>(kSize, 0), 777, a, 1234, n);
+    EXPECT_EQ(GetBytes(plain.get(), 0, kSize), b);
+
+    Copy(fam(), plain.get(), 5, striped.get(), 4095, 3 * 4096 + 3);
+    EXPECT_EQ(GetBytes(striped.get(), 0, kSize), With(a, 4095, b, 5, 3 * 4096 + 3));
+}
+
+TEST_F(MemorySideTest, CopyBetweenStripedItemsShiftedByPartOfABlock) {
+    auto src = Allocate("a", kSize, striped_.get());
+    auto dest = Allocate("b", kSize, striped_.get());
+    std::vector<uint8_t> data = Pattern(kSize, 2);
+    PutBytes(src.get(), 0, data);
+    Copy(fam(), src.get(), 100, dest.get(), 2100, kSize - 2100);
+    EXPECT_EQ(GetBytes(dest.get(), 0, kSize),
+              With(std::vector<uint8_t>(kSize, 0), 2100, data, 100, kSize - 2100));
+}
+
+TEST_F(MemorySideTest, BackupOfStripedItemRestoresIntoANewItem) {
+    auto item = Allocate("a", kSize - 555, striped_.get());
+    PutBytes(item.get(), 0, Pattern(kSize - 555, 3));
+    Backup(item.get(), "striped");
+    Fam_Descriptor *created = nullptr;
+    fam()->fam_restore_wait(fam()->fam_restore("striped", striped_.get(), "copy", 0600, &created));
+    std::unique_ptr<Fam_Descriptor> owned(created);
+    ASSERT_NE(created, nullptr);
+    EXPECT_EQ(GetBytes(created, 0, kSize - 555), Pattern(kSize - 555, 3));
+}
+
+TEST_F(MemorySideTest, BackupOfStripedItemRestoresIntoExistingItems) {
+    auto item = Allocate("a", kSize, striped_.get());
+    PutBytes(item.get(), 0, Pattern(kSize, 3));
+    Backup(item.get(), "striped");
+    // Into another striped item, larger: the bytes past the backup stay as they were.
+    auto larger = Allocate("larger", 2 * kSize, striped_.get());
+    PutBytes(larger.get(), 0, Pattern(2 * kSize, 4));
+    Restore("striped", larger.get());
+    EXPECT_EQ(GetBytes(larger.get(), 0, 2 * kSize),
+              With(Pattern(2 * kSize, 4), 0, Pattern(kSize, 3), 0, kSize));
+    // Into an item on one server, and from a backup of that item into the striped one.
+    auto plain = Allocate("b", kSize, plain_.get());
+    Restore("striped", plain.get());
+    EXPECT_EQ(GetBytes(plain.get(), 0, kSize), Pattern(kSize, 3));
+    PutBytes(plain.get(), 0, Pattern(kSize, 5));
+    Backup(plain.get(), "plain");
+    Restore("plain", item.get());
+    EXPECT_EQ(GetBytes(item.get(), 0, kSize), Pattern(kSize, 5));
+}
+
+TEST_F(MemorySideTest, CorruptedBackupOfStripedItemFailsRestoreAndWritesNothing) {
+    auto item = Allocate("a", kSize, striped_.get());
+    PutBytes(item.get(), 0, Pattern(kSize, 3));
+    Backup(item.get(), "striped");
+    // One flipped byte, in a block the item's second server holds.
+    int fd = open(ArchivePath("striped").c_str(), O_RDWR);
+    ASSERT_GE(fd, 0) << ArchivePath("striped");
+    const off_t where = 4096 + 4096 + 17;  // the 4 KiB header, then item byte 4113
+    unsigned char byte = 0;
+    ASSERT_EQ(pread(fd, &byte, 1, where), 1);
+    byte ^= 0x5A;
+    ASSERT_EQ(pwrite(fd, &byte, 1, where), 1);
+    close(fd);
+
+    auto dest = Allocate("dest", kSize, striped_.get());
+    PutBytes(dest.get(), 0, Pattern(kSize, 6));
+    EXPECT_FAM_ERROR(Restore("striped", dest.get()), FAM_ERR_RESOURCE, "fam_restore");
+    EXPECT_EQ(GetBytes(dest.get(), 0, kSize), Pattern(kSize, 6));
+}
+
 class FailureTest : public ClusterTest {
   protected:
     const char *Spec() const override { return "2"; }
@@ -116,6 +274,31 @@ TEST_F(FailureTest, DeadMemoryServerGivesAnErrorWithinBoundedTime) {
     EXPECT_THROW(fam()->fam_copy_wait(fam()->fam_copy(on_one, 0, on_one, 128, 64)),
                  Fam_Exception);
     EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 15.0);
+}
+
+TEST_F(FailureTest, CopyToDeadServerGivesAnErrorWithinBoundedTimeAndSourceServerLives) {
+    auto region = CreateRegion("r", 8 << 20);
+    std::vector<std::unique_ptr<Fam_Descriptor>> items;
+    Fam_Descriptor *on_zero = nullptr, *on_one = nullptr;
+    for (int i = 0; i < 64 && !(on_zero && on_one); ++i) {
+        items.push_back(Allocate(("n" + std::to_string(i)).c_str(), 4096, region.get()));
+        (ServerIndexOfItem(items.back().get()) == 0 ? on_zero : on_one) = items.back().get();
+    }
+    ASSERT_TRUE(on_zero && on_one) << "items did not land on both memory servers";
+    PutBytes(on_zero, 0, Pattern(4096, 1));
+    Copy(fam(), on_zero, 0, on_one, 0, 4096);  // both descriptors now hold their keys
+    cluster()->Kill(1, SIGKILL);
+    // Memory server 0 writes to memory server 1, which is gone.
+    auto start = Clock::now();
+    CaughtError caught = CatchFamError([&] { Copy(fam(), on_zero, 0, on_one, 0, 4096); });
+    EXPECT_TRUE(caught.thrown);
+    EXPECT_TRUE(caught.code == FAM_ERR_LIBFABRIC || caught.code == FAM_ERR_TIMEOUT ||
+                caught.code == FAM_ERR_RPC)
+        << "got " << FamErrorName(caught.code) << ": " << caught.message;
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 15.0);
+    // Memory server 0 still serves.
+    Copy(fam(), on_zero, 0, on_zero, 0, 16);
+    EXPECT_EQ(GetBytes(on_zero, 0, 4096), Pattern(4096, 1));
 }
 
 TEST_F(FailureTest, RestartedServicesKeepPersistentRegionsAndReleaseVolatileOnes) {

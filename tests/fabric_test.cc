@@ -79,10 +79,12 @@ class BufferMemoryServer : public MemoryServer {
     void DestroyExtent(ExtentRef) override { Unused(); }
     void ResizeExtent(ExtentRef, uint64_t, uint64_t) override { Unused(); }
     void Zero(ExtentRef, uint64_t, uint64_t) override { Unused(); }
-    void Copy(ExtentRef, uint64_t, ExtentRef, uint64_t, uint64_t) override { Unused(); }
-    BackupInfo Backup(ExtentRef, uint64_t, const BackupInfo &) override { Unused(); }
+    void Copy(const ItemLayout &, uint64_t, const ItemLayout &, uint64_t, uint64_t) override {
+        Unused();
+    }
+    BackupInfo Backup(const ItemLayout &, const BackupInfo &) override { Unused(); }
     BackupInfo DescribeBackup(const std::string &) override { Unused(); }
-    void Restore(const std::string &, ExtentRef, uint64_t, uint64_t) override { Unused(); }
+    void Restore(const std::string &, const ItemLayout &) override { Unused(); }
     void DeleteBackup(const std::string &) override { Unused(); }
     std::vector<BackupInfo> ListBackups() override { Unused(); }
     KeyGrant GrantKey(ExtentRef, uint64_t, uint64_t, bool) override { Unused(); }

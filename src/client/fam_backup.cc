@@ -1,7 +1,10 @@
 // FamImpl: the memory-side operations that return wait objects: copy, backup, restore and
-// delete of backups. Each runs on its own thread on the memory side; the wait call joins it and
-// reports its error.
+// delete of backups. The memory servers do the work (server to server over the fabric where an
+// item spans several), called from a thread of the wait object; the wait call joins it and
+// reports the first error.
+#include <algorithm>
 #include <ctime>
+#include <functional>
 #include <future>
 
 #include "client/fam_impl.h"
@@ -22,25 +25,66 @@ void *Launch(std::function<void()> operation) {
     return wait;
 }
 
-// The memory server holding an item's bytes and where they start in its extent.
-struct Home {
-    MemoryServer *server;
-    ExtentRef extent;
-    uint64_t offset;
-};
-
-Home HomeOf(Session &session, const ItemInfo &item) {
+// An item as the memory servers see it, with the fabric keys this client was granted for it
+// (read-only or read-write, as the permission check decided): a memory server that moves the
+// item's bytes to or from another server for this client uses them, and so can do no more than
+// the client could.
+ItemLayout LayoutOf(const ItemInfo &item) {
     const RegionInfo &region = item.region;
-    if (region.interleave_size && region.memory_servers.size() > 1) {
-        Fail(openfam::FAM_ERR_INVALIDOP,
-             "{} is interleaved over {} memory servers; memory-side copy, backup and restore "
-             "work on items of non-interleaved regions in this release",
-             Describe(item), region.memory_servers.size());
+    ItemLayout layout;
+    layout.extent = ExtentRef{item.region_id, region.attributes.memoryType == PERSISTENT};
+    layout.offset = item.offset;
+    layout.size = item.size;
+    layout.interleave = region.memory_servers.size() > 1 ? region.interleave_size : 0;
+    layout.name = item.name;
+    for (size_t index = 0; index < region.memory_servers.size(); ++index) {
+        ItemLayout::Server &server = layout.servers.emplace_back();
+        server.id = region.memory_servers[index];
+        if (index < item.access.size() && item.access[index].server_id == server.id) {
+            server.fabric_address = item.access[index].fabric_address;
+            server.key = item.access[index].key;
+            server.base = item.access[index].base;
+        }
     }
-    uint64_t index = ServerIndexOf(item.offset);
-    return Home{&session.Server(region.memory_servers.at(index)),
-                ExtentRef{item.region_id, region.attributes.memoryType == PERSISTENT},
-                PhysicalOf(item.offset)};
+    if (layout.servers.empty()) {
+        Fail(openfam::FAM_ERR_INVALID, "{} is in a region with no memory servers", Describe(item));
+    }
+    return layout;
+}
+
+// The memory servers holding item bytes [offset, offset + nbytes), each once.
+std::vector<uint64_t> HoldersOf(const ItemLayout &item, uint64_t offset, uint64_t nbytes) {
+    std::vector<uint64_t> ids;
+    for (uint64_t at = offset, end = offset + nbytes;
+         at < end && ids.size() < item.servers.size();) {
+        BytePlace place = item.Locate(at);
+        uint64_t id = item.servers.at(place.index).id;
+        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+        at += std::min(end - at, place.contiguous);
+    }
+    return ids;
+}
+
+// The memory server holding an item's first byte: it writes the item's backups and restores
+// into it.
+MemoryServer &HomeOf(Session &session, const ItemLayout &item) {
+    return session.Server(item.servers.at(item.Locate(0).index).id);
+}
+
+// Runs the calls at once and waits for all of them; then rethrows the first failure.
+void RunAll(std::vector<std::function<void()>> calls) {
+    if (calls.size() == 1) return calls.front()();
+    std::vector<std::future<void>> running;
+    for (auto &call : calls) running.push_back(std::async(std::launch::async, std::move(call)));
+    std::exception_ptr first;
+    for (std::future<void> &call : running) {
+        try {
+            call.get();
+        } catch (...) {
+            if (!first) first = std::current_exception();
+        }
+    }
+    if (first) std::rethrow_exception(first);
 }
 
 // The archive is one directory every memory server reaches; any server answers for it.
@@ -78,19 +122,19 @@ void FamImpl::Wait(void *wait_object) {
 void *FamImpl::Copy(Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest,
                     uint64_t dest_offset, uint64_t nbytes) {
     Session &session = Control();
-    Home from = HomeOf(session, Access(session, src, kRead, src_offset, nbytes).item);
-    Home to = HomeOf(session, Access(session, dest, kWrite, dest_offset, nbytes).item);
-    if (from.server != to.server) {
-        Fail(openfam::FAM_ERR_INVALIDOP,
-             "source and destination are on memory servers {} and {}; memory-side copy works "
-             "within one server in this release",
-             from.server->id(), to.server->id());
+    ItemLayout from = LayoutOf(Access(session, src, kRead, src_offset, nbytes).item);
+    ItemLayout to = LayoutOf(Access(session, dest, kWrite, dest_offset, nbytes).item);
+    // Each server holding source bytes copies them: within itself, or to the destination's
+    // servers over the fabric. The servers work in parallel.
+    std::vector<std::function<void()>> calls;
+    for (uint64_t id : HoldersOf(from, src_offset, nbytes)) {
+        MemoryServer *server = &session.Server(id);
+        calls.push_back([server, from, to, src_offset, dest_offset, nbytes] {
+            server->Copy(from, src_offset, to, dest_offset, nbytes);
+        });
     }
-    return Launch([session = session_, from, to, src_offset, dest_offset, nbytes] {
-        if (nbytes) {
-            from.server->Copy(from.extent, from.offset + src_offset, to.extent,
-                              to.offset + dest_offset, nbytes);
-        }
+    return Launch([session = session_, calls = std::move(calls)] {
+        if (!calls.empty()) RunAll(calls);
     });
 }
 
@@ -98,7 +142,8 @@ void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options 
     Session &session = Control();
     CheckBackupName(name);
     const ItemInfo &item = Access(session, src, kRead, 0, 0).item;
-    Home home = HomeOf(session, item);
+    ItemLayout layout = LayoutOf(item);
+    MemoryServer *home = &HomeOf(session, layout);
     try {
         Archivist(session).DescribeBackup(name);
         Fail(openfam::FAM_BACKUP_NOT_CREATED, "backup \"{}\" already exists", name);
@@ -112,23 +157,22 @@ void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options 
     info.gid = item.gid;
     info.mode = item.perm;
     info.item_name = item.name;
-    return Launch([session = session_, home, info] {
-        home.server->Backup(home.extent, home.offset, info);
-    });
+    return Launch([session = session_, home, layout, info] { home->Backup(layout, info); });
 }
 
 void *FamImpl::Restore(const char *name, Fam_Descriptor *dest) {
     Session &session = Control();
     CheckBackupName(name);
     const ItemInfo &item = Access(session, dest, kWrite, 0, 0).item;
-    Home home = HomeOf(session, item);
+    ItemLayout layout = LayoutOf(item);
+    MemoryServer *home = &HomeOf(session, layout);
     BackupInfo info = Archivist(session).DescribeBackup(name);
     if (info.size > item.size) {
         Fail(openfam::FAM_ERR_OUTOFRANGE, "backup \"{}\" holds {} bytes but {} has only {}", name,
              info.size, Describe(item), item.size);
     }
-    return Launch([session = session_, name = std::string(name), home, capacity = item.size] {
-        home.server->Restore(name, home.extent, home.offset, capacity);
+    return Launch([session = session_, name = std::string(name), home, layout] {
+        home->Restore(name, layout);
     });
 }
 
@@ -141,11 +185,12 @@ void *FamImpl::Restore(const char *name, Fam_Region_Descriptor *region, const ch
     BackupInfo info = Archivist(session).DescribeBackup(name);
     *dest = Allocate(item, info.size, perm, region);
     const ItemInfo &created = (*dest)->state()->item;
-    Home home = HomeOf(session, created);
+    ItemLayout layout = LayoutOf(created);
+    MemoryServer *home = &HomeOf(session, layout);
     // A restore that fails (a damaged backup) takes the item it allocated with it.
-    return Launch([session = session_, name = std::string(name), home, created] {
+    return Launch([session = session_, name = std::string(name), home, layout, created] {
         try {
-            home.server->Restore(name, home.extent, home.offset, created.size);
+            home->Restore(name, layout);
         } catch (...) {
             session->metadata->DeallocateItem(created.region_id, created.offset, session->caller);
             throw;

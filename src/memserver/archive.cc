@@ -147,7 +147,7 @@ std::string Archive::PathOf(const std::string &name) const {
 
 bool Archive::Exists(const std::string &name) const { return access(PathOf(name).c_str(), F_OK) == 0; }
 
-BackupInfo Archive::Write(const BackupInfo &request, const char *data) {
+BackupInfo Archive::Write(const BackupInfo &request, const Source &source) {
     EnsureDir(dir_);
     BackupInfo info = request;
     info.time = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
@@ -162,11 +162,14 @@ BackupInfo Archive::Write(const BackupInfo &request, const char *data) {
              std::strerror(errno));
     }
     try {
+        std::string buffer(std::min<uint64_t>(kChunk, info.size), '\0');
         uint32_t crc = 0;
         for (uint64_t done = 0; done < info.size;) {
             size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, info.size - done));
-            crc = Crc32c(crc, data + done, n);
-            WriteAll(file.fd(), data + done, n, static_cast<off_t>(kHeaderSize + done), temp_path);
+            source(done, buffer.data(), n);
+            crc = Crc32c(crc, buffer.data(), n);
+            WriteAll(file.fd(), buffer.data(), n, static_cast<off_t>(kHeaderSize + done),
+                     temp_path);
             done += n;
         }
         info.checksum = crc;
@@ -196,7 +199,7 @@ BackupInfo Archive::Describe(const std::string &name) const {
     return ParseHeader(header, path);
 }
 
-void Archive::Read(const std::string &name, char *dest) const {
+void Archive::Read(const std::string &name, const Sink &sink) const {
     std::string path = PathOf(name);
     BackupInfo info = Describe(name);
     File file(open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -220,7 +223,12 @@ void Archive::Read(const std::string &name, char *dest) const {
              "backup \"{}\" is damaged: checksum {:08x} does not match the recorded {:08x}", name,
              crc, info.checksum);
     }
-    ReadAll(file.fd(), dest, info.size, kHeaderSize, path);
+    for (uint64_t done = 0; done < info.size;) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, info.size - done));
+        ReadAll(file.fd(), buffer.data(), n, static_cast<off_t>(kHeaderSize + done), path);
+        sink(done, buffer.data(), n);
+        done += n;
+    }
 }
 
 void Archive::Delete(const std::string &name) {

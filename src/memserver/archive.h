@@ -5,6 +5,8 @@
 #ifndef FAMPOOL_MEMSERVER_ARCHIVE_H_
 #define FAMPOOL_MEMSERVER_ARCHIVE_H_
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,12 +18,20 @@ class Archive {
   public:
     explicit Archive(std::string dir) : dir_(std::move(dir)) {}
 
+    // Fills `buffer` with backup bytes [at, at + n): where Write takes the bytes from.
+    using Source = std::function<void(uint64_t at, char *buffer, size_t n)>;
+    // Takes backup bytes [at, at + n) from `data` (valid during the call): where Read puts
+    // them.
+    using Sink = std::function<void(uint64_t at, const char *data, size_t n)>;
+
     bool Exists(const std::string &name) const;
-    // Writes `info.size` bytes from `data`; fills in time and checksum.
-    BackupInfo Write(const BackupInfo &info, const char *data);
+    // Writes `info.size` bytes, asked of `source` a chunk (a few MiB) at a time, in order;
+    // fills in time and checksum.
+    BackupInfo Write(const BackupInfo &info, const Source &source);
     BackupInfo Describe(const std::string &name) const;
-    // Checks the checksum, then copies the bytes to `dest` (at least info.size bytes).
-    void Read(const std::string &name, char *dest) const;
+    // Checks the checksum, then hands the bytes to `sink` a chunk at a time, in order: a
+    // damaged backup reaches the sink not at all.
+    void Read(const std::string &name, const Sink &sink) const;
     void Delete(const std::string &name);
     std::vector<BackupInfo> List() const;
 

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,7 +25,90 @@ uint64_t EndOf(uint64_t offset, uint64_t nbytes) {
     return end;
 }
 
+// `item "name"` or `item at offset N of region R`, for messages.
+std::string Describe(const ItemLayout &item) {
+    if (!item.name.empty()) return fmt::format("item \"{}\"", item.name);
+    return fmt::format("item at offset {} of region {}", item.offset, item.extent.region_id);
+}
+
+// Calls visit(at, place, length) for each run of item bytes [start, start + nbytes) that lies
+// contiguously on one server, in order.
+template <typename Visit>
+void ForEachRun(const ItemLayout &item, uint64_t start, uint64_t nbytes, Visit &&visit) {
+    if (item.servers.empty()) {
+        Fail(openfam::FAM_ERR_INVALID, "{} lies on no memory server", Describe(item));
+    }
+    for (uint64_t at = start, end = start + nbytes; at < end;) {
+        BytePlace place = item.Locate(at);
+        if (place.index >= item.servers.size()) {
+            Fail(openfam::FAM_ERR_INVALID, "{} names server index {} but its region has {} servers",
+                 Describe(item), place.index, item.servers.size());
+        }
+        uint64_t length = std::min(end - at, place.contiguous);
+        visit(at, place, length);
+        at += length;
+    }
+}
+
 }  // namespace
+
+// One item's bytes as one operation of this server reaches them: those on this server through
+// a mapping of its heap, those on other servers through the peers, opened at the first such
+// byte.
+class LocalMemoryServer::ItemBytes {
+  public:
+    ItemBytes(LocalMemoryServer &server, const ItemLayout &item) : server_(server), item_(item) {}
+
+    bool Here(const BytePlace &place) const {
+        return item_.servers[place.index].id == server_.id();
+    }
+
+    char *Local(const BytePlace &place, uint64_t length) {
+        uint64_t end = EndOf(place.physical, length);
+        if (mapping_.empty() || mapping_.back()->length() < end) {
+            // Earlier mappings stay: transfers in flight may still read or write through them.
+            mapping_.push_back(server_.Map(item_.extent, end));
+        }
+        return mapping_.back()->base() + place.physical;
+    }
+
+    PeerTransfers &Remote() {
+        if (!remote_) {
+            if (!server_.peers_) {
+                Fail(openfam::FAM_ERR_INVALIDOP,
+                     "{} lies partly on other memory servers, and memory server {} has no "
+                     "fabric to reach them",
+                     Describe(item_), server_.id());
+            }
+            remote_ = server_.peers_->Open(item_);
+        }
+        return *remote_;
+    }
+
+    // Waits for the transfers to and from other servers started so far.
+    void Finish() {
+        if (remote_) remote_->Finish();
+    }
+
+    // Runs `work`, which starts transfers on a buffer valid only during this call, and waits
+    // for them: also when `work` fails midway, before the buffer goes.
+    template <typename Work>
+    void OnBuffer(Work &&work) {
+        try {
+            work();
+        } catch (...) {
+            remote_.reset();
+            throw;
+        }
+        Finish();
+    }
+
+  private:
+    LocalMemoryServer &server_;
+    const ItemLayout &item_;
+    std::vector<std::shared_ptr<HeapMapping>> mapping_;
+    std::unique_ptr<PeerTransfers> remote_;  // after mapping_: ends its transfers first
+};
 
 std::string NodeIdentity() {
     static const std::string identity = [] {
@@ -84,31 +168,70 @@ std::shared_ptr<HeapMapping> LocalMemoryServer::Map(ExtentRef extent, uint64_t m
     return cache_.Get(HeapPath(extent), min_length);
 }
 
-void LocalMemoryServer::Copy(ExtentRef src, uint64_t src_offset, ExtentRef dest,
+void LocalMemoryServer::Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
                              uint64_t dest_offset, uint64_t nbytes) {
-    auto from = Map(src, EndOf(src_offset, nbytes));
-    auto to = Map(dest, EndOf(dest_offset, nbytes));
-    std::memmove(to->base() + dest_offset, from->base() + src_offset, nbytes);
+    EndOf(src_offset, nbytes);
+    EndOf(dest_offset, nbytes);
+    ItemBytes from(*this, src), to(*this, dest);
+    ForEachRun(src, src_offset, nbytes, [&](uint64_t at, const BytePlace &place, uint64_t length) {
+        if (!from.Here(place)) return;  // the server holding those bytes copies them
+        const char *source = from.Local(place, length);
+        uint64_t dest_at = dest_offset + (at - src_offset);
+        ForEachRun(dest, dest_at, length, [&](uint64_t to_at, const BytePlace &there,
+                                              uint64_t run) {
+            const char *bytes = source + (to_at - dest_at);
+            if (to.Here(there)) {
+                std::memmove(to.Local(there, run), bytes, run);
+            } else {
+                to.Remote().Write(to_at, bytes, run);
+            }
+        });
+    });
+    to.Finish();
 }
 
-BackupInfo LocalMemoryServer::Backup(ExtentRef extent, uint64_t offset, const BackupInfo &info) {
-    auto mapping = Map(extent, EndOf(offset, info.size));
-    return archive_.Write(info, mapping->base() + offset);
+BackupInfo LocalMemoryServer::Backup(const ItemLayout &item, const BackupInfo &info) {
+    if (info.size > item.size) {
+        Fail(openfam::FAM_ERR_OUTOFRANGE, "backup \"{}\" of {} bytes from {} of {} bytes",
+             info.name, info.size, Describe(item), item.size);
+    }
+    ItemBytes bytes(*this, item);
+    return archive_.Write(info, [&](uint64_t start, char *buffer, size_t n) {
+        bytes.OnBuffer([&] {
+            ForEachRun(item, start, n, [&](uint64_t at, const BytePlace &place, uint64_t length) {
+                char *into = buffer + (at - start);
+                if (bytes.Here(place)) {
+                    std::memcpy(into, bytes.Local(place, length), length);
+                } else {
+                    bytes.Remote().Read(at, into, length);
+                }
+            });
+        });
+    });
 }
-
 BackupInfo LocalMemoryServer::DescribeBackup(const std::string &name) {
     return archive_.Describe(name);
 }
 
-void LocalMemoryServer::Restore(const std::string &name, ExtentRef extent, uint64_t offset,
-                                uint64_t capacity) {
+void LocalMemoryServer::Restore(const std::string &name, const ItemLayout &item) {
     BackupInfo info = archive_.Describe(name);
-    if (info.size > capacity) {
-        Fail(openfam::FAM_ERR_OUTOFRANGE, "backup \"{}\" holds {} bytes, item has only {}", name,
-             info.size, capacity);
+    if (info.size > item.size) {
+        Fail(openfam::FAM_ERR_OUTOFRANGE, "backup \"{}\" holds {} bytes, {} has only {}", name,
+             info.size, Describe(item), item.size);
     }
-    auto mapping = Map(extent, EndOf(offset, info.size));
-    archive_.Read(name, mapping->base() + offset);
+    ItemBytes bytes(*this, item);
+    archive_.Read(name, [&](uint64_t start, const char *data, size_t n) {
+        bytes.OnBuffer([&] {
+            ForEachRun(item, start, n, [&](uint64_t at, const BytePlace &place, uint64_t length) {
+                const char *from = data + (at - start);
+                if (bytes.Here(place)) {
+                    std::memcpy(bytes.Local(place, length), from, length);
+                } else {
+                    bytes.Remote().Write(at, from, length);
+                }
+            });
+        });
+    });
 }
 
 void LocalMemoryServer::DeleteBackup(const std::string &name) { archive_.Delete(name); }

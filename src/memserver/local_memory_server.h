@@ -11,6 +11,7 @@
 #include "memserver/archive.h"
 #include "memserver/heap.h"
 #include "memserver/memory_server.h"
+#include "memserver/peers.h"
 #include "memserver/registrar.h"
 
 namespace fampool {
@@ -30,12 +31,11 @@ class LocalMemoryServer : public MemoryServer {
     void DestroyExtent(ExtentRef extent) override;
     void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) override;
     void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) override;
-    void Copy(ExtentRef src, uint64_t src_offset, ExtentRef dest, uint64_t dest_offset,
-              uint64_t nbytes) override;
-    BackupInfo Backup(ExtentRef extent, uint64_t offset, const BackupInfo &info) override;
+    void Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
+              uint64_t dest_offset, uint64_t nbytes) override;
+    BackupInfo Backup(const ItemLayout &item, const BackupInfo &info) override;
     BackupInfo DescribeBackup(const std::string &name) override;
-    void Restore(const std::string &name, ExtentRef extent, uint64_t offset,
-                 uint64_t capacity) override;
+    void Restore(const std::string &name, const ItemLayout &item) override;
     void DeleteBackup(const std::string &name) override;
     std::vector<BackupInfo> ListBackups() override;
     void Atomic(ExtentRef extent, uint64_t offset, int op, int type, const void *operand,
@@ -47,6 +47,9 @@ class LocalMemoryServer : public MemoryServer {
     void AttachFabric(Registrar *registrar) { registrar_ = registrar; }
     std::string fabric_address() const { return registrar_ ? registrar_->address() : ""; }
     std::string fabric_provider() const { return registrar_ ? registrar_->provider() : ""; }
+    // Lets copy, backup and restore reach bytes on other memory servers (without peers, they
+    // work only on bytes of this server).
+    void AttachPeers(Peers *peers) { peers_ = peers; }
 
     // A mapping of the extent's heap covering at least [0, min_length): the data path of the
     // embedded model loads and stores through it.
@@ -54,6 +57,7 @@ class LocalMemoryServer : public MemoryServer {
     std::string HeapPath(ExtentRef extent) const;
 
   private:
+    class ItemBytes;
     struct Grant {
         uint64_t offset, size;
         bool writable;
@@ -67,6 +71,7 @@ class LocalMemoryServer : public MemoryServer {
     Archive archive_;
     HeapCache cache_;
     Registrar *registrar_ = nullptr;
+    Peers *peers_ = nullptr;
     std::mutex grants_mutex_;
     std::multimap<uint64_t, Grant> grants_;  // region id -> its registrations
 };

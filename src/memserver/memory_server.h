@@ -8,12 +8,39 @@
 #include <string>
 #include <vector>
 
+#include "meta/metadata_service.h"
+
 namespace fampool {
 
 // A region's space on one memory server.
 struct ExtentRef {
     uint64_t region_id = 0;
     bool persistent = false;
+};
+
+// An item as the memory side sees it for copy, backup and restore: where it lies in its
+// region's (possibly interleaved) space, and per server of the region how the other memory
+// servers reach that server's part over the fabric, with the keys the client was granted after
+// the permission check (so a memory server acting for the client never gets more access than
+// the client has).
+struct ItemLayout {
+    struct Server {
+        uint64_t id = 0;
+        std::string fabric_address;  // empty: no fabric access (embedded model, or no key)
+        uint64_t key = 0;
+        uint64_t base = 0;  // remote address of the extent's physical offset p: base + p
+    };
+    ExtentRef extent;
+    uint64_t offset = 0;      // virtual offset of the item in its region
+    uint64_t size = 0;
+    uint64_t interleave = 0;  // block size; 0: not interleaved
+    std::vector<Server> servers;  // in the region's memory_servers order
+    std::string name;             // for messages
+
+    // Where item byte `at` lies (see PlaceOfByte in meta/metadata_service.h).
+    BytePlace Locate(uint64_t at) const {
+        return PlaceOfByte(offset, interleave, servers.size(), at);
+    }
 };
 
 // What a backup records besides the bytes.
@@ -52,19 +79,24 @@ class MemoryServer {
     virtual void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) = 0;
     // Makes [offset, offset + nbytes) read as zeros (done on every allocation).
     virtual void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) = 0;
-    // FAM-to-FAM copy; the bytes never leave the memory side.
-    virtual void Copy(ExtentRef src, uint64_t src_offset, ExtentRef dest, uint64_t dest_offset,
-                      uint64_t nbytes) = 0;
+    // FAM-to-FAM copy of src bytes [src_offset, src_offset + nbytes) to dest bytes from
+    // dest_offset: the part whose source bytes lie on this server. Destination bytes on this
+    // server are copied within its heaps; those on other servers are written there over the
+    // fabric. The bytes never pass through the client, which calls each server holding source
+    // bytes.
+    virtual void Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
+                      uint64_t dest_offset, uint64_t nbytes) = 0;
 
-    // Backup of [offset, offset + info.size) into the archive under info.name, with a checksum.
-    // Throws FAM_BACKUP_NOT_CREATED when the name is taken.
-    virtual BackupInfo Backup(ExtentRef extent, uint64_t offset, const BackupInfo &info) = 0;
+    // Backup of the item's info.size first bytes into the archive under info.name, with a
+    // checksum; stripes on other servers are read from there over the fabric. Throws
+    // FAM_BACKUP_NOT_CREATED when the name is taken.
+    virtual BackupInfo Backup(const ItemLayout &item, const BackupInfo &info) = 0;
     // Reads a backup's description; throws FAM_BACKUP_NOTFOUND when it does not exist.
     virtual BackupInfo DescribeBackup(const std::string &name) = 0;
-    // Verifies the checksum, then writes the backup into [offset, offset + capacity).
-    // Throws FAM_ERR_RESOURCE on a checksum mismatch (and writes nothing).
-    virtual void Restore(const std::string &name, ExtentRef extent, uint64_t offset,
-                         uint64_t capacity) = 0;
+    // Verifies the checksum, then writes the backup into the item from its first byte (parts
+    // on other servers over the fabric). Throws FAM_ERR_RESOURCE on a checksum mismatch and
+    // FAM_ERR_OUTOFRANGE when the item is too small, in both cases writing nothing.
+    virtual void Restore(const std::string &name, const ItemLayout &item) = 0;
     virtual void DeleteBackup(const std::string &name) = 0;
     virtual std::vector<BackupInfo> ListBackups() = 0;
 

@@ -66,8 +66,8 @@ void MemoryServerClient::Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes
                 "MemoryServer.Zero", address_);
 }
 
-void MemoryServerClient::Copy(ExtentRef src, uint64_t src_offset, ExtentRef dest,
-                              uint64_t dest_offset, uint64_t nbytes) {
+void MemoryServerClient::Copy(const ItemLayout &src, uint64_t src_offset,
+                              const ItemLayout &dest, uint64_t dest_offset, uint64_t nbytes) {
     rpc::CopyRequest request;
     ToProto(src, request.mutable_src());
     request.set_src_offset(src_offset);
@@ -79,10 +79,9 @@ void MemoryServerClient::Copy(ExtentRef src, uint64_t src_offset, ExtentRef dest
     CheckStatus(stub_->Copy(context.get(), request, &reply), "MemoryServer.Copy", address_);
 }
 
-BackupInfo MemoryServerClient::Backup(ExtentRef extent, uint64_t offset, const BackupInfo &info) {
+BackupInfo MemoryServerClient::Backup(const ItemLayout &item, const BackupInfo &info) {
     rpc::BackupRequest request;
-    ToProto(extent, request.mutable_extent());
-    request.set_offset(offset);
+    ToProto(item, request.mutable_item());
     ToProto(info, request.mutable_info());
     rpc::BackupRecord reply;
     auto context = CallContext(ForBytes(timeout_, info.size));
@@ -99,15 +98,12 @@ BackupInfo MemoryServerClient::DescribeBackup(const std::string &name) {
     return FromProto(reply);
 }
 
-void MemoryServerClient::Restore(const std::string &name, ExtentRef extent, uint64_t offset,
-                                 uint64_t capacity) {
+void MemoryServerClient::Restore(const std::string &name, const ItemLayout &item) {
     rpc::BackupRequest request;
-    ToProto(extent, request.mutable_extent());
-    request.set_offset(offset);
+    ToProto(item, request.mutable_item());
     request.mutable_info()->set_name(name);
-    request.set_capacity(capacity);
     rpc::Empty reply;
-    auto context = CallContext(ForBytes(timeout_, capacity));
+    auto context = CallContext(ForBytes(timeout_, item.size));
     CheckStatus(stub_->Restore(context.get(), request, &reply), "MemoryServer.Restore", address_);
 }
 

@@ -31,12 +31,11 @@ class MemoryServerClient : public MemoryServer {
     void DestroyExtent(ExtentRef extent) override;
     void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) override;
     void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) override;
-    void Copy(ExtentRef src, uint64_t src_offset, ExtentRef dest, uint64_t dest_offset,
-              uint64_t nbytes) override;
-    BackupInfo Backup(ExtentRef extent, uint64_t offset, const BackupInfo &info) override;
+    void Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
+              uint64_t dest_offset, uint64_t nbytes) override;
+    BackupInfo Backup(const ItemLayout &item, const BackupInfo &info) override;
     BackupInfo DescribeBackup(const std::string &name) override;
-    void Restore(const std::string &name, ExtentRef extent, uint64_t offset,
-                 uint64_t capacity) override;
+    void Restore(const std::string &name, const ItemLayout &item) override;
     void DeleteBackup(const std::string &name) override;
     std::vector<BackupInfo> ListBackups() override;
     void Atomic(ExtentRef extent, uint64_t offset, int op, int type, const void *operand,

@@ -49,9 +49,7 @@ grpc::Status MemoryServerService::Copy(grpc::ServerContext *, const rpc::CopyReq
 grpc::Status MemoryServerService::Backup(grpc::ServerContext *, const rpc::BackupRequest *request,
                                          rpc::BackupRecord *reply) {
     return Serve([&] {
-        ToProto(server_->Backup(FromProto(request->extent()), request->offset(),
-                                FromProto(request->info())),
-                reply);
+        ToProto(server_->Backup(FromProto(request->item()), FromProto(request->info())), reply);
     });
 }
 
@@ -64,8 +62,7 @@ grpc::Status MemoryServerService::DescribeBackup(grpc::ServerContext *,
 grpc::Status MemoryServerService::Restore(grpc::ServerContext *,
                                           const rpc::BackupRequest *request, rpc::Empty *) {
     return Serve([&] {
-        server_->Restore(request->info().name(), FromProto(request->extent()), request->offset(),
-                         request->capacity());
+        server_->Restore(request->info().name(), FromProto(request->item()));
     });
 }
 

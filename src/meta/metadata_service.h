@@ -64,6 +64,21 @@ inline uint64_t PhysicalOf(uint64_t offset) {
     return offset & ((uint64_t{1} << kServerIndexShift) - 1);
 }
 
+// Where byte `at` of an item at virtual offset `offset` lies, by the formulas above: the server
+// index, the physical offset in that server's extent, and how many bytes from there on stay
+// contiguous on that server. `interleave` 0: not interleaved; `servers`: K.
+struct BytePlace {
+    uint64_t index = 0;
+    uint64_t physical = 0;
+    uint64_t contiguous = 0;
+};
+inline BytePlace PlaceOfByte(uint64_t offset, uint64_t interleave, uint64_t servers,
+                             uint64_t at) {
+    if (interleave == 0) return {ServerIndexOf(offset), PhysicalOf(offset) + at, ~uint64_t{0}};
+    uint64_t block = (offset + at) / interleave, within = (offset + at) % interleave;
+    return {block % servers, (block / servers) * interleave + within, interleave - within};
+}
+
 struct ItemInfo {
     uint64_t region_id = 0;
     uint64_t offset = 0;  // within the region

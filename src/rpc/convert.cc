@@ -116,6 +116,36 @@ void ToProto(const ExtentRef &in, rpc::Extent *out) {
 
 ExtentRef FromProto(const rpc::Extent &in) { return ExtentRef{in.region_id(), in.persistent()}; }
 
+void ToProto(const ItemLayout &in, rpc::ItemLayout *out) {
+    ToProto(in.extent, out->mutable_extent());
+    out->set_offset(in.offset);
+    out->set_size(in.size);
+    out->set_interleave(in.interleave);
+    out->set_name(in.name);
+    for (const ItemLayout::Server &server : in.servers) {
+        rpc::ServerAccess *access = out->add_servers();
+        access->set_server_id(server.id);
+        access->set_fabric_address(server.fabric_address);
+        access->set_key(server.key);
+        access->set_base(server.base);
+    }
+}
+
+ItemLayout FromProto(const rpc::ItemLayout &in) {
+    ItemLayout out;
+    out.extent = FromProto(in.extent());
+    out.offset = in.offset();
+    out.size = in.size();
+    out.interleave = in.interleave();
+    out.name = in.name();
+    for (const rpc::ServerAccess &access : in.servers()) {
+        out.servers.push_back(
+            ItemLayout::Server{access.server_id(), access.fabric_address(), access.key(),
+                               access.base()});
+    }
+    return out;
+}
+
 void ToProto(const Caller &in, rpc::Caller *out) {
     out->set_uid(in.uid);
     out->set_gid(in.gid);

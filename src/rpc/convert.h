@@ -24,6 +24,8 @@ void ToProto(const BackupInfo &in, rpc::BackupRecord *out);
 BackupInfo FromProto(const rpc::BackupRecord &in);
 void ToProto(const ExtentRef &in, rpc::Extent *out);
 ExtentRef FromProto(const rpc::Extent &in);
+void ToProto(const ItemLayout &in, rpc::ItemLayout *out);
+ItemLayout FromProto(const rpc::ItemLayout &in);
 void ToProto(const Caller &in, rpc::Caller *out);
 Caller FromProto(const rpc::Caller &in);
 void ToProto(const Fam_Region_Attributes &in, rpc::Attributes *out);

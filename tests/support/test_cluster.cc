@@ -18,9 +18,6 @@
 
 #include "meta/metadata_client.h"
 
-namespace {
-
-// A loopback port nobody listens on now (the kernel's choice for an ephemeral bind).
 int FreePort() {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
@@ -33,6 +30,8 @@ int FreePort() {
     close(fd);
     return port;
 }
+
+namespace {
 
 std::string ServerBinary() {
     if (const char *path = std::getenv("FAMPOOL_TEST_SERVER")) return path;

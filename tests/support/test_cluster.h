@@ -66,6 +66,9 @@ class TestCluster {
     std::vector<pid_t> pids_;
 };
 
+// A loopback port nobody listens on now (the kernel's choice for an ephemeral bind).
+int FreePort();
+
 // True when the test runs on the embedded model (no FAMPOOL_TEST_CLUSTER).
 bool EmbeddedModel();
 

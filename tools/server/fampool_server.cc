@@ -18,6 +18,7 @@
 
 #include "common/cluster_config.h"
 #include "common/error.h"
+#include "memserver/fabric_peers.h"
 #include "memserver/fabric_server.h"
 #include "memserver/local_memory_server.h"
 #include "memserver/memory_server_client.h"
@@ -47,6 +48,7 @@ void RemoveVolatileHeaps(const std::string &dir, const std::string &prefix) {
 struct MemoryRole {
     std::unique_ptr<LocalMemoryServer> heaps;
     std::unique_ptr<FabricServer> fabric;
+    std::unique_ptr<FabricPeers> peers;  // reaches other memory servers for copy and backup
     std::unique_ptr<MemoryServerService> service;
 };
 
@@ -71,6 +73,8 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
         fabric, cluster.progress == "busy" ? FabricServer::Progress::kBusyPoll
                                            : FabricServer::Progress::kBlocking);
     role.heaps->AttachFabric(role.fabric.get());
+    role.peers = std::make_unique<FabricPeers>(fabric);
+    role.heaps->AttachPeers(role.peers.get());
     role.service = std::make_unique<MemoryServerService>(role.heaps.get(), NewIncarnation());
     return role;
 }

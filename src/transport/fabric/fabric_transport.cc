@@ -13,22 +13,8 @@
 namespace fampool {
 
 FabricBinding::Place FabricBinding::Locate(uint64_t item_offset) const {
-    Place place;
-    if (interleave == 0) {
-        place.server = ServerIndexOf(offset);
-        place.physical = PhysicalOf(offset) + item_offset;
-        place.contiguous = UINT64_MAX;
-        return place;
-    }
-    // Block b = v / I of the region's virtual space is on server b % K at (b / K) * I.
-    uint64_t virtual_offset = offset + item_offset;
-    uint64_t block = virtual_offset / interleave;
-    uint64_t within = virtual_offset % interleave;
-    uint64_t count = servers.size();
-    place.server = static_cast<size_t>(block % count);
-    place.physical = (block / count) * interleave + within;
-    place.contiguous = interleave - within;
-    return place;
+    BytePlace byte = PlaceOfByte(offset, interleave, servers.size(), item_offset);
+    return Place{static_cast<size_t>(byte.index), byte.physical, byte.contiguous};
 }
 
 std::string FabricBinding::Describe() const {
