@@ -33,6 +33,25 @@ int FreePort() {
 
 namespace {
 
+// `count` distinct loopback ports nobody listens on now: all are held until every one is
+// chosen, so that none is handed out twice (FreePort called repeatedly may repeat itself).
+std::vector<int> FreePorts(int count) {
+    std::vector<int> fds, ports;
+    for (int i = 0; i < count; ++i) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
+        socklen_t length = sizeof address;
+        getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
+        ports.push_back(ntohs(address.sin_port));
+        fds.push_back(fd);
+    }
+    for (int fd : fds) close(fd);
+    return ports;
+}
+
 std::string ServerBinary() {
     if (const char *path = std::getenv("FAMPOOL_TEST_SERVER")) return path;
     return FAMPOOL_TEST_SERVER_BINARY;
@@ -71,7 +90,9 @@ bool EmbeddedModel() {
 TestCluster::TestCluster(const TestClusterSpec &spec, const std::string &dir,
                          const std::string &archive_dir)
     : dir_(dir), config_path_(dir + "/cluster.yaml"), archive_dir_(archive_dir) {
-    int metadata_port = FreePort();
+    std::vector<int> ports = FreePorts(1 + 2 * spec.servers);
+    size_t next_port = 0;
+    int metadata_port = ports[next_port++];
     std::ofstream config(config_path_);
     config << "openfam_model: memory_server\n"
            << "provider: " << spec.provider << "\n"
@@ -84,8 +105,8 @@ TestCluster::TestCluster(const TestClusterSpec &spec, const std::string &dir,
            << "memservers:\n";
     for (int i = 0; i < spec.servers; ++i) {
         config << "  - id: " << i << "\n"
-               << "    rpc_interface: 127.0.0.1:" << FreePort() << "\n"
-               << "    libfabric_port: \"" << FreePort() << "\"\n"
+               << "    rpc_interface: 127.0.0.1:" << ports[next_port++] << "\n"
+               << "    libfabric_port: \"" << ports[next_port++] << "\"\n"
                << "    fam_path: " << dir << "/heaps" << i << "\n"
                << "    shm_path: " << dir << "/shm" << i << "\n";
     }
