@@ -291,6 +291,22 @@ namespace {
 
 // The cluster every test of this program shares (FAMPOOL_TEST_CLUSTER_SHARED): started by the
 // first test, started again if a server died, stopped when the program exits.
+// Starts a test cluster, again with other ports when a server could not start: ports are
+// picked free, but another test running in parallel may take one before our server binds it.
+std::unique_ptr<TestCluster> StartCluster(const TestClusterSpec &spec, const std::string &dir,
+                                          const std::string &archive_dir) {
+    for (int attempt = 1;; ++attempt) {
+        try {
+            return std::make_unique<TestCluster>(spec, dir, archive_dir);
+        } catch (const std::runtime_error &e) {
+            if (attempt == 3 || std::string(e.what()).find("exited during start-up") ==
+                                    std::string::npos) {
+                throw;
+            }
+        }
+    }
+}
+
 TestCluster *SharedCluster(const TestClusterSpec &spec) {
     static std::unique_ptr<TempDir> dir;
     static std::unique_ptr<TestCluster> cluster;
@@ -301,7 +317,7 @@ TestCluster *SharedCluster(const TestClusterSpec &spec) {
     }
     cluster.reset();
     dir = std::make_unique<TempDir>("/tmp", "fampool-cluster-");
-    cluster = std::make_unique<TestCluster>(spec, dir->path(), dir->path() + "/backup");
+    cluster = StartCluster(spec, dir->path(), dir->path() + "/backup");
     return cluster.get();
 }
 
@@ -322,8 +338,8 @@ void FamTest::SetUp() {
             if (TestClusterSpec::Shared()) {
                 cluster_ = SharedCluster(spec);
             } else {
-                own_cluster_ = std::make_unique<TestCluster>(
-                    spec, home_->path(), archive ? archive : home_->path() + "/backup");
+                own_cluster_ = StartCluster(spec, home_->path(),
+                                            archive ? archive : home_->path() + "/backup");
                 cluster_ = own_cluster_.get();
             }
         } catch (const std::exception &e) {
