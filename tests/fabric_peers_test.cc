@@ -151,8 +151,7 @@ TEST_P(FabricPeersTest, CopyWithAKeyThePeerRefusesFailsWithinBoundedTime) {
     dest.servers[1].key ^= 0x5a5a0000;
     auto start = Clock::now();
     CaughtError caught = CatchFamError([&] { Server(0).Copy(src, 0, dest, 0, 4096); });
-    EXPECT_TRUE(caught.code == openfam::FAM_ERR_LIBFABRIC ||
-                caught.code == openfam::FAM_ERR_TIMEOUT)
+    EXPECT_EQ(openfam::FAM_ERR_LIBFABRIC, caught.code)
         << FamErrorName(caught.code) << ": " << caught.message;
     // A few waits of the fabric timeout at most (the post, the probe, the final wait).
     EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(),
@@ -167,8 +166,7 @@ TEST_P(FabricPeersTest, CopyIntoPeerWithReadOnlyKeyIsRefused) {
     ItemLayout src = Item(0), dest = Item(1, &Node::read_only);
     Fill(src, Pattern(kItem, 5));
     CaughtError caught = CatchFamError([&] { Server(0).Copy(src, 0, dest, 0, 4096); });
-    EXPECT_TRUE(caught.code == openfam::FAM_ERR_LIBFABRIC ||
-                caught.code == openfam::FAM_ERR_TIMEOUT)
+    EXPECT_EQ(openfam::FAM_ERR_LIBFABRIC, caught.code)
         << FamErrorName(caught.code) << ": " << caught.message;
     EXPECT_EQ(Bytes(dest), std::vector<uint8_t>(kItem, 0));
 }

@@ -22,7 +22,7 @@ class PeerTransfers {
     virtual void Read(uint64_t at, void *local, uint64_t nbytes) = 0;
     virtual void Write(uint64_t at, const void *local, uint64_t nbytes) = 0;
     // Waits until every transfer started has completed; throws the first failure (a peer that
-    // is down or refused the key: FAM_ERR_TIMEOUT or FAM_ERR_LIBFABRIC).
+    // is down or refused the key: FAM_ERR_LIBFABRIC).
     virtual void Finish() = 0;
 };
 

@@ -589,11 +589,11 @@ void FabricChannel::Reopen() {
 }
 
 void FabricChannel::GiveUp(Outcome outcome) {
-    openfam::Fam_Error error =
-        outcome == Outcome::kRefused ? openfam::FAM_ERR_LIBFABRIC : openfam::FAM_ERR_TIMEOUT;
+    // A refusal and an operation that never completed are both data-path failures; the
+    // message tells them apart.
     std::string message = GiveUpMessage(outcome);
     Reopen();
-    throw Failure(error, message);
+    throw Failure(openfam::FAM_ERR_LIBFABRIC, message);
 }
 
 void FabricChannel::Settle(Clock::time_point deadline, bool raise) {
