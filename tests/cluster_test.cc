@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "test_support.h"
 
@@ -343,6 +344,69 @@ TEST_F(FailureTest, SigtermShutsDownCleanlyAndPersistentDataIsBack) {
     InitializeFam();
     std::unique_ptr<Fam_Descriptor> again(fam()->fam_lookup("data", "kept"));
     EXPECT_EQ(GetBytes(again.get(), 0, 4096), Pattern(4096, 9));
+}
+
+// Deallocated space is zeroed by the metadata service after fam_deallocate returns: the next
+// allocation of that space, at once (the region is full, so it waits for the zeroing) or
+// later, reads zeros, never the previous item's bytes.
+TEST_F(PlainClusterTest, SpaceOfADeallocatedItemIsZeroedBeforeReuse) {
+    Fam_Region_Attributes plain{};
+    plain.interleaveEnable = DISABLE;
+    plain.memoryType = VOLATILE;
+    // Three servers with 64 KiB each: the item fills one of them; the others stay empty,
+    // so fill them too, and the only free space is what the item gives back.
+    auto region = CreateRegion("r", 3 * 65536, 0777, &plain);
+    std::vector<std::unique_ptr<Fam_Descriptor>> items;
+    for (int i = 0; i < 3; ++i) {
+        items.push_back(Allocate(("i" + std::to_string(i)).c_str(), 65536, region.get()));
+    }
+    for (int round = 0; round < 20; ++round) {
+        PutBytes(items[0].get(), 0, Pattern(65536, round + 1));
+        fam()->fam_deallocate(items[0].get());
+        if (round % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        items[0] = Allocate(("n" + std::to_string(round)).c_str(), 65536, region.get());
+        EXPECT_EQ(GetBytes(items[0].get(), 0, 65536), std::vector<uint8_t>(65536, 0))
+            << "round " << round;
+    }
+}
+
+TEST_F(ClusterTest, SpaceOfADeallocatedStripedItemIsZeroedBeforeReuse) {
+    Fam_Region_Attributes striped{};
+    striped.interleaveEnable = ENABLE;
+    striped.memoryType = VOLATILE;
+    const uint64_t size = 3 * 65536;  // the whole region, striped over its three servers
+    auto region = CreateRegion("r", size, 0777, &striped);
+    auto item = Allocate("first", size, region.get());
+    for (int round = 0; round < 20; ++round) {
+        PutBytes(item.get(), 0, Pattern(size, round + 1));
+        fam()->fam_deallocate(item.get());
+        if (round % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        item = Allocate(("n" + std::to_string(round)).c_str(), size, region.get());
+        EXPECT_EQ(GetBytes(item.get(), 0, size), std::vector<uint8_t>(size, 0))
+            << "round " << round;
+    }
+}
+
+TEST_F(FailureTest, SpaceOfAnItemDeallocatedJustBeforeACrashIsNotLost) {
+    Fam_Region_Attributes persistent{};
+    persistent.memoryType = PERSISTENT;
+    persistent.interleaveEnable = DISABLE;
+    auto region = CreateRegion("kept", 2 * 65536, 0777, &persistent);
+    auto first = Allocate("a", 65536, region.get());
+    auto second = Allocate("b", 65536, region.get());
+    PutBytes(first.get(), 0, Pattern(65536, 5));
+    PutBytes(second.get(), 0, Pattern(65536, 6));
+    fam()->fam_deallocate(first.get());
+    FinalizeFam();
+    cluster()->Kill(0, SIGKILL);  // the metadata service, perhaps before it zeroed "a"
+    cluster()->Restart(0);
+    ASSERT_NO_FATAL_FAILURE(WaitForCluster());
+    InitializeFam();
+    std::unique_ptr<Fam_Region_Descriptor> again(fam()->fam_lookup_region("kept"));
+    auto reused = Allocate("c", 65536, again.get());
+    EXPECT_EQ(GetBytes(reused.get(), 0, 65536), std::vector<uint8_t>(65536, 0));
+    std::unique_ptr<Fam_Descriptor> kept(fam()->fam_lookup("b", "kept"));
+    EXPECT_EQ(GetBytes(kept.get(), 0, 65536), Pattern(65536, 6));
 }
 
 // Another user, in a program of its own (exec'd as uid/gid 65534), against the permission bits:

@@ -13,8 +13,17 @@
 namespace fampool {
 
 // The named databases of the metadata store; see metadata_store.cc for their keys and values.
-enum class Table { kMeta, kRegions, kRegionNames, kItems, kItemNames, kFreeByOffset, kFreeBySize };
-constexpr int kTableCount = 7;
+enum class Table {
+    kMeta,
+    kRegions,
+    kRegionNames,
+    kItems,
+    kItemNames,
+    kFreeByOffset,
+    kFreeBySize,
+    kScrub
+};
+constexpr int kTableCount = 8;
 
 class LmdbEnv {
   public:

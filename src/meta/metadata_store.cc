@@ -1,6 +1,7 @@
 #include "meta/metadata_store.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <random>
 
@@ -137,6 +138,7 @@ void RequireOwner(const RegionInfo &region, const Caller &caller, const char *ac
 void RemoveRegionRecords(Txn &txn, const RegionInfo &region) {
     DeletePrefix(txn, Table::kItems, Key(region.id));
     DeletePrefix(txn, Table::kItemNames, Key(region.id));
+    DeletePrefix(txn, Table::kScrub, Key(region.id));
     for (uint64_t index = 0; index < region.memory_servers.size(); ++index) {
         ExtentAllocator::DropExtent(txn, AllocatorOf(region.id, index));
     }
@@ -180,6 +182,17 @@ MetadataStore::MetadataStore(std::shared_ptr<LmdbEnv> env, std::vector<MemorySer
                              PlacementOptions options)
     : env_(std::move(env)), servers_(std::move(servers)), options_(std::move(options)) {
     if (servers_.empty()) Fail(openfam::FAM_ERR_MEMSERV_LIST_EMPTY, "no memory servers configured");
+    if (options_.scrub_in_background) scrubber_ = std::thread([this] { RunScrubber(); });
+}
+
+MetadataStore::~MetadataStore() {
+    if (!scrubber_.joinable()) return;
+    {
+        std::lock_guard<std::mutex> lock(scrubber_mutex_);
+        stopping_ = true;
+    }
+    scrubber_wake_.notify_all();
+    scrubber_.join();
 }
 
 std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name) {
@@ -287,6 +300,8 @@ void MetadataStore::DestroyRegion(uint64_t region_id, const Caller &caller) {
 }
 
 RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) {
+    // Items waiting to be zeroed still hold their space: a shrink must not count them.
+    if (options_.scrub_in_background) Scrub(region_id, nullptr);
     Txn txn(*env_, /*write=*/true);
     RegionInfo region = ReadRegion(txn, region_id);
     if (size == 0) Fail(openfam::FAM_ERR_INVALID, "region \"{}\" to size 0", region.name);
@@ -367,6 +382,21 @@ void MetadataStore::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
 
 ItemInfo MetadataStore::AllocateItem(uint64_t region_id, const std::string &name, uint64_t size,
                                      uint32_t perm, const Caller &caller) {
+    try {
+        return AllocateOnce(region_id, name, size, perm, caller);
+    } catch (const Failure &failure) {
+        // Space waiting to be zeroed is as good as free: zero it now (or wait for the
+        // scrubber, which may hold it) and try again.
+        if (failure.fam_error() != openfam::FAM_ERR_NO_SPACE || !options_.scrub_in_background) {
+            throw;
+        }
+        Scrub(region_id, nullptr);
+    }
+    return AllocateOnce(region_id, name, size, perm, caller);
+}
+
+ItemInfo MetadataStore::AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size,
+                                     uint32_t perm, const Caller &caller) {
     if (!name.empty()) CheckName("item", name);
     Txn txn(*env_, /*write=*/true);
     ItemInfo item;
@@ -418,12 +448,7 @@ ItemInfo MetadataStore::AllocateItem(uint64_t region_id, const std::string &name
     item.perm = perm & 0777;
     item.uid = caller.uid;
     item.gid = caller.gid;
-    for (uint64_t index = 0; index < layout.servers; ++index) {
-        auto [begin, end] = PhysicalRange(layout, item.offset, size, index);
-        if (end > begin) {
-            servers_[region.memory_servers[index]]->Zero(ExtentOf(region), begin, end - begin);
-        }
-    }
+    // Free space reads as zeros already (see the header): nothing to clear.
     txn.Put(Table::kItems, Key(region_id, item.offset), EncodeItem(item));
     if (!name.empty()) txn.Put(Table::kItemNames, NameKey(region_id, name), Key(item.offset));
     txn.Commit();
@@ -448,17 +473,112 @@ void MetadataStore::DeallocateItem(uint64_t region_id, uint64_t offset, const Ca
     }
     txn.Del(Table::kItems, Key(region_id, offset));
     if (!item.name.empty()) txn.Del(Table::kItemNames, NameKey(region_id, item.name));
-    Layout layout = LayoutOf(region);
-    if (layout.interleaved()) {
-        ExtentAllocator::Free(txn, AllocatorOf(region_id, kVirtualExtent), offset,
-                              RoundUp(item.size, layout.unit()));
+    if (options_.scrub_in_background) {
+        // The space stays taken until the scrubber has zeroed it; the record survives a crash.
+        txn.Put(Table::kScrub, Key(region_id, offset), Key(item.size));
     } else {
-        ExtentAllocator::Free(txn, AllocatorOf(region_id, ServerIndexOf(offset)),
-                              PhysicalOf(offset), item.size);
+        ZeroItem(region, offset, item.size);
+        FreeItemSpace(txn, region, offset, item.size);
     }
     txn.Commit();
+    if (options_.scrub_in_background) {
+        {
+            std::lock_guard<std::mutex> lock(scrubber_mutex_);
+            scrub_pending_ = true;
+        }
+        scrubber_wake_.notify_one();
+    }
     if (options_.grant_keys && region.attributes.permissionLevel == DATAITEM) {
         RevokeItemGrants(region, offset, item.size);
+    }
+}
+
+void MetadataStore::ZeroItem(const RegionInfo &region, uint64_t offset, uint64_t size) {
+    Layout layout = LayoutOf(region);
+    for (uint64_t index = 0; index < layout.servers; ++index) {
+        auto [begin, end] = PhysicalRange(layout, offset, size, index);
+        if (end > begin) {
+            servers_[region.memory_servers[index]]->Zero(ExtentOf(region), begin, end - begin);
+        }
+    }
+}
+
+void MetadataStore::FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t offset,
+                                  uint64_t size) {
+    Layout layout = LayoutOf(region);
+    if (layout.interleaved()) {
+        ExtentAllocator::Free(txn, AllocatorOf(region.id, kVirtualExtent), offset,
+                              RoundUp(size, layout.unit()));
+    } else {
+        ExtentAllocator::Free(txn, AllocatorOf(region.id, ServerIndexOf(offset)),
+                              PhysicalOf(offset), size);
+    }
+}
+
+size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
+    std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> waiting;  // region, offset, size
+    {
+        Txn txn(*env_, /*write=*/false);
+        Cursor cursor(txn, Table::kScrub);
+        std::string prefix = region_id == kAllRegions ? std::string() : Key(region_id);
+        bool ok = prefix.empty() ? cursor.First() : cursor.Seek(prefix);
+        for (; ok && StartsWith(cursor.key(), prefix); ok = cursor.Next()) {
+            waiting.emplace_back(ReadU64(cursor.key()), ReadU64(cursor.key(), 8),
+                                 ReadU64(cursor.value()));
+        }
+    }
+    size_t freed = 0;
+    for (auto [region, offset, size] : waiting) {
+        try {
+            freed += ScrubOne(region, offset, size);
+        } catch (const Failure &failure) {
+            if (error && error->empty()) *error = failure.fam_error_msg();
+        }
+    }
+    return freed;
+}
+
+bool MetadataStore::ScrubOne(uint64_t region_id, uint64_t offset, uint64_t size) {
+    std::lock_guard<std::mutex> lock(scrub_mutex_);
+    RegionInfo region;
+    {
+        Txn txn(*env_, /*write=*/false);
+        // Gone already (scrubbed by another caller, or its region destroyed with it).
+        if (!txn.Get(Table::kScrub, Key(region_id, offset), nullptr)) return false;
+        region = ReadRegion(txn, region_id);
+    }
+    ZeroItem(region, offset, size);  // throws when a server is unreachable: the item waits
+    Txn txn(*env_, /*write=*/true);
+    if (!txn.Get(Table::kScrub, Key(region_id, offset), nullptr)) return false;
+    FreeItemSpace(txn, region, offset, size);
+    txn.Del(Table::kScrub, Key(region_id, offset));
+    txn.Commit();
+    return true;
+}
+
+void MetadataStore::RunScrubber() {
+    // Retries what failed (a memory server down) at this period.
+    constexpr auto kRetry = std::chrono::seconds(1);
+    std::unique_lock<std::mutex> lock(scrubber_mutex_);
+    bool failed = false;
+    for (;;) {
+        scrubber_wake_.wait_for(lock, kRetry, [&] { return stopping_ || scrub_pending_; });
+        if (stopping_) return;
+        if (!scrub_pending_ && !failed) continue;
+        scrub_pending_ = false;
+        lock.unlock();
+        std::string error;
+        try {
+            Scrub(kAllRegions, &error);
+        } catch (const std::exception &e) {  // the store itself failed: try again later
+            error = e.what();
+        }
+        failed = !error.empty();
+        if (failed) {
+            std::fprintf(stderr, "fampool-server: zeroing deallocated items: %s (retrying)\n",
+                         error.c_str());
+        }
+        lock.lock();
     }
 }
 

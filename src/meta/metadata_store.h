@@ -9,14 +9,21 @@
 //   items          region id, offset                        -> item record
 //   item_names     region id, item name                     -> offset
 //   free_by_*      see ExtentAllocator
+//   scrub          region id, offset                        -> size of a deallocated item
+//                  whose bytes are still to be zeroed before its space is free again
+//
+// Free space always reads as zeros: a new extent is zero, and a deallocated item's bytes are
+// zeroed before its space returns to the allocator, so allocation never waits for zeroing.
 #ifndef FAMPOOL_META_METADATA_STORE_H_
 #define FAMPOOL_META_METADATA_STORE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -32,6 +39,9 @@ struct PlacementOptions {
     size_t region_span = 0;        // servers per region; 0: all of them
     std::string policy = "hash";   // "hash" (by region name) or "least-used" (fewest bytes)
     bool grant_keys = false;       // fill ItemInfo::access with fabric keys (memory-server model)
+    // Zero deallocated items on a thread of the store (the metadata server, whose memory
+    // servers are a round trip away) rather than inside fam_deallocate (embedded: a memset).
+    bool scrub_in_background = false;
 };
 
 class MetadataStore : public MetadataService {
@@ -44,6 +54,9 @@ class MetadataStore : public MetadataService {
     // `servers[i]` is the memory server with id i.
     MetadataStore(std::shared_ptr<LmdbEnv> env, std::vector<MemoryServer *> servers,
                   PlacementOptions options);
+    ~MetadataStore() override;
+    MetadataStore(const MetadataStore &) = delete;
+    MetadataStore &operator=(const MetadataStore &) = delete;
 
     RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                             const Fam_Region_Attributes &attributes, const Caller &caller) override;
@@ -78,12 +91,23 @@ class MetadataStore : public MetadataService {
     // Small named values kept with the metadata (e.g. each server's last seen incarnation).
     std::string GetValue(const std::string &name);
     void SetValue(const std::string &name, const std::string &value);
+    // Zeroes and frees the deallocated items of `region_id` (every region: kAllRegions) still
+    // waiting for it; returns how many were freed. Items whose server cannot be reached wait
+    // for the next call; the first such failure goes to `error` when it is not null.
+    static constexpr uint64_t kAllRegions = ~uint64_t{0};
+    size_t Scrub(uint64_t region_id, std::string *error);
 
   private:
     ItemInfo Finish(ItemInfo item, const Caller &caller);
     void ForgetGrants(uint64_t region_id);
     void RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size);
     std::vector<uint64_t> PlaceRegion(const std::string &name);
+    ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size,
+                          uint32_t perm, const Caller &caller);
+    void ZeroItem(const RegionInfo &region, uint64_t offset, uint64_t size);
+    void FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t offset, uint64_t size);
+    bool ScrubOne(uint64_t region_id, uint64_t offset, uint64_t size);
+    void RunScrubber();
 
     std::shared_ptr<LmdbEnv> env_;
     std::vector<MemoryServer *> servers_;
@@ -92,6 +116,14 @@ class MetadataStore : public MetadataService {
     // (region, server index, offset, size, writable) -> key; offset/size 0: the whole extent.
     std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, bool>, KeyGrant> grants_;
     std::atomic<uint64_t> round_robin_{0};
+    // One item is zeroed and freed at a time: a range freed by one scrub must never be
+    // zeroed again by another after it was handed out.
+    std::mutex scrub_mutex_;
+    std::mutex scrubber_mutex_;
+    std::condition_variable scrubber_wake_;
+    bool scrub_pending_ = true;  // leftovers of an earlier run are scrubbed at start
+    bool stopping_ = false;
+    std::thread scrubber_;
 };
 
 }  // namespace fampool

@@ -117,6 +117,8 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     placement.region_span = cluster.region_span;
     placement.policy = cluster.placement;
     placement.grant_keys = true;
+    // fam_deallocate returns before its item is zeroed; allocation never waits for zeroing.
+    placement.scrub_in_background = true;
     role.store = std::make_unique<MetadataStore>(role.env, servers, placement);
     role.service = std::make_unique<MetadataRpcService>(role.store.get(), clients);
     return role;
