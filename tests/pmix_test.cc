@@ -7,9 +7,11 @@
 #include <fam/fam_exception.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +49,10 @@ class PmixTest : public FamTest {
                                          "FAMPOOL_HOME=" + home_dir(),
                                          "-x",
                                          "FAMPOOL_SHM_DIR=" + shm_dir()};
+        if (const char *config = std::getenv("FAMPOOL_CONFIG")) {  // a test cluster
+            argv.push_back("-x");
+            argv.push_back(std::string("FAMPOOL_CONFIG=") + config);
+        }
         argv.insert(argv.end(), mpirun_options.begin(), mpirun_options.end());
         argv.push_back(WorkerPath("pmix_worker"));
         argv.push_back(mode);
@@ -58,9 +64,18 @@ class PmixTest : public FamTest {
         return result;
     }
 
+    // What a job of pmix_worker ok left in FAM, seen by a process outside it (this test's own
+    // fam, initialized here).
+    void CheckWhatTheJobLeft();
+
     // PEs carry this test's FAMPOOL_HOME; any still alive once mpirun is gone were left behind.
     void StopStrayPes() {
         std::vector<pid_t> stray = PidsWithEnvironment("FAMPOOL_HOME=" + home_dir());
+        if (cluster()) {  // the test cluster's servers carry it too, and stay
+            for (pid_t server : cluster()->pids()) {
+                stray.erase(std::remove(stray.begin(), stray.end(), server), stray.end());
+            }
+        }
         KillPids(stray);
         EXPECT_TRUE(stray.empty()) << stray.size() << " process(es) outlived mpirun";
     }
@@ -72,8 +87,33 @@ TEST_F(PmixTest, FourPesShareAnItemThroughBarriersAndAGlobalDescriptor) {
     EXPECT_EQ(job.exit_code, 0);
     EXPECT_NE(job.output.find("pmix_worker: OK 4 PEs"), std::string::npos)
         << "PE 0 did not report success";
+    ASSERT_NO_FATAL_FAILURE(CheckWhatTheJobLeft());
+}
 
-    // What the job left in FAM, seen by a process outside it.
+// The same job on the memory-server model: three memory servers, items striped over them in
+// 4 KiB blocks; the PEs reach them over the fabric.
+class ClusterPmixTest : public PmixTest {
+  protected:
+    void PrepareEnvironment() override { SetEnv("FAMPOOL_TEST_CLUSTER", "3:4096"); }
+};
+
+TEST_F(ClusterPmixTest, FourPesShareAStripedItemOnThreeMemoryServers) {
+    ASSERT_NE(std::getenv("FAMPOOL_CONFIG"), nullptr) << "no test cluster";
+    LauncherResult job = RunJob("ok");
+    EXPECT_FALSE(job.timed_out);
+    EXPECT_EQ(job.exit_code, 0);
+    EXPECT_NE(job.output.find("pmix_worker: OK 4 PEs"), std::string::npos)
+        << "PE 0 did not report success";
+    ASSERT_NO_FATAL_FAILURE(CheckWhatTheJobLeft());
+    // The item really is striped over the three servers.
+    std::unique_ptr<Fam_Descriptor> data(fam()->fam_lookup("data", "pmix_region"));
+    Fam_Stat stat{};
+    fam()->fam_stat(data.get(), &stat);
+    EXPECT_EQ(stat.num_memservers, 3u);
+    EXPECT_EQ(stat.interleaveSize, 4096u);
+}
+
+void PmixTest::CheckWhatTheJobLeft() {
     ASSERT_NO_FATAL_FAILURE(InitializeFam());
     CaughtError caught = CatchFamError([&] {
         std::unique_ptr<Fam_Descriptor> counter(fam()->fam_lookup("counter", "pmix_region"));

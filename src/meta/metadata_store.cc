@@ -547,7 +547,14 @@ bool MetadataStore::ScrubOne(uint64_t region_id, uint64_t offset, uint64_t size)
         if (!txn.Get(Table::kScrub, Key(region_id, offset), nullptr)) return false;
         region = ReadRegion(txn, region_id);
     }
-    ZeroItem(region, offset, size);  // throws when a server is unreachable: the item waits
+    try {
+        ZeroItem(region, offset, size);
+    } catch (const Failure &) {
+        // Its region was destroyed meanwhile (and the record with it): nothing is left to do.
+        Txn txn(*env_, /*write=*/false);
+        if (!txn.Get(Table::kScrub, Key(region_id, offset), nullptr)) return false;
+        throw;  // a server is unreachable: the item waits for the next round
+    }
     Txn txn(*env_, /*write=*/true);
     if (!txn.Get(Table::kScrub, Key(region_id, offset), nullptr)) return false;
     FreeItemSpace(txn, region, offset, size);
@@ -561,6 +568,7 @@ void MetadataStore::RunScrubber() {
     constexpr auto kRetry = std::chrono::seconds(1);
     std::unique_lock<std::mutex> lock(scrubber_mutex_);
     bool failed = false;
+    std::string reported;  // the failure last logged: a server down for long is logged once
     for (;;) {
         scrubber_wake_.wait_for(lock, kRetry, [&] { return stopping_ || scrub_pending_; });
         if (stopping_) return;
@@ -574,10 +582,12 @@ void MetadataStore::RunScrubber() {
             error = e.what();
         }
         failed = !error.empty();
-        if (failed) {
-            std::fprintf(stderr, "fampool-server: zeroing deallocated items: %s (retrying)\n",
+        if (failed && error != reported) {
+            std::fprintf(stderr,
+                         "fampool-server: zeroing deallocated items: %s (retrying every second)\n",
                          error.c_str());
         }
+        reported = error;
         lock.lock();
     }
 }

@@ -47,13 +47,15 @@ def pids_of(run_dir):
     return pids
 
 
-def free_base_port():
-    """A base port P in 20000-29000 with P..P+2 and P+100..P+101 free right now."""
+def free_base_port(servers=2):
+    """A base port P in 20000-29000 with the ports `up` takes for that many memory servers
+    (P..P+servers and P+100..P+100+servers-1) free right now."""
     import socket
     for _ in range(50):
         base = random.randint(20000, 29000)
         ok = True
-        for port in (base, base + 1, base + 2, base + 100, base + 101):
+        ports = list(range(base, base + servers + 1)) + list(range(base + 100, base + 100 + servers))
+        for port in ports:
             with socket.socket() as s:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 try:
@@ -111,6 +113,24 @@ def test_up_prints_servers_and_export_line(run_dir):
     assert f"127.0.0.1:{base + 1}" in up.stdout and f"127.0.0.1:{base + 2}" in up.stdout
     assert sorted(pids_of(run_dir)) == ["memory0", "memory1", "metadata"]
     assert all(running(pid) for pid in pids_of(run_dir).values())
+
+
+def test_run_starts_four_pes_of_an_example_on_three_interleaved_servers(run_dir):
+    """`up --memservers 3` then `run -n 4 PROGRAM`: four PEs under mpirun compute SpMV on a
+    matrix and vectors striped over three memory servers, meeting at PMIx barriers."""
+    base = free_base_port(servers=3)
+    up = fampool("up", "--memservers", "3", "--interleave", "4096", "--provider", "tcp",
+                 "--run-dir", run_dir, "--base-port", str(base))
+    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    demo = os.path.join(BUILD_DIR, "examples", "spmv_demo")
+    run = fampool("run", "-n", "4", "--run-dir", run_dir, demo, "60", timeout=300)
+    assert run.returncode == 0, f"fampool run failed:\n{run.stdout}\n{run.stderr}"
+    assert "spmv_demo: OK" in run.stdout, run.stdout
+    for pe in range(4):
+        assert f"spmv_demo: PE {pe}: rows" in run.stdout, run.stdout
+    assert "mpirun" in run.stderr  # the command it ran comes first
+    status = fampool("status", "--run-dir", run_dir)
+    assert status.returncode == 0, status.stderr
 
 
 def test_up_writes_cluster_file_from_options(run_dir):

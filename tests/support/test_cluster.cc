@@ -104,9 +104,11 @@ TestCluster::TestCluster(const TestClusterSpec &spec, const std::string &dir,
            << "fabric_timeout_ms: 5000\n"
            << "memservers:\n";
     for (int i = 0; i < spec.servers; ++i) {
+        int rpc_port = ports[next_port++];
+        int fabric_port = ports[next_port++];
         config << "  - id: " << i << "\n"
-               << "    rpc_interface: 127.0.0.1:" << ports[next_port++] << "\n"
-               << "    libfabric_port: \"" << ports[next_port++] << "\"\n"
+               << "    rpc_interface: 127.0.0.1:" << rpc_port << "\n"
+               << "    libfabric_port: \"" << fabric_port << "\"\n"
                << "    fam_path: " << dir << "/heaps" << i << "\n"
                << "    shm_path: " << dir << "/shm" << i << "\n";
     }
