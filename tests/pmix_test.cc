@@ -64,8 +64,16 @@ class PmixTest : public FamTest {
         return result;
     }
 
-    // What a job of pmix_worker ok left in FAM, seen by a process outside it (this test's own
-    // fam, initialized here).
+    // Runs pmix_worker ok as kPes PEs, then checks what the job left in FAM from a process
+    // outside it (this test's own fam, initialized here).
+    void RunSharingJob() {
+        LauncherResult job = RunJob("ok");
+        EXPECT_FALSE(job.timed_out);
+        EXPECT_EQ(job.exit_code, 0);
+        EXPECT_NE(job.output.find("pmix_worker: OK 4 PEs"), std::string::npos)
+            << "PE 0 did not report success";
+        ASSERT_NO_FATAL_FAILURE(CheckWhatTheJobLeft());
+    }
     void CheckWhatTheJobLeft();
 
     // PEs carry this test's FAMPOOL_HOME; any still alive once mpirun is gone were left behind.
@@ -82,12 +90,7 @@ class PmixTest : public FamTest {
 };
 
 TEST_F(PmixTest, FourPesShareAnItemThroughBarriersAndAGlobalDescriptor) {
-    LauncherResult job = RunJob("ok");
-    EXPECT_FALSE(job.timed_out);
-    EXPECT_EQ(job.exit_code, 0);
-    EXPECT_NE(job.output.find("pmix_worker: OK 4 PEs"), std::string::npos)
-        << "PE 0 did not report success";
-    ASSERT_NO_FATAL_FAILURE(CheckWhatTheJobLeft());
+    ASSERT_NO_FATAL_FAILURE(RunSharingJob());
 }
 
 // The same job on the memory-server model: three memory servers, items striped over them in
@@ -99,12 +102,7 @@ class ClusterPmixTest : public PmixTest {
 
 TEST_F(ClusterPmixTest, FourPesShareAStripedItemOnThreeMemoryServers) {
     ASSERT_NE(std::getenv("FAMPOOL_CONFIG"), nullptr) << "no test cluster";
-    LauncherResult job = RunJob("ok");
-    EXPECT_FALSE(job.timed_out);
-    EXPECT_EQ(job.exit_code, 0);
-    EXPECT_NE(job.output.find("pmix_worker: OK 4 PEs"), std::string::npos)
-        << "PE 0 did not report success";
-    ASSERT_NO_FATAL_FAILURE(CheckWhatTheJobLeft());
+    ASSERT_NO_FATAL_FAILURE(RunSharingJob());
     // The item really is striped over the three servers.
     std::unique_ptr<Fam_Descriptor> data(fam()->fam_lookup("data", "pmix_region"));
     Fam_Stat stat{};
