@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "meta/metadata_service.h"
@@ -77,8 +78,14 @@ class MemoryServer {
     virtual void CreateExtent(ExtentRef extent, uint64_t size) = 0;
     virtual void DestroyExtent(ExtentRef extent) = 0;
     virtual void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) = 0;
-    // Makes [offset, offset + nbytes) read as zeros (done on every allocation).
+    // Makes [offset, offset + nbytes) read as zeros (done to every deallocated item).
     virtual void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) = 0;
+    // The same for many (offset, nbytes) ranges of one extent; a remote server takes them in
+    // one call.
+    virtual void ZeroRanges(ExtentRef extent,
+                            const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
+        for (auto [offset, nbytes] : ranges) Zero(extent, offset, nbytes);
+    }
     // FAM-to-FAM copy of src bytes [src_offset, src_offset + nbytes) to dest bytes from
     // dest_offset: the part whose source bytes lie on this server. Destination bytes on this
     // server are copied within its heaps; those on other servers are written there over the

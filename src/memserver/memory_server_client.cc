@@ -66,6 +66,21 @@ void MemoryServerClient::Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes
                 "MemoryServer.Zero", address_);
 }
 
+void MemoryServerClient::ZeroRanges(ExtentRef extent,
+                                    const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
+    rpc::ExtentRequest request = Request(extent);
+    uint64_t bytes = 0;
+    for (auto [offset, nbytes] : ranges) {
+        rpc::ByteRange *range = request.add_ranges();
+        range->set_offset(offset);
+        range->set_size(nbytes);
+        bytes += nbytes;
+    }
+    rpc::Empty reply;
+    auto context = CallContext(ForBytes(timeout_, bytes));
+    CheckStatus(stub_->Zero(context.get(), request, &reply), "MemoryServer.Zero", address_);
+}
+
 void MemoryServerClient::Copy(const ItemLayout &src, uint64_t src_offset,
                               const ItemLayout &dest, uint64_t dest_offset, uint64_t nbytes) {
     rpc::CopyRequest request;

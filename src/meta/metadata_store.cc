@@ -477,7 +477,7 @@ void MetadataStore::DeallocateItem(uint64_t region_id, uint64_t offset, const Ca
         // The space stays taken until the scrubber has zeroed it; the record survives a crash.
         txn.Put(Table::kScrub, Key(region_id, offset), Key(item.size));
     } else {
-        ZeroItem(region, offset, item.size);
+        ZeroItems(region, {{offset, item.size}});
         FreeItemSpace(txn, region, offset, item.size);
     }
     txn.Commit();
@@ -493,12 +493,16 @@ void MetadataStore::DeallocateItem(uint64_t region_id, uint64_t offset, const Ca
     }
 }
 
-void MetadataStore::ZeroItem(const RegionInfo &region, uint64_t offset, uint64_t size) {
+void MetadataStore::ZeroItems(const RegionInfo &region, const std::vector<ItemSpan> &items) {
     Layout layout = LayoutOf(region);
     for (uint64_t index = 0; index < layout.servers; ++index) {
-        auto [begin, end] = PhysicalRange(layout, offset, size, index);
-        if (end > begin) {
-            servers_[region.memory_servers[index]]->Zero(ExtentOf(region), begin, end - begin);
+        std::vector<std::pair<uint64_t, uint64_t>> ranges;
+        for (auto [offset, size] : items) {
+            auto [begin, end] = PhysicalRange(layout, offset, size, index);
+            if (end > begin) ranges.emplace_back(begin, end - begin);
+        }
+        if (!ranges.empty()) {
+            servers_[region.memory_servers[index]]->ZeroRanges(ExtentOf(region), ranges);
         }
     }
 }
@@ -516,51 +520,68 @@ void MetadataStore::FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t o
 }
 
 size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
-    std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> waiting;  // region, offset, size
+    std::map<uint64_t, std::vector<ItemSpan>> waiting;  // region -> items
     {
         Txn txn(*env_, /*write=*/false);
         Cursor cursor(txn, Table::kScrub);
         std::string prefix = region_id == kAllRegions ? std::string() : Key(region_id);
         bool ok = prefix.empty() ? cursor.First() : cursor.Seek(prefix);
         for (; ok && StartsWith(cursor.key(), prefix); ok = cursor.Next()) {
-            waiting.emplace_back(ReadU64(cursor.key()), ReadU64(cursor.key(), 8),
-                                 ReadU64(cursor.value()));
+            waiting[ReadU64(cursor.key())].push_back(
+                {ReadU64(cursor.key(), 8), ReadU64(cursor.value())});
         }
     }
+    // Each memory server gets one call per region and batch, however many items wait.
+    constexpr size_t kBatch = 1024;
     size_t freed = 0;
-    for (auto [region, offset, size] : waiting) {
-        try {
-            freed += ScrubOne(region, offset, size);
-        } catch (const Failure &failure) {
-            if (error && error->empty()) *error = failure.fam_error_msg();
+    for (auto &[region, items] : waiting) {
+        for (size_t first = 0; first < items.size(); first += kBatch) {
+            std::vector<ItemSpan> batch(items.begin() + first,
+                                        items.begin() + std::min(items.size(), first + kBatch));
+            try {
+                freed += ScrubItems(region, batch);
+            } catch (const Failure &failure) {
+                if (error && error->empty()) *error = failure.fam_error_msg();
+            }
         }
     }
     return freed;
 }
 
-bool MetadataStore::ScrubOne(uint64_t region_id, uint64_t offset, uint64_t size) {
+size_t MetadataStore::ScrubItems(uint64_t region_id, const std::vector<ItemSpan> &items) {
     std::lock_guard<std::mutex> lock(scrub_mutex_);
+    auto still_waiting = [&](const Txn &txn) {
+        std::vector<ItemSpan> left;
+        for (const ItemSpan &item : items) {
+            if (txn.Get(Table::kScrub, Key(region_id, item.first), nullptr)) left.push_back(item);
+        }
+        return left;
+    };
     RegionInfo region;
+    std::vector<ItemSpan> live;
     {
         Txn txn(*env_, /*write=*/false);
-        // Gone already (scrubbed by another caller, or its region destroyed with it).
-        if (!txn.Get(Table::kScrub, Key(region_id, offset), nullptr)) return false;
+        // Records gone already were scrubbed by another caller, or went with their region.
+        live = still_waiting(txn);
+        if (live.empty()) return 0;
         region = ReadRegion(txn, region_id);
     }
     try {
-        ZeroItem(region, offset, size);
+        ZeroItems(region, live);
     } catch (const Failure &) {
-        // Its region was destroyed meanwhile (and the record with it): nothing is left to do.
+        // Its region was destroyed meanwhile (and the records with it): nothing is left to do.
         Txn txn(*env_, /*write=*/false);
-        if (!txn.Get(Table::kScrub, Key(region_id, offset), nullptr)) return false;
-        throw;  // a server is unreachable: the item waits for the next round
+        if (still_waiting(txn).empty()) return 0;
+        throw;  // a server is unreachable: the items wait for the next round
     }
     Txn txn(*env_, /*write=*/true);
-    if (!txn.Get(Table::kScrub, Key(region_id, offset), nullptr)) return false;
-    FreeItemSpace(txn, region, offset, size);
-    txn.Del(Table::kScrub, Key(region_id, offset));
+    live = still_waiting(txn);
+    for (auto [offset, size] : live) {
+        FreeItemSpace(txn, region, offset, size);
+        txn.Del(Table::kScrub, Key(region_id, offset));
+    }
     txn.Commit();
-    return true;
+    return live.size();
 }
 
 void MetadataStore::RunScrubber() {

@@ -104,9 +104,11 @@ class MetadataStore : public MetadataService {
     std::vector<uint64_t> PlaceRegion(const std::string &name);
     ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size,
                           uint32_t perm, const Caller &caller);
-    void ZeroItem(const RegionInfo &region, uint64_t offset, uint64_t size);
+    using ItemSpan = std::pair<uint64_t, uint64_t>;  // an item's offset and size
+    void ZeroItems(const RegionInfo &region, const std::vector<ItemSpan> &items);
     void FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t offset, uint64_t size);
-    bool ScrubOne(uint64_t region_id, uint64_t offset, uint64_t size);
+    // Zeroes the items of one region still waiting for it and frees their space.
+    size_t ScrubItems(uint64_t region_id, const std::vector<ItemSpan> &items);
     void RunScrubber();
 
     std::shared_ptr<LmdbEnv> env_;
