@@ -159,9 +159,17 @@ void LocalMemoryServer::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64
 }
 
 void LocalMemoryServer::Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) {
+    ZeroRanges(extent, {{offset, nbytes}});
+}
+
+void LocalMemoryServer::ZeroRanges(ExtentRef extent,
+                                   const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
+    std::lock_guard<std::mutex> lock(zero_mutex_);
     std::string path = HeapPath(extent);
-    auto mapping = cache_.Get(path, EndOf(offset, nbytes));
-    heap::Zero(path, mapping.get(), offset, nbytes);
+    for (auto [offset, nbytes] : ranges) {
+        auto mapping = cache_.Get(path, EndOf(offset, nbytes));
+        heap::Zero(path, mapping.get(), offset, nbytes);
+    }
 }
 
 std::shared_ptr<HeapMapping> LocalMemoryServer::Map(ExtentRef extent, uint64_t min_length) {

@@ -31,6 +31,10 @@ class LocalMemoryServer : public MemoryServer {
     void DestroyExtent(ExtentRef extent) override;
     void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) override;
     void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) override;
+    // One call at a time: a call that returns has outlived every earlier one, so a zeroing
+    // call that timed out at its caller cannot clear bytes after a retry has freed them.
+    void ZeroRanges(ExtentRef extent,
+                    const std::vector<std::pair<uint64_t, uint64_t>> &ranges) override;
     void Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
               uint64_t dest_offset, uint64_t nbytes) override;
     BackupInfo Backup(const ItemLayout &item, const BackupInfo &info) override;
@@ -73,6 +77,7 @@ class LocalMemoryServer : public MemoryServer {
     Registrar *registrar_ = nullptr;
     Peers *peers_ = nullptr;
     std::mutex grants_mutex_;
+    std::mutex zero_mutex_;
     std::multimap<uint64_t, Grant> grants_;  // region id -> its registrations
 };
 

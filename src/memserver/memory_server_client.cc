@@ -78,7 +78,8 @@ void MemoryServerClient::ZeroRanges(ExtentRef extent,
     }
     rpc::Empty reply;
     auto context = CallContext(ForBytes(timeout_, bytes));
-    CheckStatus(stub_->Zero(context.get(), request, &reply), "MemoryServer.Zero", address_);
+    CheckStatus(stub_->ZeroRanges(context.get(), request, &reply), "MemoryServer.ZeroRanges",
+                address_);
 }
 
 void MemoryServerClient::Copy(const ItemLayout &src, uint64_t src_offset,

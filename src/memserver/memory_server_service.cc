@@ -34,12 +34,14 @@ grpc::Status MemoryServerService::ResizeExtent(grpc::ServerContext *,
 
 grpc::Status MemoryServerService::Zero(grpc::ServerContext *, const rpc::ExtentRequest *request,
                                        rpc::Empty *) {
+    return Serve(
+        [&] { server_->Zero(FromProto(request->extent()), request->offset(), request->size()); });
+}
+
+grpc::Status MemoryServerService::ZeroRanges(grpc::ServerContext *,
+                                             const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] {
         ExtentRef extent = FromProto(request->extent());
-        if (request->ranges_size() == 0) {
-            server_->Zero(extent, request->offset(), request->size());
-            return;
-        }
         std::vector<std::pair<uint64_t, uint64_t>> ranges;
         ranges.reserve(request->ranges_size());
         for (const rpc::ByteRange &range : request->ranges()) {

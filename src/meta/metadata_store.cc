@@ -189,7 +189,7 @@ MetadataStore::~MetadataStore() {
     if (!scrubber_.joinable()) return;
     {
         std::lock_guard<std::mutex> lock(scrubber_mutex_);
-        stopping_ = true;
+        stopping_.store(true);
     }
     scrubber_wake_.notify_all();
     scrubber_.join();
@@ -301,7 +301,8 @@ void MetadataStore::DestroyRegion(uint64_t region_id, const Caller &caller) {
 
 RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) {
     // Items waiting to be zeroed still hold their space: a shrink must not count them.
-    if (options_.scrub_in_background) Scrub(region_id, nullptr);
+    std::string scrub_error;
+    if (options_.scrub_in_background) Scrub(region_id, &scrub_error);
     Txn txn(*env_, /*write=*/true);
     RegionInfo region = ReadRegion(txn, region_id);
     if (size == 0) Fail(openfam::FAM_ERR_INVALID, "region \"{}\" to size 0", region.name);
@@ -323,8 +324,11 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
         } else if (!ExtentAllocator::Shrink(txn, allocator, old_extent * times,
                                             new_extent * times)) {
             Fail(openfam::FAM_ERR_INVALID,
-                 "region \"{}\" cannot shrink to {} bytes: items are allocated past that size",
-                 region.name, size);
+                 "region \"{}\" cannot shrink to {} bytes: items are allocated past that size{}",
+                 region.name, size,
+                 scrub_error.empty()
+                     ? std::string()
+                     : " (or deallocated items there wait to be zeroed: " + scrub_error + ")");
         }
     }
     if (new_extent > old_extent) {
@@ -488,7 +492,10 @@ void MetadataStore::DeallocateItem(uint64_t region_id, uint64_t offset, const Ca
         }
         scrubber_wake_.notify_one();
     }
-    if (options_.grant_keys && region.attributes.permissionLevel == DATAITEM) {
+    // In the background, the scrubber revokes the item's keys before it zeroes the bytes:
+    // nothing written with them can land in space that is free again.
+    if (!options_.scrub_in_background && options_.grant_keys &&
+        region.attributes.permissionLevel == DATAITEM) {
         RevokeItemGrants(region, offset, item.size);
     }
 }
@@ -520,15 +527,14 @@ void MetadataStore::FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t o
 }
 
 size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
-    std::map<uint64_t, std::vector<ItemSpan>> waiting;  // region -> items
+    std::map<uint64_t, std::vector<uint64_t>> waiting;  // region -> item offsets
     {
         Txn txn(*env_, /*write=*/false);
         Cursor cursor(txn, Table::kScrub);
         std::string prefix = region_id == kAllRegions ? std::string() : Key(region_id);
         bool ok = prefix.empty() ? cursor.First() : cursor.Seek(prefix);
         for (; ok && StartsWith(cursor.key(), prefix); ok = cursor.Next()) {
-            waiting[ReadU64(cursor.key())].push_back(
-                {ReadU64(cursor.key(), 8), ReadU64(cursor.value())});
+            waiting[ReadU64(cursor.key())].push_back(ReadU64(cursor.key(), 8));
         }
     }
     // Each memory server gets one call per region and batch, however many items wait.
@@ -536,7 +542,8 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
     size_t freed = 0;
     for (auto &[region, items] : waiting) {
         for (size_t first = 0; first < items.size(); first += kBatch) {
-            std::vector<ItemSpan> batch(items.begin() + first,
+            if (stopping_.load()) return freed;  // shutting down: the rest waits for the restart
+            std::vector<uint64_t> batch(items.begin() + first,
                                         items.begin() + std::min(items.size(), first + kBatch));
             try {
                 freed += ScrubItems(region, batch);
@@ -548,12 +555,17 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
     return freed;
 }
 
-size_t MetadataStore::ScrubItems(uint64_t region_id, const std::vector<ItemSpan> &items) {
+size_t MetadataStore::ScrubItems(uint64_t region_id, const std::vector<uint64_t> &offsets) {
     std::lock_guard<std::mutex> lock(scrub_mutex_);
+    // The records as they are now, under the lock: one read earlier may be gone (scrubbed by
+    // another caller) and, after its space was reused and freed again, back with another size.
     auto still_waiting = [&](const Txn &txn) {
         std::vector<ItemSpan> left;
-        for (const ItemSpan &item : items) {
-            if (txn.Get(Table::kScrub, Key(region_id, item.first), nullptr)) left.push_back(item);
+        std::string_view size;
+        for (uint64_t offset : offsets) {
+            if (txn.Get(Table::kScrub, Key(region_id, offset), &size)) {
+                left.push_back({offset, ReadU64(size)});
+            }
         }
         return left;
     };
@@ -567,6 +579,9 @@ size_t MetadataStore::ScrubItems(uint64_t region_id, const std::vector<ItemSpan>
         region = ReadRegion(txn, region_id);
     }
     try {
+        if (options_.grant_keys && region.attributes.permissionLevel == DATAITEM) {
+            for (auto [offset, size] : live) RevokeItemGrants(region, offset, size);
+        }
         ZeroItems(region, live);
     } catch (const Failure &) {
         // Its region was destroyed meanwhile (and the records with it): nothing is left to do.
@@ -575,7 +590,7 @@ size_t MetadataStore::ScrubItems(uint64_t region_id, const std::vector<ItemSpan>
         throw;  // a server is unreachable: the items wait for the next round
     }
     Txn txn(*env_, /*write=*/true);
-    live = still_waiting(txn);
+    live = still_waiting(txn);  // the same records: only this thread frees them (the lock)
     for (auto [offset, size] : live) {
         FreeItemSpace(txn, region, offset, size);
         txn.Del(Table::kScrub, Key(region_id, offset));

@@ -108,7 +108,7 @@ class MetadataStore : public MetadataService {
     void ZeroItems(const RegionInfo &region, const std::vector<ItemSpan> &items);
     void FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t offset, uint64_t size);
     // Zeroes the items of one region still waiting for it and frees their space.
-    size_t ScrubItems(uint64_t region_id, const std::vector<ItemSpan> &items);
+    size_t ScrubItems(uint64_t region_id, const std::vector<uint64_t> &offsets);
     void RunScrubber();
 
     std::shared_ptr<LmdbEnv> env_;
@@ -124,7 +124,7 @@ class MetadataStore : public MetadataService {
     std::mutex scrubber_mutex_;
     std::condition_variable scrubber_wake_;
     bool scrub_pending_ = true;  // leftovers of an earlier run are scrubbed at start
-    bool stopping_ = false;
+    std::atomic<bool> stopping_{false};
     std::thread scrubber_;
 };
 
