@@ -331,7 +331,10 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
                      : " (or deallocated items there wait to be zeroed: " + scrub_error + ")");
         }
     }
-    if (new_extent > old_extent) {
+    // Inside the transaction, both ways: a shrink releases the cut tail (free, so nothing is
+    // lost if the commit then fails), and no grow and allocation there can come in between
+    // and be cleared by it.
+    if (new_extent != old_extent) {
         for (uint64_t server : region.memory_servers) {
             servers_[server]->ResizeExtent(ExtentOf(region), old_extent, new_extent);
         }
@@ -339,11 +342,6 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     region.size = size;
     txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
     txn.Commit();
-    if (new_extent < old_extent) {
-        for (uint64_t server : region.memory_servers) {
-            servers_[server]->ResizeExtent(ExtentOf(region), old_extent, new_extent);
-        }
-    }
     ForgetGrants(region.id);
     return region;
 }
