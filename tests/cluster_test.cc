@@ -122,6 +122,15 @@ TEST_F(ClusterTest, TransferSpanningEveryServerRoundTrips) {
     EXPECT_EQ(GetBytes(item.get(), 1234, bytes.size()), bytes);
 }
 
+TEST_F(ClusterTest, MapOfStripedItemThrowsInvalidOp) {
+    // Striped over three servers, the item has no contiguous range to map: refused by design.
+    Fam_Region_Attributes striped{};
+    striped.interleaveEnable = ENABLE;
+    auto region = CreateRegion("r", 4 << 20, 0777, &striped);
+    auto item = Allocate("striped", 1 << 20, region.get());
+    EXPECT_FAM_ERROR(fam()->fam_map(item.get()), FAM_ERR_INVALIDOP, "fam_map");
+}
+
 TEST_F(PlainClusterTest, ItemsOfARegionSpreadOverItsServers) {
     auto region = CreateRegion("spread", 12 << 20);
     Fam_Stat stat{};

@@ -18,7 +18,10 @@
 
 #include "meta/metadata_client.h"
 
-int FreePort() {
+namespace {
+
+// A socket bound to a loopback port the kernel chose; *port receives the port.
+int BindEphemeral(int *port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -26,8 +29,15 @@ int FreePort() {
     bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
     socklen_t length = sizeof address;
     getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
-    int port = ntohs(address.sin_port);
-    close(fd);
+    *port = ntohs(address.sin_port);
+    return fd;
+}
+
+}  // namespace
+
+int FreePort() {
+    int port = 0;
+    close(BindEphemeral(&port));
     return port;
 }
 
@@ -38,15 +48,9 @@ namespace {
 std::vector<int> FreePorts(int count) {
     std::vector<int> fds, ports;
     for (int i = 0; i < count; ++i) {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
-        socklen_t length = sizeof address;
-        getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
-        ports.push_back(ntohs(address.sin_port));
-        fds.push_back(fd);
+        int port = 0;
+        fds.push_back(BindEphemeral(&port));
+        ports.push_back(port);
     }
     for (int fd : fds) close(fd);
     return ports;
