@@ -32,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -144,10 +145,13 @@ class Bench {
         std::free(dst_);
     }
 
-    void run() {
+    // `grpc_fam`: on the memory-server model, a second fam object whose metadata calls all go
+    // over gRPC (FAMPOOL_METADATA_FABRIC=0), measured in the same run for comparison.
+    void run(fam *grpc_fam) {
         setup();
         if (s_.cluster) {
-            allocation();
+            allocation(fam_, "");
+            if (grpc_fam) allocation(*grpc_fam, "_grpc");
             regions();
             teardown();
             return;
@@ -155,7 +159,7 @@ class Bench {
         transfers();
         latency();
         atomics();
-        allocation();
+        allocation(fam_, "");
         regions();
         teardown();
     }
@@ -354,43 +358,46 @@ class Bench {
         std::fprintf(stderr, "  atomics done\n");
     }
 
-    // Microseconds per allocate+deallocate pair of 4 KiB items, named and anonymous.
-    void allocation() {
+    // Microseconds per allocate+deallocate pair of 4 KiB items, named and anonymous, made by
+    // `f`; the rows' names end in `suffix`.
+    void allocation(fam &f, const std::string &suffix) {
         Fam_Region_Descriptor *region =
-            fam_.fam_create_region(kAllocRegionName, 64 * kMiB, 0700, nullptr);
+            f.fam_create_region(kAllocRegionName, 64 * kMiB, 0700, nullptr);
         std::vector<double> named, anonymous, lookups;
         for (uint64_t i = 0; i < s_.alloc_pairs; ++i) {
             // The baseline: the cheapest control-path call, one lookup (on the memory-server
             // model, one gRPC round trip to the metadata service).
             auto start = Clock::now();
-            delete fam_.fam_lookup_region(kAllocRegionName);
+            delete f.fam_lookup_region(kAllocRegionName);
             lookups.push_back(seconds(start, Clock::now()) * 1e6);
 
             start = Clock::now();
-            Fam_Descriptor *d = fam_.fam_allocate("bench_item", 4 * kKiB, 0600, region);
-            fam_.fam_deallocate(d);
+            Fam_Descriptor *d = f.fam_allocate("bench_item", 4 * kKiB, 0600, region);
+            f.fam_deallocate(d);
             named.push_back(seconds(start, Clock::now()) * 1e6);
             delete d;
 
             start = Clock::now();
-            d = fam_.fam_allocate(4 * kKiB, 0600, region);
-            fam_.fam_deallocate(d);
+            d = f.fam_allocate(4 * kKiB, 0600, region);
+            f.fam_deallocate(d);
             anonymous.push_back(seconds(start, Clock::now()) * 1e6);
             delete d;
         }
-        fam_.fam_destroy_region(region);
+        f.fam_destroy_region(region);
         delete region;
         // An allocate + deallocate pair is two calls: its baseline is two lookups.
         const double two_lookups = 2 * median(lookups);
-        rows_.push_back({"lookup_region_p50", 0, median(lookups), "us", NAN, "one control call"});
-        rows_.push_back({"allocate_deallocate_named_p50", 4 * kKiB, median(named), "us",
-                         two_lookups, "vs 2 lookups"});
-        rows_.push_back(
-            {"allocate_deallocate_named_p99", 4 * kKiB, percentile(named, 0.99), "us", NAN, ""});
-        rows_.push_back({"allocate_deallocate_anonymous_p50", 4 * kKiB, median(anonymous), "us",
-                         two_lookups, "vs 2 lookups"});
-        rows_.push_back({"allocate_deallocate_anonymous_p99", 4 * kKiB, percentile(anonymous, 0.99),
-                         "us", NAN, ""});
+        const std::string way = suffix.empty() ? "" : " (gRPC)";
+        rows_.push_back({"lookup_region" + suffix + "_p50", 0, median(lookups), "us", NAN,
+                         "one control call" + way});
+        rows_.push_back({"allocate_deallocate_named" + suffix + "_p50", 4 * kKiB, median(named),
+                         "us", two_lookups, "vs 2 lookups" + way});
+        rows_.push_back({"allocate_deallocate_named" + suffix + "_p99", 4 * kKiB,
+                         percentile(named, 0.99), "us", NAN, ""});
+        rows_.push_back({"allocate_deallocate_anonymous" + suffix + "_p50", 4 * kKiB,
+                         median(anonymous), "us", two_lookups, "vs 2 lookups" + way});
+        rows_.push_back({"allocate_deallocate_anonymous" + suffix + "_p99", 4 * kKiB,
+                         percentile(anonymous, 0.99), "us", NAN, ""});
         std::fprintf(stderr, "  allocation done\n");
     }
 
@@ -566,8 +573,17 @@ int main(int argc, char **argv) {
             cache_state(2 * kWorkingBytes).c_str());
         std::fflush(stdout);
 
+        std::unique_ptr<fam> grpc_fam;
+        if (settings.cluster) {
+            // Resolved at fam_initialize: only this object's calls avoid the fabric.
+            setenv("FAMPOOL_METADATA_FABRIC", "0", 1);
+            grpc_fam = std::make_unique<fam>();
+            grpc_fam->fam_initialize("default", &options);
+            unsetenv("FAMPOOL_METADATA_FABRIC");
+        }
         Bench bench(my_fam, settings);
-        bench.run();
+        bench.run(grpc_fam.get());
+        if (grpc_fam) grpc_fam->fam_finalize("default");
         my_fam.fam_finalize("default");
 
         std::printf("latencies include the clock's own cost: %.1f ns per reading pair\n\n",

@@ -45,10 +45,11 @@ void OpenCluster(Session &session) {
         Fail(openfam::FAM_ERR_MEMSERV_LIST_EMPTY, "metadata service {} has no memory servers",
              config.metadata_address);
     }
-    session.metadata = std::move(metadata);
     FabricConfig fabric;
     fabric.provider = config.libfabric_provider;
     fabric.timeout_ms = config.fabric_timeout_ms;
+    if (config.metadata_fabric) metadata->UseFabric(fabric);
+    session.metadata = std::move(metadata);
     Session *self = &session;
     session.transport = std::make_unique<FabricTransport>(
         fabric, [self](uint64_t id) -> MemoryServer & { return self->Server(id); });

@@ -17,7 +17,8 @@ const std::set<std::string> kTopKeys = {
     "dataitem_interleave_size", "rpc_timeout_ms", "fabric_timeout_ms", "memservers", "Memservers",
     "openfam_model", "runtime", "FamThreadModel", "client_interface_type",
     "fam_default_memory_type", "default_region_name", "enable_region_spanning",
-    "region_span_size_per_memoryserver", "if_device", "fampool_home"};
+    "region_span_size_per_memoryserver", "if_device", "fampool_home", "metadata_fabric",
+    "metadata_fabric_port"};
 const std::set<std::string> kServerKeys = {"id", "rpc_interface", "rpc_address", "libfabric_port",
                                            "fabric_host", "fam_path", "heap_dir", "shm_path",
                                            "shm_dir", "memory_type", "if_device"};
@@ -103,6 +104,10 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
         }
         if (key == "rpc_timeout_ms") config.rpc_timeout_ms = Read<int>(value, key, path);
         if (key == "fabric_timeout_ms") config.fabric_timeout_ms = Read<int>(value, key, path);
+        if (key == "metadata_fabric") config.metadata_fabric = Read<bool>(value, key, path);
+        if (key == "metadata_fabric_port") {
+            config.metadata_fabric_port = Read<std::string>(value, key, path);
+        }
         if (key == "memservers") {
             if (!value.IsSequence()) Bad(path, "\"memservers\" must be a list");
             for (size_t i = 0; i < value.size(); ++i) {

@@ -32,6 +32,11 @@ struct ClusterConfig {
     uint64_t interleave_size = 0;
     int rpc_timeout_ms = 10000;
     int fabric_timeout_ms = 10000;
+    // Whether the metadata service also takes lookups and allocations over the fabric (an
+    // endpoint of `provider` on the metadata host), and on which port (empty: any free one;
+    // clients learn it from the service).
+    bool metadata_fabric = true;
+    std::string metadata_fabric_port;
     std::vector<MemoryServerConfig> memservers;
     std::string path;  // the file it came from
 };

@@ -161,6 +161,12 @@ Config LoadConfig(const Fam_Options *options) {
     Layer(timeout, yaml, {"fabric_timeout_ms"}, "FAMPOOL_FABRIC_TIMEOUT_MS", nullptr);
     c.fabric_timeout_ms = static_cast<int>(ParseSize("fabric_timeout_ms", timeout));
 
+    std::string metadata_fabric = "true";
+    Layer(metadata_fabric, yaml, {"metadata_fabric"}, "FAMPOOL_METADATA_FABRIC", nullptr);
+    RequireOneOf("metadata_fabric", metadata_fabric, {"true", "false", "yes", "no", "1", "0"});
+    c.metadata_fabric = metadata_fabric == "true" || metadata_fabric == "yes" ||
+                        metadata_fabric == "1";
+
     RequireOneOf("openFamModel", c.model, {"shared_memory", "memory_server"});
     RequireOneOf("runtime", c.runtime, {"NONE", "PMIX", "PMI2"});
     RequireOneOf("famThreadModel", c.thread_model, {"FAM_THREAD_SERIALIZE", "FAM_THREAD_MULTIPLE"});

@@ -39,6 +39,7 @@ struct Config {
     std::string metadata_address;           // host:port of the metadata service
     int rpc_timeout_ms = 10000;             // bound on every control-path call
     int fabric_timeout_ms = 10000;          // bound on every data-path completion
+    bool metadata_fabric = true;            // lookups and allocations over the fabric if offered
     std::string config_file;                // the YAML file that was read, if any
 };
 

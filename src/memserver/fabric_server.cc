@@ -1,32 +1,11 @@
 #include "memserver/fabric_server.h"
 
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/prctl.h>
-
-#include <algorithm>
-#include <chrono>
 
 #include "common/error.h"
 
 namespace fampool {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// How long the progress thread keeps polling after it last saw traffic: long enough to catch
-// the next request of a client issuing operations back to back without a wake-up in between.
-constexpr auto kSpin = std::chrono::microseconds(100);
-// Longest sleep on the queue's file descriptor (tcp): it wakes on traffic; the bound only
-// lets the thread notice shutdown.
-constexpr int kSleepMs = 100;
-// Sleeps between polls of a provider with nothing to sleep on (shm): they grow while the
-// server stays idle, up to the latency an idle server may add to the next operation: 100 us
-// at first (about 12% of a core here), 1 ms once it has been idle for a while (about 1.5%).
-constexpr auto kFirstNap = std::chrono::microseconds(2);
-constexpr auto kShortIdleNap = std::chrono::microseconds(100);
-constexpr auto kLongIdle = std::chrono::milliseconds(100);
-constexpr auto kLongIdleNap = std::chrono::microseconds(1000);
 
 // Reads (and drops) whatever the queue holds; this is what drives a manual-progress provider.
 // Incoming RMA and atomics put no entries in the target's queue, so entries are rare: failures
@@ -71,11 +50,7 @@ FabricServer::FabricServer(const FabricConfig &config, Progress progress)
         Fail(openfam::FAM_ERR_LIBFABRIC, "memory server endpoint at {}:{}: {}{}", config.node,
              config.service, failure.fam_error_msg(), hint);
     }
-    queue_fd_ = -1;
-    if (options.queue_wait == FI_WAIT_FD &&
-        fi_control(&endpoint_.queue->fid, FI_GETWAIT, &queue_fd_) != 0) {
-        queue_fd_ = -1;
-    }
+    queue_fd_ = options.queue_wait == FI_WAIT_FD ? QueueDescriptor(endpoint_.queue.get()) : -1;
     address_ = EndpointAddress(endpoint_.endpoint.get(), provider());
     // Providers with automatic progress (sockets) serve remote operations on their own threads.
     if (domain_.manual_progress()) progress_ = std::thread([this] { DriveProgress(); });
@@ -106,36 +81,8 @@ void FabricServer::DriveProgress() {
         while (!stopping_.load(std::memory_order_relaxed)) Reap(endpoint_.queue.get());
         return;
     }
-    // Short sleeps should be short: the default timer slack (50 us) would stretch them.
-    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    auto active_until = Clock::now() + kSpin;
-    auto nap = kFirstNap;
-    while (!stopping_.load(std::memory_order_relaxed)) {
-        bool busy = Served();
-        // With a descriptor (tcp), traffic shows as work left to progress or as a readable
-        // descriptor. fi_trywait also clears the provider's stale wake-ups; without it the
-        // descriptor stays readable after a client vanished, and the thread would spin.
-        fid *waiting = &endpoint_.queue->fid;
-        bool may_sleep = queue_fd_ >= 0 && fi_trywait(domain_.fabric(), &waiting, 1) == FI_SUCCESS;
-        pollfd poll_fd{queue_fd_, POLLIN, 0};
-        if (queue_fd_ >= 0) busy |= !may_sleep || poll(&poll_fd, 1, 0) > 0;
-        if (busy) {
-            active_until = Clock::now() + kSpin;
-            nap = kFirstNap;
-            continue;
-        }
-        if (Clock::now() < active_until) continue;
-        if (queue_fd_ >= 0) {
-            // The descriptor wakes on incoming traffic.
-            if (poll(&poll_fd, 1, kSleepMs) > 0) active_until = Clock::now() + kSpin;
-            continue;
-        }
-        // Nothing to sleep on: poll at a rate that falls as the idle time grows.
-        std::this_thread::sleep_for(nap);
-        bool long_idle = Clock::now() - active_until > kLongIdle;
-        nap = std::min<std::chrono::microseconds>(nap * 2,
-                                                  long_idle ? kLongIdleNap : kShortIdleNap);
-    }
+    RunProgressLoop(domain_.fabric(), endpoint_.queue.get(), queue_fd_, stopping_,
+                    [this] { return Served(); });
 }
 
 Registrar::Registration FabricServer::Register(void *address, size_t length,

@@ -35,12 +35,76 @@ MetadataClient::MetadataClient(std::string address, std::chrono::milliseconds ti
     : address_(std::move(address)), timeout_(timeout),
       stub_(rpc::Metadata::NewStub(OpenChannel(address_))) {}
 
+MetadataClient::~MetadataClient() = default;
+
 template <typename Request, typename Reply>
 void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *,
                                                                       const Request &, Reply *),
                           const char *name, const Request &request, Reply *reply) {
     auto context = CallContext(timeout_);
     CheckStatus(((*stub_).*method)(context.get(), request, reply), name, address_);
+}
+
+template <typename Request, typename Reply>
+void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *,
+                                                                      const Request &, Reply *),
+                          const char *name, const Request &request, Reply *reply,
+                          Request *(rpc::FabricCall::*call_field)(),
+                          Reply *(rpc::FabricReply::*reply_field)()) {
+    if (std::shared_ptr<MetadataFabricClient> fabric = Fabric()) {
+        rpc::FabricCall call;
+        *(call.*call_field)() = request;
+        rpc::FabricReply answer;
+        if (fabric->Call(call, &answer, name)) {
+            CheckStatus(grpc::Status(static_cast<grpc::StatusCode>(answer.code()),
+                                     answer.message(), answer.details()),
+                        name, address_);
+            reply->Swap((answer.*reply_field)());
+            return;
+        }
+    }
+    Call(method, name, request, reply);
+}
+
+void MetadataClient::UseFabric(const FabricConfig &config) {
+    std::lock_guard<std::mutex> lock(fabric_mutex_);
+    fabric_config_ = config;
+    fabric_wanted_ = true;
+    fabric_tried_ = {};  // connect at the next call
+}
+
+std::shared_ptr<MetadataFabricClient> MetadataClient::Fabric() {
+    std::unique_lock<std::mutex> lock(fabric_mutex_);
+    if (!fabric_wanted_ || (fabric_ && !fabric_->broken())) return fabric_;
+    // None yet, or the service went away (restarted elsewhere, or for good): look its endpoint
+    // up again over gRPC, at most once a second; gRPC carries the calls meanwhile.
+    auto now = std::chrono::steady_clock::now();
+    if (connecting_ || now - fabric_tried_ < std::chrono::seconds(1)) return nullptr;
+    fabric_tried_ = now;
+    connecting_ = true;
+    FabricConfig config = fabric_config_;
+    lock.unlock();
+    std::shared_ptr<MetadataFabricClient> fabric;
+    try {
+        rpc::ClusterStatus status = Status();
+        if (!status.metadata_fabric_address().empty() &&
+            status.metadata_fabric_provider() == config.provider) {
+            fabric = std::make_shared<MetadataFabricClient>(
+                config, status.metadata_fabric_address(), timeout_);
+        }
+    } catch (const Failure &) {
+        // The service is unreachable, or its endpoint cannot be reached over this provider:
+        // gRPC it is (its calls report the service being gone).
+    }
+    lock.lock();
+    connecting_ = false;
+    fabric_ = fabric;
+    return fabric_;
+}
+
+uint64_t MetadataClient::fabric_calls() {
+    std::lock_guard<std::mutex> lock(fabric_mutex_);
+    return fabric_ ? fabric_->calls() : 0;
 }
 
 RegionInfo MetadataClient::CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
@@ -72,13 +136,15 @@ RegionInfo MetadataClient::ResizeRegion(uint64_t region_id, uint64_t size, const
 
 RegionInfo MetadataClient::LookupRegion(const std::string &name, const Caller &caller) {
     rpc::Region reply;
-    Call(&rpc::Metadata::Stub::LookupRegion, "Metadata.LookupRegion", LookupRequest(name, "", caller), &reply);
+    Call(&rpc::Metadata::Stub::LookupRegion, "Metadata.LookupRegion", LookupRequest(name, "", caller), &reply,
+         &rpc::FabricCall::mutable_lookup_region, &rpc::FabricReply::mutable_region);
     return FromProto(reply);
 }
 
 RegionInfo MetadataClient::GetRegion(uint64_t region_id, const Caller &caller) {
     rpc::Region reply;
-    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller), &reply);
+    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller), &reply,
+         &rpc::FabricCall::mutable_get_region, &rpc::FabricReply::mutable_region);
     return FromProto(reply);
 }
 
@@ -99,25 +165,29 @@ ItemInfo MetadataClient::AllocateItem(uint64_t region_id, const std::string &nam
     request.set_size(size);
     request.set_perm(perm);
     rpc::Item reply;
-    Call(&rpc::Metadata::Stub::AllocateItem, "Metadata.AllocateItem", request, &reply);
+    Call(&rpc::Metadata::Stub::AllocateItem, "Metadata.AllocateItem", request, &reply,
+         &rpc::FabricCall::mutable_allocate_item, &rpc::FabricReply::mutable_item);
     return FromProto(reply);
 }
 
 void MetadataClient::DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
     rpc::Empty reply;
-    Call(&rpc::Metadata::Stub::DeallocateItem, "Metadata.DeallocateItem", ItemRequest(region_id, offset, caller), &reply);
+    Call(&rpc::Metadata::Stub::DeallocateItem, "Metadata.DeallocateItem", ItemRequest(region_id, offset, caller), &reply,
+         &rpc::FabricCall::mutable_deallocate_item, &rpc::FabricReply::mutable_empty);
 }
 
 ItemInfo MetadataClient::LookupItem(const std::string &item, const std::string &region,
                                     const Caller &caller) {
     rpc::Item reply;
-    Call(&rpc::Metadata::Stub::LookupItem, "Metadata.LookupItem", LookupRequest(item, region, caller), &reply);
+    Call(&rpc::Metadata::Stub::LookupItem, "Metadata.LookupItem", LookupRequest(item, region, caller), &reply,
+         &rpc::FabricCall::mutable_lookup_item, &rpc::FabricReply::mutable_item);
     return FromProto(reply);
 }
 
 ItemInfo MetadataClient::GetItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
     rpc::Item reply;
-    Call(&rpc::Metadata::Stub::GetItem, "Metadata.GetItem", ItemRequest(region_id, offset, caller), &reply);
+    Call(&rpc::Metadata::Stub::GetItem, "Metadata.GetItem", ItemRequest(region_id, offset, caller), &reply,
+         &rpc::FabricCall::mutable_get_item, &rpc::FabricReply::mutable_item);
     return FromProto(reply);
 }
 

@@ -1,12 +1,16 @@
 // The metadata service reached over gRPC: the MetadataService interface for clients of the
-// memory-server model, plus the cluster-level calls of the CLI (status, item listing).
+// memory-server model, plus the cluster-level calls of the CLI (status, item listing). With
+// UseFabric, lookups, fam_stat's reads and item allocation go over the fabric instead
+// (meta/metadata_fabric.h), and fall back to gRPC when that way is busy or gone.
 #ifndef FAMPOOL_META_METADATA_CLIENT_H_
 #define FAMPOOL_META_METADATA_CLIENT_H_
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
+#include "meta/metadata_fabric.h"
 #include "meta/metadata_service.h"
 #include "rpc/fampool.grpc.pb.h"
 
@@ -15,6 +19,13 @@ namespace fampool {
 class MetadataClient : public MetadataService {
   public:
     MetadataClient(std::string address, std::chrono::milliseconds timeout);
+    ~MetadataClient() override;
+
+    // From the next call on, makes the frequent calls over the fabric endpoint the service
+    // names in its status, when it has one on config.provider.
+    void UseFabric(const FabricConfig &config);
+    // Calls made over the fabric by the current fabric client.
+    uint64_t fabric_calls();
 
     RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                             const Fam_Region_Attributes &attributes, const Caller &caller) override;
@@ -43,10 +54,26 @@ class MetadataClient : public MetadataService {
     void Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *, const Request &,
                                                           Reply *),
               const char *name, const Request &request, Reply *reply);
+    // The same over the fabric when it is in use: the request goes in the FabricCall field
+    // `call_field`, the reply comes from the FabricReply field `reply_field`.
+    template <typename Request, typename Reply>
+    void Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *, const Request &,
+                                                          Reply *),
+              const char *name, const Request &request, Reply *reply,
+              Request *(rpc::FabricCall::*call_field)(), Reply *(rpc::FabricReply::*reply_field)());
+    // The fabric client to use now, if any (connects or reconnects when due).
+    std::shared_ptr<MetadataFabricClient> Fabric();
 
     std::string address_;
     std::chrono::milliseconds timeout_;
     std::unique_ptr<rpc::Metadata::Stub> stub_;
+
+    std::mutex fabric_mutex_;
+    bool fabric_wanted_ = false;
+    bool connecting_ = false;
+    FabricConfig fabric_config_;
+    std::chrono::steady_clock::time_point fabric_tried_{};
+    std::shared_ptr<MetadataFabricClient> fabric_;
 };
 
 }  // namespace fampool

@@ -153,6 +153,8 @@ grpc::Status MetadataRpcService::ChangeItemPermissions(grpc::ServerContext *,
 grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty *,
                                         rpc::ClusterStatus *reply) {
     return Serve([&] {
+        reply->set_metadata_fabric_provider(fabric_provider_);
+        reply->set_metadata_fabric_address(fabric_address_);
         std::vector<uint64_t> usage = store_->ServerUsage();
         for (MemoryServerClient *server : servers_) {
             rpc::ServerState *state = reply->add_servers();

@@ -24,6 +24,12 @@ class MetadataRpcService final : public rpc::Metadata::Service {
 
     // Checks every server now, then every `period` on a background thread.
     void StartMonitor(std::chrono::milliseconds period);
+    // The fabric endpoint that takes the frequent calls too (MetadataFabricService), named to
+    // clients in Status. Set before serving.
+    void AdvertiseFabric(const std::string &provider, const std::string &address) {
+        fabric_provider_ = provider;
+        fabric_address_ = address;
+    }
 
     grpc::Status CreateRegion(grpc::ServerContext *, const rpc::CreateRegionRequest *,
                               rpc::Region *) override;
@@ -56,6 +62,7 @@ class MetadataRpcService final : public rpc::Metadata::Service {
 
     MetadataStore *store_;
     std::vector<MemoryServerClient *> servers_;
+    std::string fabric_provider_, fabric_address_;
     std::mutex monitor_mutex_;
     std::condition_variable monitor_wake_;
     bool stopping_ = false;

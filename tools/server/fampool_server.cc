@@ -24,6 +24,7 @@
 #include "memserver/memory_server_client.h"
 #include "memserver/memory_server_service.h"
 #include "meta/lmdb.h"
+#include "meta/metadata_fabric.h"
 #include "meta/metadata_rpc_service.h"
 #include "meta/metadata_store.h"
 
@@ -85,7 +86,14 @@ struct MetadataRole {
     std::vector<std::unique_ptr<MemoryServerClient>> clients;
     std::unique_ptr<MetadataStore> store;
     std::unique_ptr<MetadataRpcService> service;
+    std::unique_ptr<MetadataFabricService> fabric;  // lookups and allocations over the fabric
 };
+
+// The host part of host:port.
+std::string HostOf(const std::string &address) {
+    size_t colon = address.rfind(':');
+    return colon == std::string::npos ? address : address.substr(0, colon);
+}
 
 // `colocated`: the memory server running in this process (role all), called directly rather
 // than over gRPC: no RPC hop inside the metadata service's allocations; null when none.
@@ -121,6 +129,23 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     placement.scrub_in_background = true;
     role.store = std::make_unique<MetadataStore>(role.env, servers, placement);
     role.service = std::make_unique<MetadataRpcService>(role.store.get(), clients);
+    if (cluster.metadata_fabric) {
+        FabricConfig fabric;
+        fabric.provider = cluster.provider;
+        fabric.node = HostOf(cluster.metadata_address);
+        fabric.service = cluster.metadata_fabric_port;
+        fabric.timeout_ms = cluster.fabric_timeout_ms;
+        try {
+            role.fabric = std::make_unique<MetadataFabricService>(fabric, role.service.get());
+        } catch (const Failure &failure) {
+            Fail(openfam::FAM_ERR_LIBFABRIC,
+                 "metadata service: cannot open its fabric endpoint on {}:{} ({}); set "
+                 "metadata_fabric: false to serve over gRPC only",
+                 fabric.node, fabric.service.empty() ? "any port" : fabric.service,
+                 failure.fam_error_msg());
+        }
+        role.service->AdvertiseFabric(role.fabric->provider(), role.fabric->address());
+    }
     return role;
 }
 
@@ -170,8 +195,10 @@ int Run(int argc, char **argv) {
         metadata = StartMetadataRole(cluster, memory.heaps.get());
         servers.push_back(Listen(cluster.metadata_address, metadata.service.get()));
         metadata.service->StartMonitor(std::chrono::milliseconds(1000));
-        std::printf("fampool-server: metadata service on %s (%zu memory servers)\n",
-                    cluster.metadata_address.c_str(), cluster.memservers.size());
+        std::printf("fampool-server: metadata service on %s (%zu memory servers; %s)\n",
+                    cluster.metadata_address.c_str(), cluster.memservers.size(),
+                    metadata.fabric ? "lookups and allocations over the fabric too"
+                                    : "gRPC only");
     }
     std::fflush(stdout);
 
@@ -181,6 +208,7 @@ int Run(int argc, char **argv) {
     std::fflush(stdout);
     auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(5);
     for (auto &server : servers) server->Shutdown(deadline);
+    metadata.fabric.reset();   // stops taking fabric calls before the service goes
     metadata.service.reset();  // stops the monitor before the store goes
     if (metadata.store) metadata.store->Sync();
     return 0;

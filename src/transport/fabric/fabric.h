@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -52,11 +53,11 @@ struct FidCloser {
 template <typename T>
 using FidPtr = std::unique_ptr<T, FidCloser>;
 
-// One provider's fabric and domain, opened for a client (initiates RMA and atomics) or a server
-// (is their target).
+// One provider's fabric and domain, opened for a client (initiates RMA and atomics), a server
+// (is their target), or an endpoint that sends and receives messages (the metadata calls).
 class FabricDomain {
   public:
-    enum class Role { kClient, kServer };
+    enum class Role { kClient, kServer, kMessages };
 
     FabricDomain(const FabricConfig &config, Role role);
     ~FabricDomain();
@@ -120,6 +121,7 @@ struct EndpointOptions {
     // The queue reports only failures (FI_SELECTIVE_COMPLETION); completions are counted.
     bool failures_only = false;
     fi_wait_obj queue_wait = FI_WAIT_NONE;  // FI_WAIT_NONE: polled only
+    fi_cq_format queue_format = FI_CQ_FORMAT_CONTEXT;  // FI_CQ_FORMAT_MSG: with lengths
     // Events the counter counts (FI_READ | FI_WRITE: this endpoint's own operations;
     // FI_REMOTE_READ | FI_REMOTE_WRITE: other endpoints' operations on it); 0: no counter.
     uint64_t counter_events = 0;
@@ -130,6 +132,17 @@ FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOpti
 
 // The endpoint's address as other endpoints insert it into their address vectors.
 std::string EndpointAddress(fid_ep *endpoint, const std::string &provider);
+
+// The queue's wait descriptor (fi_control FI_GETWAIT), or -1 when it has none.
+int QueueDescriptor(fid_cq *queue);
+
+// The loop of a server's progress thread, until `stopping`: calls `serve` (which reads the
+// queue: that is what drives a manual-progress provider; true when it found work), keeps
+// polling for 100 us after the last work, then sleeps on the queue's descriptor `queue_fd`
+// (tcp; wakes on traffic) or, with none (-1; shm), in naps that grow with idle time.
+// Wake it for `stopping` with fi_cq_signal.
+void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
+                     const std::atomic<bool> &stopping, const std::function<bool()> &serve);
 
 }  // namespace fampool
 

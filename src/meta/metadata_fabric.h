@@ -1,0 +1,131 @@
+// The frequent metadata calls over the fabric: lookups, fam_stat's reads and item allocation
+// travel as one libfabric message each way between the caller's endpoint and an endpoint of
+// the metadata service, instead of a gRPC call. Same requests, same replies, same service code
+// (MetadataRpcService answers both); gRPC stays the way in for everything else, for discovery
+// (ClusterStatus names the service's endpoint) and as the fallback.
+//
+// Why: a gRPC call costs 130-190 us on the project machine (libgrpc's own work on both sides,
+// measured against a 20-25 us TCP round trip), a message round trip 3 us over shm and ~30 us
+// over tcp (docs/bench/cluster.md); over verbs or cxi it is a few microseconds.
+#ifndef FAMPOOL_META_METADATA_FABRIC_H_
+#define FAMPOOL_META_METADATA_FABRIC_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "meta/metadata_rpc_service.h"
+#include "rpc/fampool.pb.h"
+#include "transport/fabric/fabric.h"
+
+namespace fampool {
+
+// Largest message either way. A call that does not fit goes over gRPC; a reply that does not
+// fit (an item striped over very many servers) is answered with use_grpc, and the caller asks
+// again over gRPC.
+constexpr size_t kMaxFabricMessage = 4096;
+
+// Buffers for messages in flight, registered when the provider wants local registration.
+class MessageSlots {
+  public:
+    MessageSlots(FabricDomain &domain, fid_ep *endpoint, size_t count);
+    char *slot(size_t index) { return memory_.data() + index * kMaxFabricMessage; }
+    void *descriptor() const { return registration_ ? fi_mr_desc(registration_.get()) : nullptr; }
+    size_t count() const { return memory_.size() / kMaxFabricMessage; }
+
+  private:
+    std::vector<char> memory_;
+    FidPtr<fid_mr> registration_;
+};
+
+// The metadata service's endpoint: one thread receives calls, runs them on `service` and
+// sends the replies; it sleeps on the queue when nobody calls (RunProgressLoop).
+class MetadataFabricService {
+  public:
+    // Opens the endpoint at config.node:config.service (empty service: a port of the
+    // provider's choosing) and starts serving.
+    MetadataFabricService(const FabricConfig &config, MetadataRpcService *service);
+    ~MetadataFabricService();
+    MetadataFabricService(const MetadataFabricService &) = delete;
+    MetadataFabricService &operator=(const MetadataFabricService &) = delete;
+
+    const std::string &address() const { return address_; }
+    const std::string &provider() const { return domain_.provider(); }
+    // Calls answered so far (for tests and `fampool status`).
+    uint64_t answered() const { return answered_.load(std::memory_order_relaxed); }
+
+  private:
+    struct Arrival {
+        size_t slot;
+        size_t length;
+    };
+    bool Serve();  // reaps the queue and answers what arrived; true when it found work
+    bool Reap();   // reads the queue once
+    void Complete(void *context, size_t length, bool failed);
+    void Answer(size_t receive, size_t length);
+    void Post(size_t receive);
+    size_t FreeSendSlot();  // waits (bounded) for a reply in flight to go; kServiceSends: none
+    fi_addr_t PeerOf(const std::string &name);
+
+    // Everything below is used by the progress thread only, after construction.
+    MetadataRpcService *service_;
+    FabricDomain domain_;
+    FidPtr<fid_av> av_;
+    FabricEndpoint endpoint_;
+    int queue_fd_ = -1;
+    std::string address_;
+    MessageSlots receives_;
+    MessageSlots sends_;
+    std::vector<fi_context2> receive_contexts_;
+    std::vector<fi_context2> send_contexts_;
+    std::vector<size_t> free_sends_;
+    std::deque<Arrival> arrived_;
+    std::map<std::string, fi_addr_t> peers_;  // caller endpoint name -> address vector entry
+    std::atomic<uint64_t> answered_{0};
+    std::atomic<bool> stopping_{false};
+    std::thread progress_;
+};
+
+// A client's way to MetadataFabricService: its own endpoint, one call in flight at a time.
+class MetadataFabricClient {
+  public:
+    MetadataFabricClient(const FabricConfig &config, const std::string &service_address,
+                         std::chrono::milliseconds timeout);
+    MetadataFabricClient(const MetadataFabricClient &) = delete;
+    MetadataFabricClient &operator=(const MetadataFabricClient &) = delete;
+
+    // Makes `call` and fills `reply`. False when the caller should make it over gRPC instead:
+    // another thread's call is in flight, the call or its reply does not fit in a message, or
+    // the message could not be delivered (the service is gone; the client is then broken).
+    // Throws Failure(FAM_ERR_RPC) when the service took the call but did not answer within the
+    // timeout (the client is then broken too: the reply may still come).
+    bool Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method);
+    bool broken() const { return broken_.load(); }
+    uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+
+  private:
+    void PostReceive();
+
+    FabricDomain domain_;
+    FidPtr<fid_av> av_;
+    FabricEndpoint endpoint_;
+    std::string address_;
+    fi_addr_t service_ = FI_ADDR_UNSPEC;
+    std::chrono::milliseconds timeout_;
+    MessageSlots slots_;  // 0: the call, 1: the reply
+    std::mutex mutex_;    // one call in flight
+    uint64_t next_call_ = 1;
+    fi_context2 send_context_{}, receive_context_{};
+    std::atomic<bool> broken_{false};
+    std::atomic<uint64_t> calls_{0};
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_META_METADATA_FABRIC_H_
