@@ -50,12 +50,23 @@ void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::Clie
                                                                       const Request &, Reply *),
                           const char *name, const Request &request, Reply *reply,
                           Request *(rpc::FabricCall::*call_field)(),
-                          Reply *(rpc::FabricReply::*reply_field)()) {
+                          Reply *(rpc::FabricReply::*reply_field)(), bool idempotent) {
     if (std::shared_ptr<MetadataFabricClient> fabric = Fabric()) {
         rpc::FabricCall call;
         *(call.*call_field)() = request;
         rpc::FabricReply answer;
-        if (fabric->Call(call, &answer, name)) {
+        auto same_service = [&] {
+            rpc::FabricEndpoint endpoint;
+            try {
+                rpc::Empty empty;
+                Call(&rpc::Metadata::Stub::MetadataEndpoint, "Metadata.MetadataEndpoint", empty,
+                     &endpoint);
+            } catch (const Failure &) {
+                return false;
+            }
+            return endpoint.address() == fabric->service_address();
+        };
+        if (fabric->Call(call, &answer, name, idempotent, same_service)) {
             CheckStatus(grpc::Status(static_cast<grpc::StatusCode>(answer.code()),
                                      answer.message(), answer.details()),
                         name, address_);
@@ -74,31 +85,43 @@ void MetadataClient::UseFabric(const FabricConfig &config) {
 }
 
 std::shared_ptr<MetadataFabricClient> MetadataClient::Fabric() {
+    using std::chrono::seconds;
     std::unique_lock<std::mutex> lock(fabric_mutex_);
-    if (!fabric_wanted_ || (fabric_ && !fabric_->broken())) return fabric_;
-    // None yet, or the service went away (restarted elsewhere, or for good): look its endpoint
-    // up again over gRPC, at most once a second; gRPC carries the calls meanwhile.
+    if (!fabric_wanted_) return nullptr;
+    bool usable = fabric_ && !fabric_->broken();
+    // In use lately: the service is the one that answered.
+    if (usable && fabric_->quiet_for() < seconds(1)) return fabric_;
+    // A quiet client asks the service (over gRPC) where its endpoint is before using it: a
+    // restarted service has a new one, and a message to the old one may vanish (shm delivers
+    // it into the dead service's queue). A broken client (or none) does so at most once a
+    // second; gRPC carries the calls meanwhile, and while another thread asks.
     auto now = std::chrono::steady_clock::now();
-    if (connecting_ || now - fabric_tried_ < std::chrono::seconds(1)) return nullptr;
+    if (connecting_ || (!usable && now - fabric_tried_ < seconds(1))) return nullptr;
     fabric_tried_ = now;
     connecting_ = true;
-    FabricConfig config = fabric_config_;
     lock.unlock();
-    std::shared_ptr<MetadataFabricClient> fabric;
+    rpc::FabricEndpoint endpoint;
     try {
-        rpc::ClusterStatus status = Status();
-        if (!status.metadata_fabric_address().empty() &&
-            status.metadata_fabric_provider() == config.provider) {
-            fabric = std::make_shared<MetadataFabricClient>(
-                config, status.metadata_fabric_address(), timeout_);
-        }
+        rpc::Empty request;
+        Call(&rpc::Metadata::Stub::MetadataEndpoint, "Metadata.MetadataEndpoint", request,
+             &endpoint);
     } catch (const Failure &) {
-        // The service is unreachable, or its endpoint cannot be reached over this provider:
-        // gRPC it is (its calls report the service being gone).
+        // Unreachable: gRPC it is (its calls report the service being gone).
     }
     lock.lock();
     connecting_ = false;
-    fabric_ = fabric;
+    if (endpoint.address().empty() || endpoint.provider() != fabric_config_.provider) {
+        fabric_.reset();
+    } else if (fabric_ && !fabric_->broken() && fabric_->service_address() == endpoint.address()) {
+        fabric_->Confirmed();
+    } else {
+        try {
+            fabric_ = std::make_shared<MetadataFabricClient>(fabric_config_, endpoint.address(),
+                                                             timeout_);
+        } catch (const Failure &) {
+            fabric_.reset();  // cannot reach that endpoint over this provider
+        }
+    }
     return fabric_;
 }
 
@@ -137,14 +160,16 @@ RegionInfo MetadataClient::ResizeRegion(uint64_t region_id, uint64_t size, const
 RegionInfo MetadataClient::LookupRegion(const std::string &name, const Caller &caller) {
     rpc::Region reply;
     Call(&rpc::Metadata::Stub::LookupRegion, "Metadata.LookupRegion", LookupRequest(name, "", caller), &reply,
-         &rpc::FabricCall::mutable_lookup_region, &rpc::FabricReply::mutable_region);
+         &rpc::FabricCall::mutable_lookup_region, &rpc::FabricReply::mutable_region,
+         /*idempotent=*/true);
     return FromProto(reply);
 }
 
 RegionInfo MetadataClient::GetRegion(uint64_t region_id, const Caller &caller) {
     rpc::Region reply;
     Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller), &reply,
-         &rpc::FabricCall::mutable_get_region, &rpc::FabricReply::mutable_region);
+         &rpc::FabricCall::mutable_get_region, &rpc::FabricReply::mutable_region,
+         /*idempotent=*/true);
     return FromProto(reply);
 }
 
@@ -166,28 +191,32 @@ ItemInfo MetadataClient::AllocateItem(uint64_t region_id, const std::string &nam
     request.set_perm(perm);
     rpc::Item reply;
     Call(&rpc::Metadata::Stub::AllocateItem, "Metadata.AllocateItem", request, &reply,
-         &rpc::FabricCall::mutable_allocate_item, &rpc::FabricReply::mutable_item);
+         &rpc::FabricCall::mutable_allocate_item, &rpc::FabricReply::mutable_item,
+         /*idempotent=*/false);
     return FromProto(reply);
 }
 
 void MetadataClient::DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
     rpc::Empty reply;
     Call(&rpc::Metadata::Stub::DeallocateItem, "Metadata.DeallocateItem", ItemRequest(region_id, offset, caller), &reply,
-         &rpc::FabricCall::mutable_deallocate_item, &rpc::FabricReply::mutable_empty);
+         &rpc::FabricCall::mutable_deallocate_item, &rpc::FabricReply::mutable_empty,
+         /*idempotent=*/false);
 }
 
 ItemInfo MetadataClient::LookupItem(const std::string &item, const std::string &region,
                                     const Caller &caller) {
     rpc::Item reply;
     Call(&rpc::Metadata::Stub::LookupItem, "Metadata.LookupItem", LookupRequest(item, region, caller), &reply,
-         &rpc::FabricCall::mutable_lookup_item, &rpc::FabricReply::mutable_item);
+         &rpc::FabricCall::mutable_lookup_item, &rpc::FabricReply::mutable_item,
+         /*idempotent=*/true);
     return FromProto(reply);
 }
 
 ItemInfo MetadataClient::GetItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
     rpc::Item reply;
     Call(&rpc::Metadata::Stub::GetItem, "Metadata.GetItem", ItemRequest(region_id, offset, caller), &reply,
-         &rpc::FabricCall::mutable_get_item, &rpc::FabricReply::mutable_item);
+         &rpc::FabricCall::mutable_get_item, &rpc::FabricReply::mutable_item,
+         /*idempotent=*/true);
     return FromProto(reply);
 }
 

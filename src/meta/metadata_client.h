@@ -55,12 +55,14 @@ class MetadataClient : public MetadataService {
                                                           Reply *),
               const char *name, const Request &request, Reply *reply);
     // The same over the fabric when it is in use: the request goes in the FabricCall field
-    // `call_field`, the reply comes from the FabricReply field `reply_field`.
+    // `call_field`, the reply comes from the FabricReply field `reply_field`. An `idempotent`
+    // call (a lookup) is made again over gRPC when the service went away with it in flight.
     template <typename Request, typename Reply>
     void Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *, const Request &,
                                                           Reply *),
               const char *name, const Request &request, Reply *reply,
-              Request *(rpc::FabricCall::*call_field)(), Reply *(rpc::FabricReply::*reply_field)());
+              Request *(rpc::FabricCall::*call_field)(), Reply *(rpc::FabricReply::*reply_field)(),
+              bool idempotent);
     // The fabric client to use now, if any (connects or reconnects when due).
     std::shared_ptr<MetadataFabricClient> Fabric();
 

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "common/error.h"
@@ -20,8 +24,13 @@ constexpr size_t kMostPeers = 16384;     // address vector entries kept for call
 // A caller polls for its reply this long before it starts yielding the core between polls:
 // a round trip takes 3 us over shm and ~30 us over tcp here.
 constexpr auto kSpin = std::chrono::microseconds(200);
-// A reply slot must come free within this; a caller that stops taking replies loses its own.
-constexpr auto kSendSlotWait = std::chrono::seconds(1);
+// A reply the provider does not take within this (it cannot connect to the caller) is dropped.
+constexpr auto kSendWait = std::chrono::seconds(1);
+// A caller with no reply after this asks (over gRPC) whether the service is still the same.
+constexpr auto kAskAfter = std::chrono::milliseconds(100);
+// A caller whose message the provider has not taken and sent within this (no connection to the
+// service) gives up on the fabric and makes the call over gRPC.
+constexpr auto kConnectWait = std::chrono::seconds(1);
 
 EndpointOptions MessageEndpointOptions(fi_wait_obj wait) {
     EndpointOptions options;
@@ -65,10 +74,38 @@ void Dispatch(MetadataRpcService &service, const rpc::FabricCall &call,
     reply->set_details(status.error_details());
 }
 
+// Whether `name` can be an endpoint name of this address format. A name the provider rejects
+// is not harmless: libfabric 1.17's rxm then refuses every new connection to the endpoint.
+bool PlausibleAddress(const std::string &name, uint32_t format) {
+    auto family = [&](size_t size, sa_family_t expected) {
+        sa_family_t found = 0;
+        if (name.size() != size) return false;
+        std::memcpy(&found, name.data(), sizeof found);
+        return found == expected;
+    };
+    switch (format) {
+        case FI_SOCKADDR_IN:
+            return family(sizeof(sockaddr_in), AF_INET);
+        case FI_SOCKADDR_IN6:
+            return family(sizeof(sockaddr_in6), AF_INET6);
+        case FI_SOCKADDR:
+            return family(sizeof(sockaddr_in), AF_INET) || family(sizeof(sockaddr_in6), AF_INET6);
+        case FI_ADDR_STR:
+            // "fi_<format>://<address>", printable, NUL-terminated or not.
+            for (char c : name) {
+                if (c == '\0') break;
+                if (c < 0x20 || c > 0x7e) return false;
+            }
+            return name.rfind("fi_", 0) == 0 && name.find("://") != std::string::npos;
+        default:
+            return true;  // the provider's own format: it checks
+    }
+}
+
 }  // namespace
 
-MessageSlots::MessageSlots(FabricDomain &domain, fid_ep *endpoint, size_t count)
-    : memory_(count * kMaxFabricMessage) {
+MessageSlots::MessageSlots(FabricDomain &domain, fid_ep *endpoint, size_t count, size_t size)
+    : size_(size), memory_(count * size) {
     if (domain.local_registration()) {
         registration_ = domain.Register(memory_.data(), memory_.size(), FI_SEND | FI_RECV,
                                         endpoint);
@@ -87,10 +124,14 @@ MetadataFabricService::MetadataFabricService(const FabricConfig &config,
                                                                                  : FI_WAIT_FD))),
       queue_fd_(QueueDescriptor(endpoint_.queue.get())),
       address_(EndpointAddress(endpoint_.endpoint.get(), domain_.provider())),
-      receives_(domain_, endpoint_.endpoint.get(), kServiceReceives),
-      sends_(domain_, endpoint_.endpoint.get(), kServiceSends),
+      receives_(domain_, endpoint_.endpoint.get(), kServiceReceives, kReceiveBuffer),
+      sends_(domain_, endpoint_.endpoint.get(), kServiceSends, kMaxFabricMessage),
       receive_contexts_(kServiceReceives),
       send_contexts_(kServiceSends) {
+    char name[256] = {};
+    size_t length = sizeof name;
+    fi_av_straddr(av_.get(), address_.data(), name, &length);
+    name_ = name;
     for (size_t i = 0; i < kServiceSends; ++i) free_sends_.push_back(kServiceSends - 1 - i);
     for (size_t i = 0; i < kServiceReceives; ++i) Post(i);
     progress_ = std::thread([this] {
@@ -109,7 +150,7 @@ void MetadataFabricService::Post(size_t receive) {
     // Retried while the provider is busy; a failure leaves the slot out of use.
     ssize_t ret;
     do {
-        ret = fi_recv(endpoint_.endpoint.get(), receives_.slot(receive), kMaxFabricMessage,
+        ret = fi_recv(endpoint_.endpoint.get(), receives_.slot(receive), receives_.size(),
                       receives_.descriptor(), FI_ADDR_UNSPEC, &receive_contexts_[receive]);
     } while (ret == -FI_EAGAIN && !stopping_);
     if (ret != 0 && ret != -FI_EAGAIN) {
@@ -153,28 +194,43 @@ bool MetadataFabricService::Reap() {
 
 bool MetadataFabricService::Serve() {
     bool worked = Reap();
-    while (!arrived_.empty()) {
+    worked |= Flush();
+    // A call waits (its receive not posted again) while every reply slot is taken.
+    while (!arrived_.empty() && !free_sends_.empty()) {
         Arrival arrival = arrived_.front();
         arrived_.pop_front();
         Answer(arrival.slot, arrival.length);
         Post(arrival.slot);
         worked = true;
     }
-    return worked;
+    // Keep polling while anything waits: replies the provider did not take yet, calls.
+    return worked || !unsent_.empty() || !arrived_.empty();
 }
 
-size_t MetadataFabricService::FreeSendSlot() {
-    auto deadline = Clock::now() + kSendSlotWait;
-    while (free_sends_.empty() && Clock::now() < deadline && !stopping_) Reap();
-    if (free_sends_.empty()) return kServiceSends;
-    size_t slot = free_sends_.back();
-    free_sends_.pop_back();
-    return slot;
+bool MetadataFabricService::Flush() {
+    bool worked = false;
+    for (auto it = unsent_.begin(); it != unsent_.end();) {
+        ssize_t ret = fi_send(endpoint_.endpoint.get(), sends_.slot(it->slot), it->size,
+                              sends_.descriptor(), it->peer, &send_contexts_[it->slot]);
+        if (ret == 0) {
+            answered_.fetch_add(1, std::memory_order_relaxed);
+            worked = true;
+        } else if (ret == -FI_EAGAIN && Clock::now() < it->deadline) {
+            ++it;  // the provider is still connecting to the caller: later
+            continue;
+        } else {
+            // The caller cannot be reached: it times out. Nobody else waits for this.
+            free_sends_.push_back(it->slot);
+        }
+        it = unsent_.erase(it);
+    }
+    return worked;
 }
 
 fi_addr_t MetadataFabricService::PeerOf(const std::string &name) {
     auto found = peers_.find(name);
     if (found != peers_.end()) return found->second;
+    if (!PlausibleAddress(name, domain_.info()->addr_format)) return FI_ADDR_UNSPEC;
     if (peers_.size() >= kMostPeers && free_sends_.size() == kServiceSends) {
         // Callers of long ago: forget them all (none has a reply in flight); the ones still
         // alive are inserted again on their next call.
@@ -209,22 +265,13 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
         reply.set_use_grpc(true);
     }
     fi_addr_t peer = PeerOf(call.reply_to());
-    size_t slot = FreeSendSlot();
-    if (peer == FI_ADDR_UNSPEC || slot == kServiceSends) return;
+    if (peer == FI_ADDR_UNSPEC) return;
+    size_t slot = free_sends_.back();
+    free_sends_.pop_back();
     size_t size = reply.ByteSizeLong();
     reply.SerializeToArray(sends_.slot(slot), static_cast<int>(size));
-    auto deadline = Clock::now() + kSendSlotWait;
-    ssize_t ret;
-    while ((ret = fi_send(endpoint_.endpoint.get(), sends_.slot(slot), size, sends_.descriptor(),
-                          peer, &send_contexts_[slot])) == -FI_EAGAIN &&
-           Clock::now() < deadline && !stopping_) {
-        Reap();
-    }
-    if (ret != 0) {
-        free_sends_.push_back(slot);
-        return;
-    }
-    answered_.fetch_add(1, std::memory_order_relaxed);
+    unsent_.push_back({slot, size, peer, Clock::now() + kSendWait});
+    Flush();
 }
 
 MetadataFabricClient::MetadataFabricClient(const FabricConfig &config,
@@ -234,8 +281,11 @@ MetadataFabricClient::MetadataFabricClient(const FabricConfig &config,
       av_(domain_.OpenAddressVector()),
       endpoint_(OpenEndpoint(domain_, av_.get(), MessageEndpointOptions(FI_WAIT_NONE))),
       address_(EndpointAddress(endpoint_.endpoint.get(), domain_.provider())),
+      service_address_(service_address),
       timeout_(timeout),
-      slots_(domain_, endpoint_.endpoint.get(), 2) {
+      last_answer_(Clock::now().time_since_epoch().count()),
+      call_(domain_, endpoint_.endpoint.get(), 1, kMaxFabricMessage),
+      reply_(domain_, endpoint_.endpoint.get(), 1, kReceiveBuffer) {
     if (fi_av_insert(av_.get(), service_address.data(), 1, &service_, 0, nullptr) != 1) {
         Fail(openfam::FAM_ERR_LIBFABRIC,
              "fi_av_insert: the metadata service's fabric address is not one of provider {}",
@@ -245,13 +295,14 @@ MetadataFabricClient::MetadataFabricClient(const FabricConfig &config,
 }
 
 void MetadataFabricClient::PostReceive() {
-    CheckFabric(fi_recv(endpoint_.endpoint.get(), slots_.slot(1), kMaxFabricMessage,
-                        slots_.descriptor(), FI_ADDR_UNSPEC, &receive_context_),
+    CheckFabric(fi_recv(endpoint_.endpoint.get(), reply_.slot(0), reply_.size(),
+                        reply_.descriptor(), FI_ADDR_UNSPEC, &receive_context_),
                 "fi_recv", domain_.provider());
 }
 
 bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
-                                const char *method) {
+                                const char *method, bool idempotent,
+                                const std::function<bool()> &same_service) {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock() || broken_) return false;
     uint64_t id = next_call_++;
@@ -259,19 +310,26 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
     call.set_reply_to(address_);
     size_t size = call.ByteSizeLong();
     if (size > kMaxFabricMessage) return false;
-    call.SerializeToArray(slots_.slot(0), static_cast<int>(size));
+    call.SerializeToArray(call_.slot(0), static_cast<int>(size));
 
     fid_cq *queue = endpoint_.queue.get();
+    // Let the provider see what happened since the last call first (a connection the service
+    // closed when it died), so that the message does not go to a connection that is gone.
+    fi_cq_msg_entry stale[2];
+    fi_cq_read(queue, stale, 0);
     auto start = Clock::now();
     auto deadline = start + timeout_;
-    bool sent = false, answered = false, posted = false;
+    auto connect_deadline = start + std::min<std::chrono::milliseconds>(
+                                        timeout_, std::chrono::duration_cast<std::chrono::milliseconds>(kConnectWait));
+    bool sent = false, answered = false, posted = false, asked = false;
     while (!sent || !answered) {
         if (!posted) {
-            ssize_t ret = fi_send(endpoint_.endpoint.get(), slots_.slot(0), size,
-                                  slots_.descriptor(), service_, &send_context_);
+            ssize_t ret = fi_send(endpoint_.endpoint.get(), call_.slot(0), size,
+                                  call_.descriptor(), service_, &send_context_);
             if (ret == 0) {
                 posted = true;
-            } else if (ret != -FI_EAGAIN) {
+            } else if (ret != -FI_EAGAIN || Clock::now() > connect_deadline) {
+                // Never left this process: the service has not seen the call.
                 broken_ = true;
                 return false;
             }
@@ -294,12 +352,32 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
                 sent = true;
                 continue;
             }
-            bool parsed = reply->ParseFromArray(slots_.slot(1), static_cast<int>(entries[i].len));
+            bool parsed = reply->ParseFromArray(reply_.slot(0), static_cast<int>(entries[i].len));
             PostReceive();
             if (parsed && reply->call_id() == id) answered = true;  // else a stale reply
         }
         if (n > 0) continue;
         auto now = Clock::now();
+        if (!sent && now > connect_deadline) {
+            // The provider took the message but has not sent it (a provider completes a send
+            // once its bytes left: tcp, or reached the peer: shm, verbs): it keeps trying to
+            // reach an endpoint that is gone. The service has not seen the call.
+            broken_ = true;
+            return false;
+        }
+        if (!asked && now - start > kAskAfter) {
+            // Slow: the service may have died with the call (shm delivers into a dead
+            // service's queue). Ask over gRPC whether the endpoint still has its service.
+            asked = true;
+            if (!same_service()) {
+                broken_ = true;
+                if (idempotent) return false;
+                Fail(openfam::FAM_ERR_RPC,
+                     "{}: the metadata service stopped or restarted with the call in flight "
+                     "(over the fabric, provider {}); it may or may not have been done",
+                     method, domain_.provider());
+            }
+        }
         if (now > deadline) {
             broken_ = true;
             Fail(openfam::FAM_ERR_RPC,
@@ -310,7 +388,16 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
         if (now - start > kSpin) std::this_thread::yield();
     }
     calls_.fetch_add(1, std::memory_order_relaxed);
+    Confirmed();
     return !reply->use_grpc();
+}
+
+std::chrono::steady_clock::duration MetadataFabricClient::quiet_for() const {
+    return Clock::now().time_since_epoch() - Clock::duration(last_answer_.load());
+}
+
+void MetadataFabricClient::Confirmed() {
+    last_answer_ = Clock::now().time_since_epoch().count();
 }
 
 }  // namespace fampool

@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <list>
 #include <map>
 #include <mutex>
 #include <string>
@@ -30,16 +32,21 @@ namespace fampool {
 // fit (an item striped over very many servers) is answered with use_grpc, and the caller asks
 // again over gRPC.
 constexpr size_t kMaxFabricMessage = 4096;
+// Size of every buffer a message is received into: larger than any message a provider sends
+// in one piece (tcp;ofi_rxm: 16 KiB), whoever sends it. libfabric 1.17's tcp provider loses
+// its place in the stream when a message does not fit, and stops delivering.
+constexpr size_t kReceiveBuffer = 64 << 10;
 
 // Buffers for messages in flight, registered when the provider wants local registration.
 class MessageSlots {
   public:
-    MessageSlots(FabricDomain &domain, fid_ep *endpoint, size_t count);
-    char *slot(size_t index) { return memory_.data() + index * kMaxFabricMessage; }
+    MessageSlots(FabricDomain &domain, fid_ep *endpoint, size_t count, size_t size);
+    char *slot(size_t index) { return memory_.data() + index * size_; }
+    size_t size() const { return size_; }
     void *descriptor() const { return registration_ ? fi_mr_desc(registration_.get()) : nullptr; }
-    size_t count() const { return memory_.size() / kMaxFabricMessage; }
 
   private:
+    size_t size_;
     std::vector<char> memory_;
     FidPtr<fid_mr> registration_;
 };
@@ -56,6 +63,7 @@ class MetadataFabricService {
     MetadataFabricService &operator=(const MetadataFabricService &) = delete;
 
     const std::string &address() const { return address_; }
+    const std::string &name() const { return name_; }  // the address in words
     const std::string &provider() const { return domain_.provider(); }
     // Calls answered so far (for tests and `fampool status`).
     uint64_t answered() const { return answered_.load(std::memory_order_relaxed); }
@@ -65,12 +73,18 @@ class MetadataFabricService {
         size_t slot;
         size_t length;
     };
+    struct Reply {
+        size_t slot;
+        size_t size;
+        fi_addr_t peer;
+        std::chrono::steady_clock::time_point deadline;
+    };
     bool Serve();  // reaps the queue and answers what arrived; true when it found work
     bool Reap();   // reads the queue once
     void Complete(void *context, size_t length, bool failed);
     void Answer(size_t receive, size_t length);
     void Post(size_t receive);
-    size_t FreeSendSlot();  // waits (bounded) for a reply in flight to go; kServiceSends: none
+    bool Flush();  // offers the replies waiting to the provider; true when it took one
     fi_addr_t PeerOf(const std::string &name);
 
     // Everything below is used by the progress thread only, after construction.
@@ -79,13 +93,14 @@ class MetadataFabricService {
     FidPtr<fid_av> av_;
     FabricEndpoint endpoint_;
     int queue_fd_ = -1;
-    std::string address_;
+    std::string address_, name_;
     MessageSlots receives_;
     MessageSlots sends_;
     std::vector<fi_context2> receive_contexts_;
     std::vector<fi_context2> send_contexts_;
     std::vector<size_t> free_sends_;
-    std::deque<Arrival> arrived_;
+    std::deque<Arrival> arrived_;  // calls to answer
+    std::list<Reply> unsent_;      // replies the provider has not taken yet
     std::map<std::string, fi_addr_t> peers_;  // caller endpoint name -> address vector entry
     std::atomic<uint64_t> answered_{0};
     std::atomic<bool> stopping_{false};
@@ -103,11 +118,20 @@ class MetadataFabricClient {
     // Makes `call` and fills `reply`. False when the caller should make it over gRPC instead:
     // another thread's call is in flight, the call or its reply does not fit in a message, or
     // the message could not be delivered (the service is gone; the client is then broken).
-    // Throws Failure(FAM_ERR_RPC) when the service took the call but did not answer within the
-    // timeout (the client is then broken too: the reply may still come).
-    bool Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method);
+    // When no reply came within 100 ms, asks `same_service` (true: the service that has this
+    // endpoint still runs) and, if it has gone, returns false for an `idempotent` call and
+    // throws Failure(FAM_ERR_RPC) for another (it may have run). Throws Failure(FAM_ERR_RPC)
+    // too when the service took the call but did not answer within the timeout (the client is
+    // then broken: the reply may still come).
+    bool Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method,
+              bool idempotent, const std::function<bool()> &same_service);
     bool broken() const { return broken_.load(); }
     uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+    const std::string &service_address() const { return service_address_; }
+    // Time since the service last answered (since construction before its first answer).
+    std::chrono::steady_clock::duration quiet_for() const;
+    // Counts from now as if the service had answered (it was just seen alive).
+    void Confirmed();
 
   private:
     void PostReceive();
@@ -116,9 +140,12 @@ class MetadataFabricClient {
     FidPtr<fid_av> av_;
     FabricEndpoint endpoint_;
     std::string address_;
+    std::string service_address_;
     fi_addr_t service_ = FI_ADDR_UNSPEC;
     std::chrono::milliseconds timeout_;
-    MessageSlots slots_;  // 0: the call, 1: the reply
+    std::atomic<int64_t> last_answer_;  // steady_clock ticks
+    MessageSlots call_;   // the call being made
+    MessageSlots reply_;  // where its reply arrives
     std::mutex mutex_;    // one call in flight
     uint64_t next_call_ = 1;
     fi_context2 send_context_{}, receive_context_{};

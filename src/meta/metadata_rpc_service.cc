@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "meta/metadata_fabric.h"
 #include "rpc/convert.h"
 
 namespace fampool {
@@ -153,8 +154,12 @@ grpc::Status MetadataRpcService::ChangeItemPermissions(grpc::ServerContext *,
 grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty *,
                                         rpc::ClusterStatus *reply) {
     return Serve([&] {
-        reply->set_metadata_fabric_provider(fabric_provider_);
-        reply->set_metadata_fabric_address(fabric_address_);
+        if (fabric_) {
+            reply->set_metadata_fabric_provider(fabric_->provider());
+            reply->set_metadata_fabric_address(fabric_->address());
+            reply->set_metadata_fabric_name(fabric_->name());
+            reply->set_metadata_fabric_calls(fabric_->answered());
+        }
         std::vector<uint64_t> usage = store_->ServerUsage();
         for (MemoryServerClient *server : servers_) {
             rpc::ServerState *state = reply->add_servers();
@@ -188,6 +193,15 @@ grpc::Status MetadataRpcService::ListItems(grpc::ServerContext *,
             ToProto(item, reply->add_items());
         }
     });
+}
+
+grpc::Status MetadataRpcService::MetadataEndpoint(grpc::ServerContext *, const rpc::Empty *,
+                                                  rpc::FabricEndpoint *reply) {
+    if (fabric_) {
+        reply->set_provider(fabric_->provider());
+        reply->set_address(fabric_->address());
+    }
+    return grpc::Status::OK;
 }
 
 }  // namespace fampool

@@ -17,6 +17,8 @@
 
 namespace fampool {
 
+class MetadataFabricService;
+
 class MetadataRpcService final : public rpc::Metadata::Service {
   public:
     MetadataRpcService(MetadataStore *store, std::vector<MemoryServerClient *> servers);
@@ -24,12 +26,9 @@ class MetadataRpcService final : public rpc::Metadata::Service {
 
     // Checks every server now, then every `period` on a background thread.
     void StartMonitor(std::chrono::milliseconds period);
-    // The fabric endpoint that takes the frequent calls too (MetadataFabricService), named to
-    // clients in Status. Set before serving.
-    void AdvertiseFabric(const std::string &provider, const std::string &address) {
-        fabric_provider_ = provider;
-        fabric_address_ = address;
-    }
+    // The fabric endpoint that takes the frequent calls too, named to clients in Status. Set
+    // before serving; it must outlive the service's last Status call.
+    void AdvertiseFabric(const MetadataFabricService *fabric) { fabric_ = fabric; }
 
     grpc::Status CreateRegion(grpc::ServerContext *, const rpc::CreateRegionRequest *,
                               rpc::Region *) override;
@@ -56,13 +55,15 @@ class MetadataRpcService final : public rpc::Metadata::Service {
                         rpc::ClusterStatus *) override;
     grpc::Status ListItems(grpc::ServerContext *, const rpc::RegionRequest *,
                            rpc::ItemList *) override;
+    grpc::Status MetadataEndpoint(grpc::ServerContext *, const rpc::Empty *,
+                                  rpc::FabricEndpoint *) override;
 
   private:
     void CheckServers();
 
     MetadataStore *store_;
     std::vector<MemoryServerClient *> servers_;
-    std::string fabric_provider_, fabric_address_;
+    const MetadataFabricService *fabric_ = nullptr;
     std::mutex monitor_mutex_;
     std::condition_variable monitor_wake_;
     bool stopping_ = false;

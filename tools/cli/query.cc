@@ -136,9 +136,18 @@ int Status(const QueryOptions &options) {
         session.Ask("cluster status", [&] { return session.client->Status(); });
     const bool exact = options.exact_bytes;
 
-    std::printf("cluster %s: metadata service %s, provider %s\n\nmemory servers\n",
+    std::printf("cluster %s: metadata service %s, provider %s\n",
                 session.cluster.path.c_str(), session.cluster.metadata_address.c_str(),
                 session.cluster.provider.c_str());
+    if (status.metadata_fabric_address().empty()) {
+        std::printf("metadata calls: gRPC only\n");
+    } else {
+        std::printf("metadata calls: lookups and allocations over the fabric at %s (%llu "
+                    "answered), the rest over gRPC\n",
+                    status.metadata_fabric_name().c_str(),
+                    static_cast<unsigned long long>(status.metadata_fabric_calls()));
+    }
+    std::printf("\nmemory servers\n");
     Table servers({"ID", "ADDRESS", "REACHABLE", "PROVIDER", "EXTENT BYTES"});
     uint64_t reachable = 0, extents = 0;
     for (const rpc::ServerState &server : status.servers()) {

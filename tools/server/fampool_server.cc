@@ -144,7 +144,7 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
                  fabric.node, fabric.service.empty() ? "any port" : fabric.service,
                  failure.fam_error_msg());
         }
-        role.service->AdvertiseFabric(role.fabric->provider(), role.fabric->address());
+        role.service->AdvertiseFabric(role.fabric.get());
     }
     return role;
 }
@@ -197,7 +197,9 @@ int Run(int argc, char **argv) {
         metadata.service->StartMonitor(std::chrono::milliseconds(1000));
         std::printf("fampool-server: metadata service on %s (%zu memory servers; %s)\n",
                     cluster.metadata_address.c_str(), cluster.memservers.size(),
-                    metadata.fabric ? "lookups and allocations over the fabric too"
+                    metadata.fabric ? ("lookups and allocations over the fabric too, at " +
+                                       metadata.fabric->name())
+                                          .c_str()
                                     : "gRPC only");
     }
     std::fflush(stdout);
