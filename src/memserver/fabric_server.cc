@@ -7,6 +7,10 @@
 namespace fampool {
 namespace {
 
+// How long the progress thread keeps polling after it last saw traffic: long enough to catch
+// the next request of a client issuing operations back to back without a wake-up in between.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
 // Reads (and drops) whatever the queue holds; this is what drives a manual-progress provider.
 // Incoming RMA and atomics put no entries in the target's queue, so entries are rare: failures
 // of the provider's own traffic. True when there was one.
@@ -82,7 +86,7 @@ void FabricServer::DriveProgress() {
         return;
     }
     RunProgressLoop(domain_.fabric(), endpoint_.queue.get(), queue_fd_, stopping_,
-                    [this] { return Served(); });
+                    [this] { return Served(); }, kSpin);
 }
 
 Registrar::Registration FabricServer::Register(void *address, size_t length,

@@ -139,6 +139,7 @@ class MetadataFabricClient {
     FabricDomain domain_;
     FidPtr<fid_av> av_;
     FabricEndpoint endpoint_;
+    int queue_fd_ = -1;  // the queue's wait descriptor, where it has one
     std::string address_;
     std::string service_address_;
     fi_addr_t service_ = FI_ADDR_UNSPEC;

@@ -150,8 +150,9 @@ TestCluster::~TestCluster() {
 pid_t TestCluster::Spawn(const std::vector<std::string> &args, const std::string &log) {
     pid_t pid = fork();
     if (pid == 0) {
-        // A test that dies (or is killed by ctest) takes its servers with it.
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        // A test that dies (or is killed by ctest) takes its servers with it, even one stuck
+        // in a provider and deaf to SIGTERM.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
         dup2(out, 1);
         dup2(out, 2);

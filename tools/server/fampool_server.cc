@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -30,6 +31,9 @@
 
 namespace fampool {
 namespace {
+
+// Longest a shutdown may take before the process exits anyway.
+constexpr std::chrono::seconds kShutdownLimit(20);
 
 std::string NewIncarnation() {
     std::random_device random;
@@ -208,8 +212,17 @@ int Run(int argc, char **argv) {
     sigwait(&signals, &signal_number);
     std::printf("fampool-server: signal %d, shutting down\n", signal_number);
     std::fflush(stdout);
+    // A thread stuck inside a provider (a wedged shm endpoint, docs/deployment.md) must not
+    // keep the process alive: the store is crash-safe, and it is synced first.
+    std::thread([] {
+        std::this_thread::sleep_for(kShutdownLimit);
+        std::fprintf(stderr, "fampool-server: shutdown did not finish in %lld s; exiting\n",
+                     static_cast<long long>(kShutdownLimit.count()));
+        std::_Exit(1);
+    }).detach();
     auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(5);
     for (auto &server : servers) server->Shutdown(deadline);
+    if (metadata.store) metadata.store->Sync();
     metadata.fabric.reset();   // stops taking fabric calls before the service goes
     metadata.service.reset();  // stops the monitor before the store goes
     if (metadata.store) metadata.store->Sync();

@@ -219,9 +219,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long the progress loop keeps polling after it last saw work: long enough to catch the
-// next request of a client issuing operations back to back without a wake-up in between.
-constexpr auto kSpin = std::chrono::microseconds(100);
 // Longest sleep on the queue's file descriptor (tcp): it wakes on traffic; the bound only
 // lets the thread notice shutdown.
 constexpr int kSleepMs = 100;
@@ -236,10 +233,11 @@ constexpr auto kLongIdleNap = std::chrono::microseconds(1000);
 }  // namespace
 
 void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
-                     const std::atomic<bool> &stopping, const std::function<bool()> &serve) {
+                     const std::atomic<bool> &stopping, const std::function<bool()> &serve,
+                     std::chrono::microseconds spin) {
     // Short sleeps should be short: the default timer slack (50 us) would stretch them.
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    auto active_until = Clock::now() + kSpin;
+    auto active_until = Clock::now() + spin;
     auto nap = kFirstNap;
     while (!stopping.load(std::memory_order_relaxed)) {
         bool busy = serve();
@@ -251,14 +249,14 @@ void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
         pollfd poll_fd{queue_fd, POLLIN, 0};
         if (queue_fd >= 0) busy |= !may_sleep || poll(&poll_fd, 1, 0) > 0;
         if (busy) {
-            active_until = Clock::now() + kSpin;
+            active_until = Clock::now() + spin;
             nap = kFirstNap;
             continue;
         }
         if (Clock::now() < active_until) continue;
         if (queue_fd >= 0) {
             // The descriptor wakes on incoming traffic.
-            if (poll(&poll_fd, 1, kSleepMs) > 0) active_until = Clock::now() + kSpin;
+            if (poll(&poll_fd, 1, kSleepMs) > 0) active_until = Clock::now() + spin;
             continue;
         }
         // Nothing to sleep on: poll at a rate that falls as the idle time grows.

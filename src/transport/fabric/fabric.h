@@ -18,6 +18,7 @@
 #include <rdma/fi_rma.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -138,11 +139,12 @@ int QueueDescriptor(fid_cq *queue);
 
 // The loop of a server's progress thread, until `stopping`: calls `serve` (which reads the
 // queue: that is what drives a manual-progress provider; true when it found work), keeps
-// polling for 100 us after the last work, then sleeps on the queue's descriptor `queue_fd`
+// polling for `spin` after the last work, then sleeps on the queue's descriptor `queue_fd`
 // (tcp; wakes on traffic) or, with none (-1; shm), in naps that grow with idle time.
 // Wake it for `stopping` with fi_cq_signal.
 void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
-                     const std::atomic<bool> &stopping, const std::function<bool()> &serve);
+                     const std::atomic<bool> &stopping, const std::function<bool()> &serve,
+                     std::chrono::microseconds spin);
 
 }  // namespace fampool
 
