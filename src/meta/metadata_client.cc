@@ -46,7 +46,7 @@ void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::Clie
 }
 
 template <typename Request, typename Reply>
-void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *,
+bool MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *,
                                                                       const Request &, Reply *),
                           const char *name, const Request &request, Reply *reply,
                           Request *(rpc::FabricCall::*call_field)(),
@@ -64,17 +64,19 @@ void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::Clie
             } catch (const Failure &) {
                 return false;
             }
-            return endpoint.address() == fabric->service_address();
+            return endpoint.address() == fabric->service_address() &&
+                   endpoint.incarnation() == fabric->incarnation();
         };
         if (fabric->Call(call, &answer, name, idempotent, same_service)) {
             CheckStatus(grpc::Status(static_cast<grpc::StatusCode>(answer.code()),
                                      answer.message(), answer.details()),
                         name, address_);
             reply->Swap((answer.*reply_field)());
-            return;
+            return answer.item_partial();
         }
     }
     Call(method, name, request, reply);
+    return false;
 }
 
 void MetadataClient::UseFabric(const FabricConfig &config) {
@@ -112,12 +114,13 @@ std::shared_ptr<MetadataFabricClient> MetadataClient::Fabric() {
     connecting_ = false;
     if (endpoint.address().empty() || endpoint.provider() != fabric_config_.provider) {
         fabric_.reset();
-    } else if (fabric_ && !fabric_->broken() && fabric_->service_address() == endpoint.address()) {
+    } else if (fabric_ && !fabric_->broken() && fabric_->service_address() == endpoint.address() &&
+               fabric_->incarnation() == endpoint.incarnation()) {
         fabric_->Confirmed();
     } else {
         try {
-            fabric_ = std::make_shared<MetadataFabricClient>(fabric_config_, endpoint.address(),
-                                                             timeout_);
+            fabric_ = std::make_shared<MetadataFabricClient>(
+                fabric_config_, endpoint.address(), endpoint.incarnation(), timeout_);
         } catch (const Failure &) {
             fabric_.reset();  // cannot reach that endpoint over this provider
         }
@@ -190,9 +193,17 @@ ItemInfo MetadataClient::AllocateItem(uint64_t region_id, const std::string &nam
     request.set_size(size);
     request.set_perm(perm);
     rpc::Item reply;
-    Call(&rpc::Metadata::Stub::AllocateItem, "Metadata.AllocateItem", request, &reply,
-         &rpc::FabricCall::mutable_allocate_item, &rpc::FabricReply::mutable_item,
-         /*idempotent=*/false);
+    bool partial =
+        Call(&rpc::Metadata::Stub::AllocateItem, "Metadata.AllocateItem", request, &reply,
+             &rpc::FabricCall::mutable_allocate_item, &rpc::FabricReply::mutable_item,
+             /*idempotent=*/false);
+    // Allocated, but the whole record did not fit in a message: read it over gRPC.
+    if (partial) {
+        rpc::Item whole;
+        Call(&rpc::Metadata::Stub::GetItem, "Metadata.GetItem",
+             ItemRequest(reply.region_id(), reply.offset(), caller), &whole);
+        return FromProto(whole);
+    }
     return FromProto(reply);
 }
 

@@ -57,8 +57,9 @@ class MetadataClient : public MetadataService {
     // The same over the fabric when it is in use: the request goes in the FabricCall field
     // `call_field`, the reply comes from the FabricReply field `reply_field`. An `idempotent`
     // call (a lookup) is made again over gRPC when the service went away with it in flight.
+    // True when the reply holds only where an allocated item is (item_partial).
     template <typename Request, typename Reply>
-    void Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *, const Request &,
+    bool Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *, const Request &,
                                                           Reply *),
               const char *name, const Request &request, Reply *reply,
               Request *(rpc::FabricCall::*call_field)(), Reply *(rpc::FabricReply::*reply_field)(),

@@ -6,8 +6,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "common/error.h"
@@ -138,6 +141,8 @@ MetadataFabricService::MetadataFabricService(const FabricConfig &config,
       sends_(domain_, endpoint_.endpoint.get(), kServiceSends, kMaxFabricMessage),
       receive_contexts_(kServiceReceives),
       send_contexts_(kServiceSends) {
+    std::random_device random;
+    incarnation_ = fmt::format("{:08x}{:08x}-{}", random(), random(), getpid());
     char name[256] = {};
     size_t length = sizeof name;
     fi_av_straddr(av_.get(), address_.data(), name, &length);
@@ -154,19 +159,25 @@ MetadataFabricService::~MetadataFabricService() {
     stopping_ = true;
     if (queue_fd_ >= 0) fi_cq_signal(endpoint_.queue.get());
     progress_.join();
+    endpoint_.Close();  // before the buffers it may still write into
 }
 
 void MetadataFabricService::Post(size_t receive) {
-    // Retried while the provider is busy; a failure leaves the slot out of use.
-    ssize_t ret;
-    do {
-        ret = fi_recv(endpoint_.endpoint.get(), receives_.slot(receive), receives_.size(),
-                      receives_.descriptor(), FI_ADDR_UNSPEC, &receive_contexts_[receive]);
-    } while (ret == -FI_EAGAIN && !stopping_);
-    if (ret != 0 && ret != -FI_EAGAIN) {
+    ssize_t ret = fi_recv(endpoint_.endpoint.get(), receives_.slot(receive), receives_.size(),
+                          receives_.descriptor(), FI_ADDR_UNSPEC, &receive_contexts_[receive]);
+    if (ret == 0) return;
+    // Busy (EAGAIN: progress first) or failing: tried again at every turn of the loop.
+    if (ret != -FI_EAGAIN && unposted_.empty()) {
         std::fprintf(stderr, "fampool-server: metadata fabric endpoint: fi_recv: %s\n",
                      fi_strerror(static_cast<int>(-ret)));
     }
+    unposted_.push_back(receive);
+}
+
+void MetadataFabricService::PostWaiting() {
+    std::vector<size_t> waiting;
+    waiting.swap(unposted_);
+    for (size_t receive : waiting) Post(receive);
 }
 
 // Sorts a completion: a receive is queued for an answer, a send's slot is free again.
@@ -204,6 +215,7 @@ bool MetadataFabricService::Reap() {
 
 bool MetadataFabricService::Serve() {
     bool worked = Reap();
+    if (!unposted_.empty()) PostWaiting();
     worked |= Flush();
     // A call waits (its receive not posted again) while every reply slot is taken.
     while (!arrived_.empty() && !free_sends_.empty()) {
@@ -213,8 +225,9 @@ bool MetadataFabricService::Serve() {
         Post(arrival.slot);
         worked = true;
     }
-    // Keep polling while anything waits: replies the provider did not take yet, calls.
-    return worked || !unsent_.empty() || !arrived_.empty();
+    // Keep polling while anything waits: replies the provider did not take yet, calls,
+    // receives to post again.
+    return worked || !unsent_.empty() || !arrived_.empty() || !unposted_.empty();
 }
 
 bool MetadataFabricService::Flush() {
@@ -261,21 +274,32 @@ fi_addr_t MetadataFabricService::PeerOf(const std::string &name) {
 void MetadataFabricService::Answer(size_t receive, size_t length) {
     rpc::FabricCall call;
     // A message that is not a call, or names no one to answer, is dropped: there is nobody to
-    // tell. Its sender times out.
+    // tell. Its sender times out. Nothing runs for a caller that cannot be answered.
     if (!call.ParseFromArray(receives_.slot(receive), static_cast<int>(length)) ||
         call.reply_to().empty() || call.reply_to().size() > kLongestName) {
         return;
     }
+    fi_addr_t peer = PeerOf(call.reply_to());
+    if (peer == FI_ADDR_UNSPEC) return;
     rpc::FabricReply reply;
     Dispatch(*service_, call, &reply);
     reply.set_call_id(call.call_id());
     if (reply.ByteSizeLong() > kMaxFabricMessage) {
+        // Too large for a message. An allocation is done and must not be made twice: send
+        // where the item is, the caller reads it over gRPC; any other call is made again.
+        bool allocated = call.has_allocate_item() && reply.has_item();
+        uint64_t region_id = allocated ? reply.item().region_id() : 0;
+        uint64_t offset = allocated ? reply.item().offset() : 0;
         reply.Clear();
         reply.set_call_id(call.call_id());
-        reply.set_use_grpc(true);
+        if (allocated) {
+            reply.set_item_partial(true);
+            reply.mutable_item()->set_region_id(region_id);
+            reply.mutable_item()->set_offset(offset);
+        } else {
+            reply.set_use_grpc(true);
+        }
     }
-    fi_addr_t peer = PeerOf(call.reply_to());
-    if (peer == FI_ADDR_UNSPEC) return;
     size_t slot = free_sends_.back();
     free_sends_.pop_back();
     size_t size = reply.ByteSizeLong();
@@ -286,6 +310,7 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
 
 MetadataFabricClient::MetadataFabricClient(const FabricConfig &config,
                                            const std::string &service_address,
+                                           const std::string &incarnation,
                                            std::chrono::milliseconds timeout)
     : domain_(config, FabricDomain::Role::kMessages),
       av_(domain_.OpenAddressVector()),
@@ -297,6 +322,7 @@ MetadataFabricClient::MetadataFabricClient(const FabricConfig &config,
       queue_fd_(QueueDescriptor(endpoint_.queue.get())),
       address_(EndpointAddress(endpoint_.endpoint.get(), domain_.provider())),
       service_address_(service_address),
+      incarnation_(incarnation),
       timeout_(timeout),
       last_answer_(Clock::now().time_since_epoch().count()),
       call_(domain_, endpoint_.endpoint.get(), 1, kMaxFabricMessage),
@@ -306,13 +332,22 @@ MetadataFabricClient::MetadataFabricClient(const FabricConfig &config,
              "fi_av_insert: the metadata service's fabric address is not one of provider {}",
              domain_.provider());
     }
-    PostReceive();
+    if (!PostReceive()) {
+        Fail(openfam::FAM_ERR_LIBFABRIC, "fi_recv: the provider refused a receive (provider {})",
+             domain_.provider());
+    }
 }
 
-void MetadataFabricClient::PostReceive() {
-    CheckFabric(fi_recv(endpoint_.endpoint.get(), reply_.slot(0), reply_.size(),
-                        reply_.descriptor(), FI_ADDR_UNSPEC, &receive_context_),
-                "fi_recv", domain_.provider());
+bool MetadataFabricClient::PostReceive() {
+    ssize_t ret = fi_recv(endpoint_.endpoint.get(), reply_.slot(0), reply_.size(),
+                          reply_.descriptor(), FI_ADDR_UNSPEC, &receive_context_);
+    if (ret != 0) broken_ = true;
+    return ret == 0;
+}
+
+MetadataFabricClient::~MetadataFabricClient() {
+    // The endpoint goes first: the provider may still own the buffers (a reply that came late).
+    endpoint_.Close();
 }
 
 bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
@@ -327,6 +362,15 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
     if (size > kMaxFabricMessage) return false;
     call.SerializeToArray(call_.slot(0), static_cast<int>(size));
 
+    // From the moment the provider takes the message the service may run the call: a failure
+    // after that sends an idempotent call to gRPC and fails any other.
+    auto give_up = [&](const std::string &why) {
+        broken_ = true;
+        if (idempotent) return false;
+        Fail(openfam::FAM_ERR_RPC,
+             "{} over the fabric (provider {}): {}; it may or may not have been done", method,
+             domain_.provider(), why);
+    };
     fid_cq *queue = endpoint_.queue.get();
     // Let the provider see what happened since the last call first (a connection the service
     // closed when it died), so that the message does not go to a connection that is gone.
@@ -334,10 +378,9 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
     fi_cq_read(queue, stale, 0);
     auto start = Clock::now();
     auto deadline = start + timeout_;
-    auto connect_deadline = start + std::min<std::chrono::milliseconds>(
-                                        timeout_, std::chrono::duration_cast<std::chrono::milliseconds>(kConnectWait));
+    auto connect_deadline = start + std::min<Clock::duration>(timeout_, kConnectWait);
     bool sent = false, answered = false, posted = false, asked = false;
-    while (!sent || !answered) {
+    while (!answered || !sent) {
         if (!posted) {
             ssize_t ret = fi_send(endpoint_.endpoint.get(), call_.slot(0), size,
                                   call_.descriptor(), service_, &send_context_);
@@ -353,13 +396,16 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
         ssize_t n = fi_cq_read(queue, entries, 2);
         if (n == -FI_EAVAIL) {
             fi_cq_err_entry error{};
-            fi_cq_readerr(queue, &error, 0);
+            if (fi_cq_readerr(queue, &error, 0) <= 0) continue;
             if (error.op_context == &send_context_) {
-                // Not delivered (the service is gone or moved): nothing happened there.
-                broken_ = true;
-                return false;
+                if (answered) break;  // the reply came: the send did its work
+                return give_up(fmt::format("the message failed ({})",
+                                           fi_strerror(static_cast<int>(error.err))));
             }
-            PostReceive();  // a reply that did not fit: cannot be ours (the service checks)
+            // A message that did not fit: not ours (the service keeps replies smaller).
+            if (error.op_context == &receive_context_ && !PostReceive()) {
+                return answered || give_up("the provider refused a receive");
+            }
             continue;
         }
         for (ssize_t i = 0; i < n; ++i) {
@@ -367,38 +413,35 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
                 sent = true;
                 continue;
             }
+            if (entries[i].op_context != &receive_context_) continue;
             bool parsed = reply->ParseFromArray(reply_.slot(0), static_cast<int>(entries[i].len));
-            PostReceive();
             if (parsed && reply->call_id() == id) answered = true;  // else a stale reply
+            // Without a receive posted the client cannot be used again (it is then broken);
+            // this call's reply is in hand all the same.
+            if (!PostReceive() && !answered) return give_up("the provider refused a receive");
         }
         if (n > 0) continue;
         auto now = Clock::now();
         if (!sent && now > connect_deadline) {
-            // The provider took the message but has not sent it (a provider completes a send
-            // once its bytes left: tcp, or reached the peer: shm, verbs): it keeps trying to
-            // reach an endpoint that is gone. The service has not seen the call.
-            broken_ = true;
-            return false;
+            if (answered) {
+                broken_ = true;  // the buffer may still be the provider's: never reuse it
+                break;
+            }
+            // Taken but not sent: the provider keeps trying to reach an endpoint that is gone.
+            return give_up("the message was not sent within 1 s");
         }
-        if (!asked && now - start > kAskAfter) {
+        if (!asked && !answered && now - start > kAskAfter) {
             // Slow: the service may have died with the call (shm delivers into a dead
             // service's queue). Ask over gRPC whether the endpoint still has its service.
             asked = true;
             if (!same_service()) {
-                broken_ = true;
-                if (idempotent) return false;
-                Fail(openfam::FAM_ERR_RPC,
-                     "{}: the metadata service stopped or restarted with the call in flight "
-                     "(over the fabric, provider {}); it may or may not have been done",
-                     method, domain_.provider());
+                return give_up("the metadata service stopped or restarted with the call in "
+                               "flight");
             }
         }
         if (now > deadline) {
-            broken_ = true;
-            Fail(openfam::FAM_ERR_RPC,
-                 "{} at the metadata service's fabric endpoint did not answer in time ({} ms, "
-                 "provider {})",
-                 method, timeout_.count(), domain_.provider());
+            return give_up(fmt::format("no answer from the metadata service in {} ms",
+                                       timeout_.count()));
         }
         if (now - start <= kSpin) continue;
         if (queue_fd_ >= 0) {

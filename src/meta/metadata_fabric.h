@@ -29,9 +29,9 @@
 namespace fampool {
 
 // Largest message either way. A call that does not fit goes over gRPC; a reply that does not
-// fit (an item striped over very many servers) is answered with use_grpc, and the caller asks
-// again over gRPC.
-constexpr size_t kMaxFabricMessage = 4096;
+// fit (an item striped over hundreds of servers) is answered with use_grpc (or item_partial),
+// and the caller asks again over gRPC.
+constexpr size_t kMaxFabricMessage = 60 << 10;
 // Size of every buffer a message is received into: larger than any message a provider sends
 // in one piece (tcp;ofi_rxm: 16 KiB), whoever sends it. libfabric 1.17's tcp provider loses
 // its place in the stream when a message does not fit, and stops delivering.
@@ -58,12 +58,14 @@ class MetadataFabricService {
     // Opens the endpoint at config.node:config.service (empty service: a port of the
     // provider's choosing) and starts serving.
     MetadataFabricService(const FabricConfig &config, MetadataRpcService *service);
-    ~MetadataFabricService();
+    ~MetadataFabricService();  // closes the endpoint before its buffers go
     MetadataFabricService(const MetadataFabricService &) = delete;
     MetadataFabricService &operator=(const MetadataFabricService &) = delete;
 
     const std::string &address() const { return address_; }
     const std::string &name() const { return name_; }  // the address in words
+    // Differs between two runs of the service, even on the same address.
+    const std::string &incarnation() const { return incarnation_; }
     const std::string &provider() const { return domain_.provider(); }
     // Calls answered so far (for tests and `fampool status`).
     uint64_t answered() const { return answered_.load(std::memory_order_relaxed); }
@@ -85,6 +87,7 @@ class MetadataFabricService {
     void Answer(size_t receive, size_t length);
     void Post(size_t receive);
     bool Flush();  // offers the replies waiting to the provider; true when it took one
+    void PostWaiting();  // posts again the receives the provider refused before
     fi_addr_t PeerOf(const std::string &name);
 
     // Everything below is used by the progress thread only, after construction.
@@ -93,13 +96,14 @@ class MetadataFabricService {
     FidPtr<fid_av> av_;
     FabricEndpoint endpoint_;
     int queue_fd_ = -1;
-    std::string address_, name_;
+    std::string address_, name_, incarnation_;
     MessageSlots receives_;
     MessageSlots sends_;
     std::vector<fi_context2> receive_contexts_;
     std::vector<fi_context2> send_contexts_;
     std::vector<size_t> free_sends_;
     std::deque<Arrival> arrived_;  // calls to answer
+    std::vector<size_t> unposted_;  // receive slots the provider did not take back yet
     std::list<Reply> unsent_;      // replies the provider has not taken yet
     std::map<std::string, fi_addr_t> peers_;  // caller endpoint name -> address vector entry
     std::atomic<uint64_t> answered_{0};
@@ -111,37 +115,38 @@ class MetadataFabricService {
 class MetadataFabricClient {
   public:
     MetadataFabricClient(const FabricConfig &config, const std::string &service_address,
-                         std::chrono::milliseconds timeout);
+                         const std::string &incarnation, std::chrono::milliseconds timeout);
+    ~MetadataFabricClient();
     MetadataFabricClient(const MetadataFabricClient &) = delete;
     MetadataFabricClient &operator=(const MetadataFabricClient &) = delete;
 
     // Makes `call` and fills `reply`. False when the caller should make it over gRPC instead:
     // another thread's call is in flight, the call or its reply does not fit in a message, or
-    // the message could not be delivered (the service is gone; the client is then broken).
-    // When no reply came within 100 ms, asks `same_service` (true: the service that has this
-    // endpoint still runs) and, if it has gone, returns false for an `idempotent` call and
-    // throws Failure(FAM_ERR_RPC) for another (it may have run). Throws Failure(FAM_ERR_RPC)
-    // too when the service took the call but did not answer within the timeout (the client is
-    // then broken: the reply may still come).
+    // the provider never took the message (the service is gone; the client is then broken).
+    // Once the provider took it, the service may have run the call: a failure from then on
+    // (an error completion, the service gone per `same_service`, asked after 100 ms without a
+    // reply, or no reply within the timeout) returns false for an `idempotent` call and
+    // throws Failure(FAM_ERR_RPC) for another; the client is then broken.
     bool Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method,
               bool idempotent, const std::function<bool()> &same_service);
     bool broken() const { return broken_.load(); }
     uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
     const std::string &service_address() const { return service_address_; }
+    const std::string &incarnation() const { return incarnation_; }
     // Time since the service last answered (since construction before its first answer).
     std::chrono::steady_clock::duration quiet_for() const;
     // Counts from now as if the service had answered (it was just seen alive).
     void Confirmed();
 
   private:
-    void PostReceive();
+    bool PostReceive();  // false (and broken) when the provider refuses it
 
     FabricDomain domain_;
     FidPtr<fid_av> av_;
     FabricEndpoint endpoint_;
     int queue_fd_ = -1;  // the queue's wait descriptor, where it has one
     std::string address_;
-    std::string service_address_;
+    std::string service_address_, incarnation_;
     fi_addr_t service_ = FI_ADDR_UNSPEC;
     std::chrono::milliseconds timeout_;
     std::atomic<int64_t> last_answer_;  // steady_clock ticks

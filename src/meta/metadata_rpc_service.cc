@@ -200,6 +200,7 @@ grpc::Status MetadataRpcService::MetadataEndpoint(grpc::ServerContext *, const r
     if (fabric_) {
         reply->set_provider(fabric_->provider());
         reply->set_address(fabric_->address());
+        reply->set_incarnation(fabric_->incarnation());
     }
     return grpc::Status::OK;
 }

@@ -116,6 +116,12 @@ struct FabricEndpoint {
     FidPtr<fid_cntr> counter;
     FidPtr<fid_cq> queue;
     FidPtr<fid_ep> endpoint;
+    // Closes it now, endpoint first (before buffers it may still write into go away).
+    void Close() {
+        endpoint.reset();
+        queue.reset();
+        counter.reset();
+    }
 };
 
 struct EndpointOptions {
