@@ -55,18 +55,7 @@ bool MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::Clie
         rpc::FabricCall call;
         *(call.*call_field)() = request;
         rpc::FabricReply answer;
-        auto same_service = [&] {
-            rpc::FabricEndpoint endpoint;
-            try {
-                rpc::Empty empty;
-                Call(&rpc::Metadata::Stub::MetadataEndpoint, "Metadata.MetadataEndpoint", empty,
-                     &endpoint);
-            } catch (const Failure &) {
-                return false;
-            }
-            return endpoint.address() == fabric->service_address() &&
-                   endpoint.incarnation() == fabric->incarnation();
-        };
+        auto same_service = [&] { return fabric->Reaches(AskFabricEndpoint()); };
         if (fabric->Call(call, &answer, name, idempotent, same_service)) {
             CheckStatus(grpc::Status(static_cast<grpc::StatusCode>(answer.code()),
                                      answer.message(), answer.details()),
@@ -102,20 +91,12 @@ std::shared_ptr<MetadataFabricClient> MetadataClient::Fabric() {
     fabric_tried_ = now;
     connecting_ = true;
     lock.unlock();
-    rpc::FabricEndpoint endpoint;
-    try {
-        rpc::Empty request;
-        Call(&rpc::Metadata::Stub::MetadataEndpoint, "Metadata.MetadataEndpoint", request,
-             &endpoint);
-    } catch (const Failure &) {
-        // Unreachable: gRPC it is (its calls report the service being gone).
-    }
+    rpc::FabricEndpoint endpoint = AskFabricEndpoint();
     lock.lock();
     connecting_ = false;
     if (endpoint.address().empty() || endpoint.provider() != fabric_config_.provider) {
         fabric_.reset();
-    } else if (fabric_ && !fabric_->broken() && fabric_->service_address() == endpoint.address() &&
-               fabric_->incarnation() == endpoint.incarnation()) {
+    } else if (fabric_ && !fabric_->broken() && fabric_->Reaches(endpoint)) {
         fabric_->Confirmed();
     } else {
         try {
@@ -126,6 +107,18 @@ std::shared_ptr<MetadataFabricClient> MetadataClient::Fabric() {
         }
     }
     return fabric_;
+}
+
+rpc::FabricEndpoint MetadataClient::AskFabricEndpoint() {
+    rpc::FabricEndpoint endpoint;
+    try {
+        rpc::Empty request;
+        Call(&rpc::Metadata::Stub::MetadataEndpoint, "Metadata.MetadataEndpoint", request,
+             &endpoint);
+    } catch (const Failure &) {
+        endpoint.Clear();  // unreachable: gRPC it is (its calls report the service being gone)
+    }
+    return endpoint;
 }
 
 uint64_t MetadataClient::fabric_calls() {

@@ -66,6 +66,9 @@ class MetadataClient : public MetadataService {
               bool idempotent);
     // The fabric client to use now, if any (connects or reconnects when due).
     std::shared_ptr<MetadataFabricClient> Fabric();
+    // Where the service takes fabric calls now, asked over gRPC; empty when it does not
+    // answer or has no endpoint.
+    rpc::FabricEndpoint AskFabricEndpoint();
 
     std::string address_;
     std::chrono::milliseconds timeout_;

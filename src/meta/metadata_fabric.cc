@@ -45,10 +45,12 @@ constexpr auto kAskAfter = std::chrono::milliseconds(100);
 // service) gives up on the fabric and makes the call over gRPC.
 constexpr auto kConnectWait = std::chrono::seconds(1);
 
-EndpointOptions MessageEndpointOptions(fi_wait_obj wait) {
+// Both ends sleep on the queue's descriptor where the provider has one that wakes on traffic
+// (tcp); shm's only wait object is a sched_yield loop that ignores timeouts: never use it.
+EndpointOptions MessageEndpointOptions(const FabricDomain &domain) {
     EndpointOptions options;
     options.queue_format = FI_CQ_FORMAT_MSG;
-    options.queue_wait = wait;
+    options.queue_wait = domain.provider() == "shm" ? FI_WAIT_NONE : FI_WAIT_FD;
     return options;
 }
 
@@ -130,11 +132,7 @@ MetadataFabricService::MetadataFabricService(const FabricConfig &config,
     : service_(service),
       domain_(config, FabricDomain::Role::kMessages),
       av_(domain_.OpenAddressVector()),
-      // A descriptor to sleep on where the provider has one that wakes on traffic (tcp); shm's
-      // only wait object is a sched_yield loop: never use it.
-      endpoint_(OpenEndpoint(domain_, av_.get(),
-                             MessageEndpointOptions(domain_.provider() == "shm" ? FI_WAIT_NONE
-                                                                                 : FI_WAIT_FD))),
+      endpoint_(OpenEndpoint(domain_, av_.get(), MessageEndpointOptions(domain_))),
       queue_fd_(QueueDescriptor(endpoint_.queue.get())),
       address_(EndpointAddress(endpoint_.endpoint.get(), domain_.provider())),
       receives_(domain_, endpoint_.endpoint.get(), kServiceReceives, kReceiveBuffer),
@@ -314,11 +312,7 @@ MetadataFabricClient::MetadataFabricClient(const FabricConfig &config,
                                            std::chrono::milliseconds timeout)
     : domain_(config, FabricDomain::Role::kMessages),
       av_(domain_.OpenAddressVector()),
-      // Waiting callers sleep on the queue's descriptor where the provider has one that wakes
-      // on traffic (tcp); shm's only wait object is a sched_yield loop: never use it.
-      endpoint_(OpenEndpoint(domain_, av_.get(),
-                             MessageEndpointOptions(domain_.provider() == "shm" ? FI_WAIT_NONE
-                                                                                 : FI_WAIT_FD))),
+      endpoint_(OpenEndpoint(domain_, av_.get(), MessageEndpointOptions(domain_))),
       queue_fd_(QueueDescriptor(endpoint_.queue.get())),
       address_(EndpointAddress(endpoint_.endpoint.get(), domain_.provider())),
       service_address_(service_address),
@@ -394,9 +388,8 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
         }
         fi_cq_msg_entry entries[2];
         ssize_t n = fi_cq_read(queue, entries, 2);
-        if (n == -FI_EAVAIL) {
-            fi_cq_err_entry error{};
-            if (fi_cq_readerr(queue, &error, 0) <= 0) continue;
+        fi_cq_err_entry error{};
+        if (n == -FI_EAVAIL && fi_cq_readerr(queue, &error, 0) > 0) {
             if (error.op_context == &send_context_) {
                 if (answered) break;  // the reply came: the send did its work
                 return give_up(fmt::format("the message failed ({})",

@@ -131,8 +131,10 @@ class MetadataFabricClient {
               bool idempotent, const std::function<bool()> &same_service);
     bool broken() const { return broken_.load(); }
     uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
-    const std::string &service_address() const { return service_address_; }
-    const std::string &incarnation() const { return incarnation_; }
+    // Whether `endpoint` (as the service names it now) is the one this client calls.
+    bool Reaches(const rpc::FabricEndpoint &endpoint) const {
+        return endpoint.address() == service_address_ && endpoint.incarnation() == incarnation_;
+    }
     // Time since the service last answered (since construction before its first answer).
     std::chrono::steady_clock::duration quiet_for() const;
     // Counts from now as if the service had answered (it was just seen alive).
