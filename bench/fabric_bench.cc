@@ -13,13 +13,16 @@
 //
 // Client and server(s) run in this process on this machine's cores (2 here), so the figures
 // include their competition for the CPU, as on a real node running a client next to a
-// server. Buffers are 1 MiB and stay in cache. Each figure is the median of 3 trials.
+// server. Buffers are 1 MiB and stay in cache. Each time is the median of N trials (default
+// 5); a trial runs every variant back to back, and `ratio` (fampool / raw) and `extra`
+// (fampool - raw, ns) are medians of the trials' own ratios and differences, so that a trial
+// the shared machine slowed counts against both sides.
 //
-//   fabric_bench [--quick] [--csv PATH] [--providers shm,tcp,sockets] [--port N]
+//   fabric_bench [--quick] [--trials N] [--csv PATH] [--providers shm,tcp,sockets] [--port N]
 //
 // Prints a table and writes PATH (default fabric_bench.csv) with the columns
 // provider,op,size_bytes,raw_default_ns,raw_ns,raw_gbps,fampool_ns,fampool_gbps,
-// fampool_busy_ns,ratio (ratio = fampool_ns / raw_ns).
+// fampool_busy_ns,ratio,extra_ns.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -44,10 +47,10 @@ using fampool::FabricServer;
 
 constexpr uint64_t kKiB = 1024, kMiB = 1024 * kKiB;
 constexpr uint64_t kSizes[] = {256, 4 * kKiB, 64 * kKiB, kMiB};
-constexpr int kTrials = 3;
 
 struct Settings {
     bool quick = false;
+    int trials = 5;
     std::string csv = "fabric_bench.csv";
     std::vector<std::string> providers = {"shm", "tcp", "sockets"};
     int port = 24500;
@@ -57,6 +60,9 @@ struct Row {
     std::string provider, op;
     uint64_t size = 0;
     double raw_default_ns = 0, raw_ns = 0, fampool_ns = 0, fampool_busy_ns = 0;
+    // Medians over trials of fampool's time less, and over, the raw loop's time in the same
+    // trial: the two run back to back, so a trial the machine slowed slows both.
+    double extra_ns = 0, paired_ratio = 0;
 };
 
 // Operations per trial: about the same time for every size; sockets is slow and noisy here.
@@ -135,6 +141,8 @@ Settings Parse(int argc, char **argv) {
             settings.quick = true;
         } else if (arg == "--csv") {
             settings.csv = value();
+        } else if (arg == "--trials") {
+            settings.trials = std::max(1, std::stoi(value()));
         } else if (arg == "--port") {
             settings.port = std::stoi(value());
         } else if (arg == "--providers") {
@@ -144,7 +152,7 @@ Settings Parse(int argc, char **argv) {
             while (std::getline(list, name, ',')) settings.providers.push_back(name);
         } else {
             throw std::runtime_error("unknown argument " + arg +
-                                     " (use --quick, --csv PATH, --providers a,b, --port N)");
+                                     " (use --quick, --trials N, --csv PATH, --providers a,b, --port N)");
         }
     }
     return settings;
@@ -158,15 +166,15 @@ int main(int argc, char **argv) {
         int port = settings.port;
         auto next_port = [&] { return port++ % 10000 + 20000; };
         std::vector<Row> rows;
-        std::printf("%-8s %-5s %8s | %11s | %10s %8s | %10s %8s %6s | %11s\n", "provider", "op",
-                    "size", "raw-dflt ns", "raw ns", "GB/s", "fampool ns", "GB/s", "ratio",
-                    "busy-srv ns");
+        std::printf("%-8s %-5s %8s | %11s | %10s %8s | %10s %8s %6s %8s | %11s\n", "provider",
+                    "op", "size", "raw-dflt ns", "raw ns", "GB/s", "fampool ns", "GB/s", "ratio",
+                    "extra ns", "busy-srv ns");
         for (const std::string &provider : settings.providers) {
             for (uint64_t size : kSizes) {
                 for (bool write : {false, true}) {
                     uint64_t count = CountFor(settings, provider, size);
-                    std::vector<double> raw_default, raw, fampool, busy;
-                    for (int trial = 0; trial < kTrials; ++trial) {
+                    std::vector<double> raw_default, raw, fampool, busy, extra, ratio;
+                    for (int trial = 0; trial < settings.trials; ++trial) {
                         raw_default.push_back(RawLoop(provider, next_port(),
                                                       fabric_raw::Semantics::kDefault, write,
                                                       size, count));
@@ -179,16 +187,18 @@ int main(int argc, char **argv) {
                         busy.push_back(FampoolLoop(provider, next_port(),
                                                    FabricServer::Progress::kBusyPoll, write,
                                                    size, count));
+                        extra.push_back(fampool.back() - raw.back());
+                        ratio.push_back(fampool.back() / raw.back());
                     }
-                    Row row{provider, write ? "write" : "read", size, Median(raw_default),
-                            Median(raw), Median(fampool), Median(busy)};
+                    Row row{provider,      write ? "write" : "read", size, Median(raw_default),
+                            Median(raw),   Median(fampool), Median(busy), Median(extra),
+                            Median(ratio)};
                     std::printf(
-                        "%-8s %-5s %8lu | %11.0f | %10.0f %8.3f | %10.0f %8.3f %6.2f | %11.0f\n",
-                                provider.c_str(), row.op.c_str(),
-                                static_cast<unsigned long>(size), row.raw_default_ns, row.raw_ns,
-                                GBps(size, row.raw_ns), row.fampool_ns,
-                                GBps(size, row.fampool_ns), row.fampool_ns / row.raw_ns,
-                                row.fampool_busy_ns);
+                        "%-8s %-5s %8lu | %11.0f | %10.0f %8.3f | %10.0f %8.3f %6.2f %8.0f | %11.0f\n",
+                        provider.c_str(), row.op.c_str(), static_cast<unsigned long>(size),
+                        row.raw_default_ns, row.raw_ns, GBps(size, row.raw_ns), row.fampool_ns,
+                        GBps(size, row.fampool_ns), row.paired_ratio, row.extra_ns,
+                        row.fampool_busy_ns);
                     std::fflush(stdout);
                     rows.push_back(row);
                 }
@@ -197,14 +207,14 @@ int main(int argc, char **argv) {
         FILE *csv = std::fopen(settings.csv.c_str(), "w");
         if (!csv) throw std::runtime_error("cannot write " + settings.csv);
         std::fprintf(csv, "provider,op,size_bytes,raw_default_ns,raw_ns,raw_gbps,fampool_ns,"
-                          "fampool_gbps,fampool_busy_ns,ratio\n");
+                          "fampool_gbps,fampool_busy_ns,ratio,extra_ns\n");
         for (const Row &row : rows) {
-            std::fprintf(csv, "%s,%s,%lu,%.1f,%.1f,%.4f,%.1f,%.4f,%.1f,%.3f\n",
+            std::fprintf(csv, "%s,%s,%lu,%.1f,%.1f,%.4f,%.1f,%.4f,%.1f,%.3f,%.1f\n",
                          row.provider.c_str(), row.op.c_str(),
                          static_cast<unsigned long>(row.size), row.raw_default_ns, row.raw_ns,
                          GBps(row.size, row.raw_ns), row.fampool_ns,
-                         GBps(row.size, row.fampool_ns), row.fampool_busy_ns,
-                         row.fampool_ns / row.raw_ns);
+                         GBps(row.size, row.fampool_ns), row.fampool_busy_ns, row.paired_ratio,
+                         row.extra_ns);
         }
         std::fclose(csv);
         std::printf("wrote %s\n", settings.csv.c_str());
