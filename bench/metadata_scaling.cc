@@ -4,13 +4,18 @@
 // then (b) looks up a named item. The aggregate rate (operations per second over all clients)
 // is printed per N, with the rate per client and the ratio to N = 1.
 //
-//   metadata_scaling [--clients 1,2,4,8,16] [--seconds 2] [--csv PATH]
+// The sweep over N runs R times (rounds, default 3) and each figure is the median over the
+// rounds: on a shared machine one 2 s sample of one client moved by +-40% from run to run, and
+// every ratio is taken against it.
+//
+//   metadata_scaling [--clients 1,2,4,8,16] [--seconds 2] [--rounds 3] [--csv PATH]
 // Runs on whatever model the configuration gives (FAMPOOL_CONFIG for a cluster).
 #include <fam/fam.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -72,11 +77,47 @@ void Client(Shared *shared, int index, double seconds) {
     }
 }
 
+// Runs n clients together; false if one failed. Rates are per second over all clients.
+bool Run(int n, double seconds, double *alloc_rate, double *lookup_rate) {
+    auto *shared = static_cast<Shared *>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
+                                              MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    std::memset(static_cast<void *>(shared), 0, sizeof(Shared));
+    std::vector<pid_t> pids;
+    for (int c = 0; c < n; ++c) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            Client(shared, c, seconds);
+            _exit(shared->failed);
+        }
+        pids.push_back(pid);
+    }
+    auto wait_until = Clock::now() + std::chrono::seconds(60);
+    while (shared->ready.load() < n && Clock::now() < wait_until) usleep(1000);
+    shared->go.store(1);
+    for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+    uint64_t allocs = 0, lookups = 0;
+    for (int c = 0; c < n; ++c) {
+        allocs += shared->allocs[c];
+        lookups += shared->lookups[c];
+    }
+    bool ok = !shared->failed;
+    munmap(shared, sizeof(Shared));
+    *alloc_rate = allocs / seconds;
+    *lookup_rate = lookups / seconds;
+    return ok;
+}
+
+double Median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
     std::vector<int> counts = {1, 2, 4, 8, 16};
     double seconds = 2;
+    int rounds = 3;
     std::string csv_path = "metadata_scaling.csv";
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
@@ -84,63 +125,61 @@ int main(int argc, char **argv) {
             counts.clear();
             std::stringstream list(argv[++i]);
             std::string n;
-            while (std::getline(list, n, ',')) counts.push_back(std::stoi(n));
+            while (std::getline(list, n, ',')) counts.push_back(std::min(std::stoi(n), 64));
         } else if (arg == "--seconds" && i + 1 < argc) {
             seconds = std::stod(argv[++i]);
+        } else if (arg == "--rounds" && i + 1 < argc) {
+            rounds = std::max(1, std::stoi(argv[++i]));
         } else if (arg == "--csv" && i + 1 < argc) {
             csv_path = argv[++i];
         } else {
-            std::fprintf(stderr, "usage: %s [--clients 1,2,4,8,16] [--seconds S] [--csv PATH]\n",
+            std::fprintf(stderr,
+                         "usage: %s [--clients 1,2,4,8,16] [--seconds S] [--rounds R] "
+                         "[--csv PATH]\n",
                          argv[0]);
             return 2;
         }
     }
-    std::ofstream csv(csv_path);
-    csv << "metric,clients,value,unit,baseline_value,ratio\n";
-    std::printf("%-8s %22s %14s %8s %22s %14s %8s\n", "clients", "alloc+dealloc pairs/s",
-                "per client", "vs 1", "lookups/s", "per client", "vs 1");
-    double base_alloc = 0, base_lookup = 0;
-    for (int n : counts) {
-        if (n > 64) n = 64;
-        auto *shared = static_cast<Shared *>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
-                                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-        std::memset(shared, 0, sizeof(Shared));
-        std::vector<pid_t> pids;
-        for (int c = 0; c < n; ++c) {
-            pid_t pid = fork();
-            if (pid == 0) {
-                Client(shared, c, seconds);
-                _exit(shared->failed);
+    if (counts.empty()) return 2;
+    // allocs[i][r], lookups[i][r]: client count counts[i], round r.
+    std::vector<std::vector<double>> allocs(counts.size()), lookups(counts.size());
+    for (int round = 1; round <= rounds; ++round) {
+        std::printf("round %d of %d:", round, rounds);
+        for (size_t i = 0; i < counts.size(); ++i) {
+            double alloc_rate = 0, lookup_rate = 0;
+            if (!Run(counts[i], seconds, &alloc_rate, &lookup_rate)) {
+                std::fprintf(stderr, "metadata_scaling: a client failed with %d clients\n",
+                             counts[i]);
+                return 1;
             }
-            pids.push_back(pid);
+            allocs[i].push_back(alloc_rate);
+            lookups[i].push_back(lookup_rate);
+            std::printf(" %d clients %.0f pairs/s %.0f lookups/s;", counts[i], alloc_rate,
+                        lookup_rate);
+            std::fflush(stdout);
         }
-        auto wait_until = Clock::now() + std::chrono::seconds(60);
-        while (shared->ready.load() < n && Clock::now() < wait_until) usleep(1000);
-        shared->go.store(1);
-        for (pid_t pid : pids) waitpid(pid, nullptr, 0);
-        if (shared->failed) {
-            std::fprintf(stderr, "metadata_scaling: a client failed with %d clients\n", n);
-            return 1;
-        }
-        uint64_t allocs = 0, lookups = 0;
-        for (int c = 0; c < n; ++c) {
-            allocs += shared->allocs[c];
-            lookups += shared->lookups[c];
-        }
-        double alloc_rate = allocs / seconds, lookup_rate = lookups / seconds;
-        if (base_alloc == 0) {
-            base_alloc = alloc_rate;
-            base_lookup = lookup_rate;
-        }
+        std::printf("\n");
+    }
+    std::ofstream csv(csv_path);
+    csv << "metric,clients,value,unit,baseline_value,ratio,min,max,rounds\n";
+    std::printf("%-8s %22s %14s %8s %22s %14s %8s   (medians of %d rounds)\n", "clients",
+                "alloc+dealloc pairs/s", "per client", "vs 1", "lookups/s", "per client", "vs 1",
+                rounds);
+    double base_alloc = Median(allocs[0]), base_lookup = Median(lookups[0]);
+    for (size_t i = 0; i < counts.size(); ++i) {
+        int n = counts[i];
+        double alloc_rate = Median(allocs[i]), lookup_rate = Median(lookups[i]);
         std::printf("%-8d %22.0f %14.0f %8.2f %22.0f %14.0f %8.2f\n", n, alloc_rate,
                     alloc_rate / n, alloc_rate / base_alloc, lookup_rate, lookup_rate / n,
                     lookup_rate / base_lookup);
-        std::fflush(stdout);
-        csv << "alloc_dealloc_pairs," << n << "," << alloc_rate << ",per_s," << base_alloc << ","
-            << alloc_rate / base_alloc << "\n";
-        csv << "lookups," << n << "," << lookup_rate << ",per_s," << base_lookup << ","
-            << lookup_rate / base_lookup << "\n";
-        munmap(shared, sizeof(Shared));
+        auto row = [&](const char *metric, const std::vector<double> &rates, double base) {
+            double rate = Median(rates);
+            csv << metric << "," << n << "," << rate << ",per_s," << base << "," << rate / base
+                << "," << *std::min_element(rates.begin(), rates.end()) << ","
+                << *std::max_element(rates.begin(), rates.end()) << "," << rates.size() << "\n";
+        };
+        row("alloc_dealloc_pairs", allocs[i], base_alloc);
+        row("lookups", lookups[i], base_lookup);
     }
     std::printf("CSV written to %s\n", csv_path.c_str());
     return 0;
