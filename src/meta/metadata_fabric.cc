@@ -35,11 +35,14 @@ constexpr auto kServiceSpin = std::chrono::microseconds(100);
 // at 16 clients on 2 cores fell to 0.55 of one client's with callers that only yielded and
 // napped).
 //
-// The poll adapts: a reply that comes later than kSpin means the service is busy (more callers
-// than it serves at once), and polling for it only takes CPU the service may need (on two
-// cores, 2-4 callers that polled lowered the lookup rate to 0.74-0.86 of one caller's). Each
-// such reply halves the caller's next poll; a reply within kSpin restores it.
+// The poll adapts: a reply that says the service is serving other callers too halves the
+// caller's next poll, any other restores it. Polling callers take CPU the service may need:
+// on two cores, 2-4 callers that polled lowered the lookup rate to 0.7-0.9 of one caller's.
+// (Halving it after slow replies instead kept a lone caller asleep: its own wake-up and
+// every allocation made replies slow, and its lookups went from 36 to 75 us.)
 constexpr auto kSpin = std::chrono::microseconds(50);
+// The service counts itself shared when it answered another caller within this.
+constexpr auto kSharedWithin = std::chrono::microseconds(200);
 constexpr auto kYield = std::chrono::microseconds(200);
 constexpr auto kNap = std::chrono::microseconds(20);
 // A reply the provider does not take within this (it cannot connect to the caller) is dropped.
@@ -287,6 +290,11 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
     rpc::FabricReply reply;
     Dispatch(*service_, call, &reply);
     reply.set_call_id(call.call_id());
+    auto now = Clock::now();
+    reply.set_shared(!arrived_.empty() ||
+                     (peer != last_peer_ && now - last_answered_ < kSharedWithin));
+    last_peer_ = peer;
+    last_answered_ = now;
     if (reply.ByteSizeLong() > kMaxFabricMessage) {
         // Too large for a message. An allocation is done and must not be made twice: send
         // where the item is, the caller reads it over gRPC; any other call is made again.
@@ -457,7 +465,7 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
             std::this_thread::yield();
         }
     }
-    spin_ = Clock::now() - start <= kSpin ? kSpin : spin_ / 2;
+    spin_ = reply->shared() ? spin_ / 2 : kSpin;
     calls_.fetch_add(1, std::memory_order_relaxed);
     Confirmed();
     return !reply->use_grpc();

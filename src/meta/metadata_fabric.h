@@ -106,6 +106,9 @@ class MetadataFabricService {
     std::vector<size_t> unposted_;  // receive slots the provider did not take back yet
     std::list<Reply> unsent_;      // replies the provider has not taken yet
     std::map<std::string, fi_addr_t> peers_;  // caller endpoint name -> address vector entry
+    // The last caller answered, and when: whether the service is shared (FabricReply.shared).
+    fi_addr_t last_peer_ = FI_ADDR_UNSPEC;
+    std::chrono::steady_clock::time_point last_answered_;
     std::atomic<uint64_t> answered_{0};
     std::atomic<bool> stopping_{false};
     std::thread progress_;
