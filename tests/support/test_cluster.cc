@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -20,17 +21,27 @@
 
 namespace {
 
-// A socket bound to a loopback port the kernel chose; *port receives the port.
+// A socket bound to a free loopback port; *port receives the port. The port is drawn at random
+// below the kernel's ephemeral range (32768 and up here): between this socket's close and the
+// server's bind, a port of that range can be taken by any outgoing connection of a test running
+// alongside (a CI run once gave a test's metadata address to another cluster's memory server).
 int BindEphemeral(int *port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
-    socklen_t length = sizeof address;
-    getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
-    *port = ntohs(address.sin_port);
-    return fd;
+    static std::mt19937 random(std::random_device{}());
+    std::uniform_int_distribution<int> pick(20000, 32000);
+    for (int attempt = 0;; ++attempt) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        address.sin_port = attempt < 100 ? htons(static_cast<uint16_t>(pick(random))) : 0;
+        if (bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) == 0) {
+            socklen_t length = sizeof address;
+            getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
+            *port = ntohs(address.sin_port);
+            return fd;
+        }
+        close(fd);
+    }
 }
 
 }  // namespace
