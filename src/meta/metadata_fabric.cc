@@ -39,7 +39,7 @@ constexpr auto kServiceSpin = std::chrono::microseconds(100);
 // caller's next poll, any other restores it. Polling callers take CPU the service may need:
 // on two cores, 2-4 callers that polled lowered the lookup rate to 0.7-0.9 of one caller's.
 // (Halving it after slow replies instead kept a lone caller asleep: its own wake-up and
-// every allocation made replies slow, and its lookups went from 36 to 75 us.)
+// every allocation made replies slow, and its lookups went from 45 to 75 us.)
 constexpr auto kSpin = std::chrono::microseconds(50);
 // The service counts itself shared when it answered another caller within this.
 constexpr auto kSharedWithin = std::chrono::microseconds(200);

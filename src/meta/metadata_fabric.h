@@ -159,8 +159,8 @@ class MetadataFabricClient {
     MessageSlots reply_;  // where its reply arrives
     std::mutex mutex_;    // one call in flight
     uint64_t next_call_ = 1;
-    // How long the next call polls before it sleeps (adapted to how fast replies come; see
-    // kSpin in the .cc). Under mutex_.
+    // How long the next call polls before it sleeps: halved after each reply that says the
+    // service is shared, kSpin after any other (see kSpin in the .cc). Under mutex_.
     std::chrono::microseconds spin_;
     fi_context2 send_context_{}, receive_context_{};
     std::atomic<bool> broken_{false};

@@ -25,7 +25,7 @@ namespace {
 // below the kernel's ephemeral range (32768 and up here): between this socket's close and the
 // server's bind, a port of that range can be taken by any outgoing connection of a test running
 // alongside (a CI run once gave a test's metadata address to another cluster's memory server).
-int BindEphemeral(int *port) {
+int BindFreePort(int *port) {
     static std::mt19937 random(std::random_device{}());
     std::uniform_int_distribution<int> pick(20000, 32000);
     for (int attempt = 0;; ++attempt) {
@@ -48,7 +48,7 @@ int BindEphemeral(int *port) {
 
 int FreePort() {
     int port = 0;
-    close(BindEphemeral(&port));
+    close(BindFreePort(&port));
     return port;
 }
 
@@ -60,7 +60,7 @@ std::vector<int> FreePorts(int count) {
     std::vector<int> fds, ports;
     for (int i = 0; i < count; ++i) {
         int port = 0;
-        fds.push_back(BindEphemeral(&port));
+        fds.push_back(BindFreePort(&port));
         ports.push_back(port);
     }
     for (int fd : fds) close(fd);
