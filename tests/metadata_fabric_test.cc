@@ -5,6 +5,7 @@
 // the fabric again once it has found the new endpoint).
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -94,6 +95,55 @@ TEST_P(MetadataFabricTest, CallsOverTheFabricAnswerAsOverGrpc) {
     CaughtError gone = CatchFamError([&] { over_grpc.LookupItem("x", "r", me()); });
     EXPECT_EQ(gone.code, FAM_ERR_NOTFOUND) << gone.message;
     EXPECT_FALSE(over_fabric->fabric_calls() == 0);
+}
+
+// Region creation and destruction wait on the memory servers: the service runs them on its
+// worker thread and answers other callers meanwhile.
+TEST_P(MetadataFabricTest, RegionsAreCreatedAndDestroyedOverTheFabric) {
+    auto over_fabric = FabricClient();
+    MetadataClient over_grpc(MetadataAddress(), std::chrono::milliseconds(5000));
+    Fam_Region_Attributes attributes{};
+    uint64_t before = over_fabric->fabric_calls();
+    fampool::RegionInfo made = over_fabric->CreateRegion("made", 4 << 20, 0640, attributes, me());
+    EXPECT_EQ(over_fabric->fabric_calls(), before + 1);
+    fampool::RegionInfo found = over_grpc.LookupRegion("made", me());
+    EXPECT_EQ(found.id, made.id);
+    EXPECT_EQ(found.size, uint64_t{4} << 20);
+    EXPECT_EQ(found.perm, 0640u);
+    EXPECT_EQ(found.memory_servers, made.memory_servers);
+
+    CaughtError twice = CatchFamError([&] {
+        over_fabric->CreateRegion("made", 4 << 20, 0640, attributes, me());
+    });
+    EXPECT_EQ(twice.code, FAM_ERR_ALREADYEXIST) << twice.message;
+    Caller stranger{me().uid + 1000, me().gid + 1000};
+    CaughtError denied =
+        CatchFamError([&] { over_fabric->DestroyRegion(made.id, stranger); });
+    EXPECT_EQ(denied.code, FAM_ERR_NOPERM) << denied.message;
+
+    // Lookups by another caller are answered while regions come and go.
+    auto looking = FabricClient();
+    std::atomic<bool> done{false};
+    std::atomic<int> lookups{0};
+    std::thread lookup([&] {
+        while (!done) {
+            if (looking->LookupRegion("made", me()).id == made.id) ++lookups;
+        }
+    });
+    for (int i = 0; i < 20; ++i) {
+        fampool::RegionInfo cycle = over_fabric->CreateRegion("cycle", 1 << 20, 0600, attributes, me());
+        over_fabric->DestroyRegion(cycle.id, me());
+    }
+    done = true;
+    lookup.join();
+    EXPECT_GT(lookups.load(), 0);
+    EXPECT_GT(looking->fabric_calls(), 0u);
+
+    before = over_fabric->fabric_calls();
+    over_fabric->DestroyRegion(made.id, me());
+    EXPECT_EQ(over_fabric->fabric_calls(), before + 1);
+    CaughtError gone = CatchFamError([&] { over_grpc.LookupRegion("made", me()); });
+    EXPECT_EQ(gone.code, FAM_ERR_NOTFOUND) << gone.message;
 }
 
 // Sends raw messages to the service's endpoint, as a broken or hostile client would.

@@ -61,7 +61,7 @@ bool MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::Clie
                                      answer.message(), answer.details()),
                         name, address_);
             reply->Swap((answer.*reply_field)());
-            return answer.item_partial();
+            return answer.item_partial() || answer.region_partial();
         }
     }
     Call(method, name, request, reply);
@@ -136,13 +136,26 @@ RegionInfo MetadataClient::CreateRegion(const std::string &name, uint64_t size, 
     request.set_perm(perm);
     ToProto(attributes, request.mutable_attributes());
     rpc::Region reply;
-    Call(&rpc::Metadata::Stub::CreateRegion, "Metadata.CreateRegion", request, &reply);
+    bool partial =
+        Call(&rpc::Metadata::Stub::CreateRegion, "Metadata.CreateRegion", request, &reply,
+             &rpc::FabricCall::mutable_create_region, &rpc::FabricReply::mutable_region,
+             /*idempotent=*/false);
+    // Created, but the whole record did not fit in a message: read it over gRPC.
+    if (partial) return GetRegionOverGrpc(reply.id(), caller);
     return FromProto(reply);
 }
 
 void MetadataClient::DestroyRegion(uint64_t region_id, const Caller &caller) {
     rpc::Empty reply;
-    Call(&rpc::Metadata::Stub::DestroyRegion, "Metadata.DestroyRegion", RegionRequest(region_id, caller), &reply);
+    Call(&rpc::Metadata::Stub::DestroyRegion, "Metadata.DestroyRegion", RegionRequest(region_id, caller), &reply,
+         &rpc::FabricCall::mutable_destroy_region, &rpc::FabricReply::mutable_empty,
+         /*idempotent=*/false);
+}
+
+RegionInfo MetadataClient::GetRegionOverGrpc(uint64_t region_id, const Caller &caller) {
+    rpc::Region reply;
+    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller), &reply);
+    return FromProto(reply);
 }
 
 RegionInfo MetadataClient::ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) {

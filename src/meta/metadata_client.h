@@ -1,6 +1,7 @@
 // The metadata service reached over gRPC: the MetadataService interface for clients of the
 // memory-server model, plus the cluster-level calls of the CLI (status, item listing). With
-// UseFabric, lookups, fam_stat's reads and item allocation go over the fabric instead
+// UseFabric, lookups, fam_stat's reads, item allocation and region creation and destruction
+// go over the fabric instead
 // (meta/metadata_fabric.h), and fall back to gRPC when that way is busy or gone.
 #ifndef FAMPOOL_META_METADATA_CLIENT_H_
 #define FAMPOOL_META_METADATA_CLIENT_H_
@@ -57,13 +58,15 @@ class MetadataClient : public MetadataService {
     // The same over the fabric when it is in use: the request goes in the FabricCall field
     // `call_field`, the reply comes from the FabricReply field `reply_field`. An `idempotent`
     // call (a lookup) is made again over gRPC when the service went away with it in flight.
-    // True when the reply holds only where an allocated item is (item_partial).
+    // True when the reply holds only where an allocated item is (item_partial) or which
+    // region was created (region_partial).
     template <typename Request, typename Reply>
     bool Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *, const Request &,
                                                           Reply *),
               const char *name, const Request &request, Reply *reply,
               Request *(rpc::FabricCall::*call_field)(), Reply *(rpc::FabricReply::*reply_field)(),
               bool idempotent);
+    RegionInfo GetRegionOverGrpc(uint64_t region_id, const Caller &caller);
     // The fabric client to use now, if any (connects or reconnects when due).
     std::shared_ptr<MetadataFabricClient> Fabric();
     // Where the service takes fabric calls now, asked over gRPC; empty when it does not

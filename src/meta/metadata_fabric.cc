@@ -86,6 +86,13 @@ void Dispatch(MetadataRpcService &service, const rpc::FabricCall &call,
         case rpc::FabricCall::kGetItem:
             status = service.GetItem(nullptr, &call.get_item(), reply->mutable_item());
             break;
+        case rpc::FabricCall::kCreateRegion:
+            status = service.CreateRegion(nullptr, &call.create_region(), reply->mutable_region());
+            break;
+        case rpc::FabricCall::kDestroyRegion:
+            status =
+                service.DestroyRegion(nullptr, &call.destroy_region(), reply->mutable_empty());
+            break;
         default:
             status = grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                                   "metadata call not taken over the fabric");
@@ -95,6 +102,12 @@ void Dispatch(MetadataRpcService &service, const rpc::FabricCall &call,
     reply->set_code(status.error_code());
     reply->set_message(status.error_message());
     reply->set_details(status.error_details());
+}
+
+// Calls that wait on memory servers (over gRPC, hundreds of microseconds): run on the worker
+// thread, so that the progress thread keeps answering the others meanwhile.
+bool WaitsOnServers(const rpc::FabricCall &call) {
+    return call.has_create_region() || call.has_destroy_region();
 }
 
 // Whether `name` can be an endpoint name of this address format. A name the provider rejects
@@ -159,10 +172,16 @@ MetadataFabricService::MetadataFabricService(const FabricConfig &config,
         RunProgressLoop(domain_.fabric(), endpoint_.queue.get(), queue_fd_, stopping_,
                         [this] { return Serve(); }, kServiceSpin);
     });
+    worker_ = std::thread([this] { RunWorker(); });
 }
 
 MetadataFabricService::~MetadataFabricService() {
-    stopping_ = true;
+    {
+        std::lock_guard<std::mutex> lock(work_mutex_);
+        stopping_ = true;
+    }
+    work_ready_.notify_all();
+    worker_.join();
     if (queue_fd_ >= 0) fi_cq_signal(endpoint_.queue.get());
     progress_.join();
     endpoint_.Close();  // before the buffers it may still write into
@@ -231,9 +250,36 @@ bool MetadataFabricService::Serve() {
         Post(arrival.slot);
         worked = true;
     }
+    if (working_.load(std::memory_order_acquire) > 0) {
+        std::lock_guard<std::mutex> lock(work_mutex_);
+        while (!done_.empty() && !free_sends_.empty()) {
+            Work &work = done_.front();
+            fi_addr_t peer = PeerOf(work.call.reply_to());
+            if (peer != FI_ADDR_UNSPEC) Send(work.call, peer, &work.reply);
+            done_.pop_front();
+            working_.fetch_sub(1, std::memory_order_release);
+            worked = true;
+        }
+    }
     // Keep polling while anything waits: replies the provider did not take yet, calls,
-    // receives to post again.
+    // receives to post again. (Not for the worker: it wakes this thread when it is done.)
     return worked || !unsent_.empty() || !arrived_.empty() || !unposted_.empty();
+}
+
+void MetadataFabricService::RunWorker() {
+    std::unique_lock<std::mutex> lock(work_mutex_);
+    for (;;) {
+        work_ready_.wait(lock, [&] { return stopping_.load() || !waiting_.empty(); });
+        if (stopping_) return;
+        Work work = std::move(waiting_.front());
+        waiting_.pop_front();
+        lock.unlock();
+        Dispatch(*service_, work.call, &work.reply);
+        lock.lock();
+        done_.push_back(std::move(work));
+        // The progress thread may sleep on the queue: wake it to send the reply.
+        if (queue_fd_ >= 0) fi_cq_signal(endpoint_.queue.get());
+    }
 }
 
 bool MetadataFabricService::Flush() {
@@ -242,7 +288,6 @@ bool MetadataFabricService::Flush() {
         ssize_t ret = fi_send(endpoint_.endpoint.get(), sends_.slot(it->slot), it->size,
                               sends_.descriptor(), it->peer, &send_contexts_[it->slot]);
         if (ret == 0) {
-            answered_.fetch_add(1, std::memory_order_relaxed);
             worked = true;
         } else if (ret == -FI_EAGAIN && Clock::now() < it->deadline) {
             ++it;  // the provider is still connecting to the caller: later
@@ -250,6 +295,7 @@ bool MetadataFabricService::Flush() {
         } else {
             // The caller cannot be reached: it times out. Nobody else waits for this.
             free_sends_.push_back(it->slot);
+            answered_.fetch_sub(1, std::memory_order_relaxed);
         }
         it = unsent_.erase(it);
     }
@@ -287,8 +333,23 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
     }
     fi_addr_t peer = PeerOf(call.reply_to());
     if (peer == FI_ADDR_UNSPEC) return;
+    if (WaitsOnServers(call)) {
+        {
+            std::lock_guard<std::mutex> lock(work_mutex_);
+            waiting_.push_back({std::move(call), {}});
+            working_.fetch_add(1, std::memory_order_release);
+        }
+        work_ready_.notify_one();
+        return;
+    }
     rpc::FabricReply reply;
     Dispatch(*service_, call, &reply);
+    Send(call, peer, &reply);
+}
+
+void MetadataFabricService::Send(const rpc::FabricCall &call, fi_addr_t peer,
+                                 rpc::FabricReply *reply_to_send) {
+    rpc::FabricReply &reply = *reply_to_send;
     reply.set_call_id(call.call_id());
     auto now = Clock::now();
     reply.set_shared(!arrived_.empty() ||
@@ -296,10 +357,14 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
     last_peer_ = peer;
     last_answered_ = now;
     if (reply.ByteSizeLong() > kMaxFabricMessage) {
-        // Too large for a message. An allocation is done and must not be made twice: send
-        // where the item is, the caller reads it over gRPC; any other call is made again.
+        // Too large for a message. An allocation or a region creation is done and must not
+        // be made twice: send which one, the caller reads it over gRPC; any other call is
+        // made again.
         bool allocated = call.has_allocate_item() && reply.has_item();
-        uint64_t region_id = allocated ? reply.item().region_id() : 0;
+        bool created = call.has_create_region() && reply.has_region();
+        uint64_t region_id = allocated ? reply.item().region_id()
+                             : created ? reply.region().id()
+                                       : 0;
         uint64_t offset = allocated ? reply.item().offset() : 0;
         reply.Clear();
         reply.set_call_id(call.call_id());
@@ -307,6 +372,9 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
             reply.set_item_partial(true);
             reply.mutable_item()->set_region_id(region_id);
             reply.mutable_item()->set_offset(offset);
+        } else if (created) {
+            reply.set_region_partial(true);
+            reply.mutable_region()->set_id(region_id);
         } else {
             reply.set_use_grpc(true);
         }
@@ -316,6 +384,9 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
     size_t size = reply.ByteSizeLong();
     reply.SerializeToArray(sends_.slot(slot), static_cast<int>(size));
     unsent_.push_back({slot, size, peer, Clock::now() + kSendWait});
+    // Counted before the provider has it: the caller may have its reply (and ask the service
+    // for the count) before this thread runs again.
+    answered_.fetch_add(1, std::memory_order_relaxed);
     Flush();
 }
 

@@ -1,6 +1,6 @@
-// The frequent metadata calls over the fabric: lookups, fam_stat's reads and item allocation
-// travel as one libfabric message each way between the caller's endpoint and an endpoint of
-// the metadata service, instead of a gRPC call. Same requests, same replies, same service code
+// The frequent metadata calls over the fabric: lookups, fam_stat's reads, item allocation and
+// region creation and destruction travel as one libfabric message each way between the
+// caller's endpoint and an endpoint of the metadata service, instead of a gRPC call. Same requests, same replies, same service code
 // (MetadataRpcService answers both); gRPC stays the way in for everything else, for discovery
 // (ClusterStatus names the service's endpoint) and as the fallback.
 //
@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -52,7 +53,9 @@ class MessageSlots {
 };
 
 // The metadata service's endpoint: one thread receives calls, runs them on `service` and
-// sends the replies; it sleeps on the queue when nobody calls (RunProgressLoop).
+// sends the replies; it sleeps on the queue when nobody calls (RunProgressLoop). Calls that
+// wait on memory servers (region creation and destruction) run on a second thread, the
+// worker, and the progress thread sends their replies when they are done.
 class MetadataFabricService {
   public:
     // Opens the endpoint at config.node:config.service (empty service: a port of the
@@ -81,16 +84,23 @@ class MetadataFabricService {
         fi_addr_t peer;
         std::chrono::steady_clock::time_point deadline;
     };
+    struct Work {
+        rpc::FabricCall call;
+        rpc::FabricReply reply;
+    };
     bool Serve();  // reaps the queue and answers what arrived; true when it found work
     bool Reap();   // reads the queue once
     void Complete(void *context, size_t length, bool failed);
     void Answer(size_t receive, size_t length);
+    // Puts `reply` to `call` into a free send slot and offers it to the provider.
+    void Send(const rpc::FabricCall &call, fi_addr_t peer, rpc::FabricReply *reply);
+    void RunWorker();
     void Post(size_t receive);
     bool Flush();  // offers the replies waiting to the provider; true when it took one
     void PostWaiting();  // posts again the receives the provider refused before
     fi_addr_t PeerOf(const std::string &name);
 
-    // Everything below is used by the progress thread only, after construction.
+    // Everything down to answered_ is used by the progress thread only, after construction.
     MetadataRpcService *service_;
     FabricDomain domain_;
     FidPtr<fid_av> av_;
@@ -111,7 +121,12 @@ class MetadataFabricService {
     std::chrono::steady_clock::time_point last_answered_;
     std::atomic<uint64_t> answered_{0};
     std::atomic<bool> stopping_{false};
-    std::thread progress_;
+    // Calls handed to the worker, and its answers; working_ counts both.
+    std::mutex work_mutex_;
+    std::condition_variable work_ready_;
+    std::deque<Work> waiting_, done_;
+    std::atomic<int> working_{0};
+    std::thread progress_, worker_;
 };
 
 // A client's way to MetadataFabricService: its own endpoint, one call in flight at a time.
