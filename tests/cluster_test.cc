@@ -122,6 +122,29 @@ TEST_F(ClusterTest, TransferSpanningEveryServerRoundTrips) {
     EXPECT_EQ(GetBytes(item.get(), 1234, bytes.size()), bytes);
 }
 
+// if_device chooses the interface of the client's fabric endpoints (without it, the one the
+// metadata service is reached through: loopback here).
+TEST_F(PlainClusterTest, IfDeviceNamesTheClientsInterface) {
+    SetEnv("FAMPOOL_IF_DEVICE", "lo");
+    ReinitializeFam();
+    auto region = CreateRegion("r", 16 << 20);
+    auto item = Allocate("x", 1 << 20, region.get());
+    std::vector<uint8_t> bytes = Pattern(1 << 20, 3);
+    PutBytes(item.get(), 0, bytes);
+    EXPECT_EQ(GetBytes(item.get(), 0, bytes.size()), bytes);
+}
+
+TEST_F(PlainClusterTest, IfDeviceThatIsNeitherInterfaceNorDomainFailsInitialize) {
+    SetEnv("FAMPOOL_IF_DEVICE", "nosuch0");
+    FinalizeFam();
+    auto f = std::make_unique<openfam::fam>();
+    Fam_Options options{};
+    CaughtError caught = CatchFamError([&] { f->fam_initialize("default", &options); });
+    EXPECT_EQ(caught.code, FAM_ERR_LIBFABRIC) << caught.message;
+    EXPECT_NE(caught.message.find("if_device \"nosuch0\""), std::string::npos) << caught.message;
+    EXPECT_NE(caught.message.find("lo"), std::string::npos) << "names the interfaces there are";
+}
+
 TEST_F(ClusterTest, MapOfStripedItemThrowsInvalidOp) {
     // Striped over three servers, the item has no contiguous range to map: refused by design.
     Fam_Region_Attributes striped{};

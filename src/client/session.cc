@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/network.h"
 #include "meta/metadata_store.h"
 #include "memserver/memory_server_client.h"
 #include "meta/metadata_client.h"
@@ -28,6 +29,43 @@ void OpenEmbedded(Session &session) {
     session.transport = std::make_unique<ShmTransport>(local);
 }
 
+// The host part of host:port ([v6]:port too).
+std::string HostOf(const std::string &address) {
+    size_t colon = address.rfind(':');
+    std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    }
+    return host;
+}
+
+// Where this client's fabric endpoints bind: the interface `if_device` names or, without
+// it, the address this host reaches the metadata service from (the servers are on that
+// network; on one host, loopback). An `if_device` with no address names the provider's
+// domain instead (verbs "mlx5_0", cxi "cxi0").
+void ChooseClientInterface(const Config &config, FabricConfig *fabric) {
+    fabric->node.clear();
+    if (!config.if_device.empty()) {
+        fabric->node = InterfaceAddress(config.if_device);
+        if (!fabric->node.empty()) return;
+        fabric->domain = config.if_device;
+        try {
+            FabricDomain probe(*fabric, FabricDomain::Role::kClient);
+        } catch (const Failure &failure) {
+            std::string interfaces;
+            for (const std::string &name : InterfaceNames()) {
+                interfaces += (interfaces.empty() ? "" : ", ") + name;
+            }
+            Fail(openfam::FAM_ERR_LIBFABRIC,
+                 "if_device \"{}\" is neither a network interface with an address (this host "
+                 "has: {}) nor a fabric domain: {}",
+                 config.if_device, interfaces, failure.fam_error_msg());
+        }
+        return;
+    }
+    fabric->node = SourceAddressToward(HostOf(config.metadata_address));
+}
+
 void OpenCluster(Session &session) {
     const Config &config = session.config;
     auto timeout = std::chrono::milliseconds(config.rpc_timeout_ms);
@@ -48,6 +86,7 @@ void OpenCluster(Session &session) {
     FabricConfig fabric;
     fabric.provider = config.libfabric_provider;
     fabric.timeout_ms = config.fabric_timeout_ms;
+    ChooseClientInterface(config, &fabric);
     if (config.metadata_fabric) metadata->UseFabric(fabric);
     session.metadata = std::move(metadata);
     Session *self = &session;

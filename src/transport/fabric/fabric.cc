@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "common/error.h"
 
@@ -49,6 +51,7 @@ fi_info *GetInfo(const FabricConfig &config, FabricDomain::Role role, bool with_
     hints->tx_attr->msg_order = wishes.msg_order;
     hints->mode = 0;
     hints->fabric_attr->prov_name = strdup(config.provider.c_str());
+    if (!config.domain.empty()) hints->domain_attr->name = strdup(config.domain.c_str());
 
     const char *node = with_node && !config.node.empty() ? config.node.c_str() : nullptr;
     const char *service = !config.service.empty() && role != FabricDomain::Role::kClient
@@ -66,8 +69,9 @@ fi_info *GetInfo(const FabricConfig &config, FabricDomain::Role role, bool with_
     }
     if (ret) {
         Fail(openfam::FAM_ERR_LIBFABRIC,
-             "fi_getinfo: {} (provider {}, {} {}:{}): no FI_EP_RDM endpoint with {}",
+             "fi_getinfo: {} (provider {}{}, {} {}:{}): no FI_EP_RDM endpoint with {}",
              fi_strerror(-ret), config.provider,
+             config.domain.empty() ? "" : ", domain " + config.domain,
              messages ? "messages" : server ? "server" : "client", node ? node : "*",
              service ? service : "*", messages ? "messages" : "RMA and atomics");
     }
@@ -100,12 +104,30 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
     }
     // Only writes ask for delivery completion, operation by operation: shm takes a slower
     // protocol for every operation, reads included, when it is the endpoint's default.
-    write_flags_ = info_->tx_attr->op_flags & FI_DELIVERY_COMPLETE;
-    info_->tx_attr->op_flags &= ~FI_DELIVERY_COMPLETE;
-    fi_info *first = info_;
-    if (first->next) {  // keep only the provider's first (preferred) answer
-        info_ = fi_dupinfo(first);
-        fi_freeinfo(first);
+    // Keep one answer: the provider's first (preferred) one, or its first in the domain asked
+    // for (a layered provider such as tcp;ofi_rxm does not filter by the name itself).
+    fi_info *chosen = info_;
+    if (!config.domain.empty()) {
+        std::vector<std::string> offered;
+        for (chosen = info_; chosen; chosen = chosen->next) {
+            const char *name = chosen->domain_attr ? chosen->domain_attr->name : nullptr;
+            if (name && config.domain == name) break;
+            if (name && std::find(offered.begin(), offered.end(), name) == offered.end()) {
+                offered.emplace_back(name);
+            }
+        }
+        if (!chosen) {
+            fi_freeinfo(info_);
+            Fail(openfam::FAM_ERR_LIBFABRIC, "provider {} has no domain \"{}\" (it has: {})",
+                 config.provider, config.domain, fmt::join(offered, ", "));
+        }
+    }
+    write_flags_ = chosen->tx_attr->op_flags & FI_DELIVERY_COMPLETE;
+    chosen->tx_attr->op_flags &= ~FI_DELIVERY_COMPLETE;
+    if (chosen != info_ || info_->next) {
+        fi_info *all = info_;
+        info_ = fi_dupinfo(chosen);
+        fi_freeinfo(all);
         if (!info_) Fail(openfam::FAM_ERR_RESOURCE, "fi_dupinfo: out of memory");
     }
     try {

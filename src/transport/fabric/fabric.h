@@ -28,8 +28,11 @@ namespace fampool {
 
 struct FabricConfig {
     std::string provider;          // as the user names it: "tcp", "shm", "sockets", "verbs"...
-    std::string node = "127.0.0.1";  // the local interface to use
+    std::string node = "127.0.0.1";  // the local interface to use (its address); empty: any
     std::string service;           // the port a server listens on; empty for clients
+    // The provider's domain (device) to use, as fi_info names it ("mlx5_0", "cxi0"); empty:
+    // the one the provider prefers for `node`.
+    std::string domain;
     int timeout_ms = 10000;        // bound on every wait for a completion
     // Register local buffers even when the provider does not ask for it (FI_MR_LOCAL): lets
     // tests exercise that path on providers that do not need it.

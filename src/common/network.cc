@@ -1,0 +1,86 @@
+#include "common/network.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace fampool {
+namespace {
+
+// The numeric form of an IPv4 or IPv6 socket address; "" for any other family.
+std::string Numeric(const sockaddr *address) {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (address->sa_family == AF_INET) {
+        auto *in = reinterpret_cast<const sockaddr_in *>(address);
+        if (!inet_ntop(AF_INET, &in->sin_addr, text, sizeof text)) return "";
+    } else if (address->sa_family == AF_INET6) {
+        auto *in6 = reinterpret_cast<const sockaddr_in6 *>(address);
+        if (!inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text)) return "";
+    } else {
+        return "";
+    }
+    return text;
+}
+
+// Calls `visit(name, family, address)` for every IPv4 and IPv6 address of an interface.
+template <typename Visit>
+void EachInterfaceAddress(Visit visit) {
+    ifaddrs *all = nullptr;
+    if (getifaddrs(&all) != 0) return;
+    for (ifaddrs *entry = all; entry; entry = entry->ifa_next) {
+        if (!entry->ifa_addr || !entry->ifa_name) continue;
+        std::string address = Numeric(entry->ifa_addr);
+        if (!address.empty()) visit(std::string(entry->ifa_name), entry->ifa_addr->sa_family, address);
+    }
+    freeifaddrs(all);
+}
+
+}  // namespace
+
+std::string InterfaceAddress(const std::string &device) {
+    std::string v4, v6;
+    EachInterfaceAddress([&](const std::string &name, int family, const std::string &address) {
+        if (name != device) return;
+        if (family == AF_INET && v4.empty()) v4 = address;
+        if (family == AF_INET6 && v6.empty()) v6 = address;
+    });
+    return v4.empty() ? v6 : v4;
+}
+
+std::vector<std::string> InterfaceNames() {
+    std::vector<std::string> names;
+    EachInterfaceAddress([&](const std::string &name, int, const std::string &) {
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    });
+    return names;
+}
+
+std::string SourceAddressToward(const std::string &host) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_DGRAM;
+    addrinfo *found = nullptr;
+    // Any port: connecting a datagram socket only chooses the route, nothing is sent.
+    if (getaddrinfo(host.c_str(), "9", &hints, &found) != 0) return "";
+    std::string source;
+    for (addrinfo *entry = found; entry && source.empty(); entry = entry->ai_next) {
+        int fd = socket(entry->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) continue;
+        sockaddr_storage local{};
+        socklen_t length = sizeof local;
+        if (connect(fd, entry->ai_addr, entry->ai_addrlen) == 0 &&
+            getsockname(fd, reinterpret_cast<sockaddr *>(&local), &length) == 0) {
+            source = Numeric(reinterpret_cast<sockaddr *>(&local));
+        }
+        close(fd);
+    }
+    freeaddrinfo(found);
+    return source;
+}
+
+}  // namespace fampool

@@ -1,0 +1,25 @@
+// This host's network interfaces and routes: which local address a client's fabric endpoints
+// bind to (client/session.cc).
+#ifndef FAMPOOL_COMMON_NETWORK_H_
+#define FAMPOOL_COMMON_NETWORK_H_
+
+#include <string>
+#include <vector>
+
+namespace fampool {
+
+// The address of network interface `device` (its first IPv4 address, else its first IPv6
+// one), or "" when no interface of that name has one.
+std::string InterfaceAddress(const std::string &device);
+
+// The names of the interfaces that have an address, in the system's order, each once.
+std::vector<std::string> InterfaceNames();
+
+// The local address this host sends from to reach `host` (a name or a literal address): the
+// source address of the route there. "" when `host` does not resolve or no route leads to it.
+// Sends nothing.
+std::string SourceAddressToward(const std::string &host);
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_COMMON_NETWORK_H_

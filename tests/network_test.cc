@@ -1,0 +1,37 @@
+// The host's interfaces and routes (common/network.h): which local address a client's fabric
+// endpoints bind to.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "common/network.h"
+
+namespace fampool_test {
+namespace {
+
+TEST(NetworkTest, LoopbackInterfaceHasTheLoopbackAddress) {
+    EXPECT_EQ(fampool::InterfaceAddress("lo"), "127.0.0.1");
+    std::vector<std::string> names = fampool::InterfaceNames();
+    EXPECT_NE(std::find(names.begin(), names.end(), "lo"), names.end());
+    EXPECT_EQ(std::count(names.begin(), names.end(), "lo"), 1) << "each name once";
+}
+
+TEST(NetworkTest, UnknownInterfaceHasNoAddress) {
+    EXPECT_EQ(fampool::InterfaceAddress("nosuch0"), "");
+    EXPECT_EQ(fampool::InterfaceAddress(""), "");
+}
+
+TEST(NetworkTest, SourceTowardALoopbackHostIsOnLoopback) {
+    EXPECT_EQ(fampool::SourceAddressToward("127.0.0.1"), "127.0.0.1");
+    EXPECT_EQ(fampool::SourceAddressToward("127.0.0.2"), "127.0.0.1");
+    std::string local = fampool::SourceAddressToward("localhost");
+    EXPECT_TRUE(local == "127.0.0.1" || local == "::1") << local;
+}
+
+// (No name lookup here: a test must not depend on a name server.)
+TEST(NetworkTest, SourceTowardNoHostIsEmpty) {
+    EXPECT_EQ(fampool::SourceAddressToward(""), "");
+}
+
+}  // namespace
+}  // namespace fampool_test
