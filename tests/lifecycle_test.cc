@@ -518,8 +518,7 @@ TEST_F(LifecycleTest, BarrierAllReturnsUnderRuntimeNone) {
 }
 
 TEST_F(LifecycleTest, AbortEndsTheProcessWithItsStatus) {
-    SKIP_FORKING_TEST_ON_CLUSTER();
-    int status = RunInChild(
+    int status = RunInCleanChild(
         []() -> int {
             ScopedFam f;
             f->fam_abort(7);

@@ -11,6 +11,26 @@ const char *AccessName(unsigned access) {
     return access == kRead ? "read" : access == kWrite ? "write" : "read and write";
 }
 
+
+void CheckPermission(const ItemInfo &info, unsigned access) {
+    if (((access & kRead) && !info.can_read) || ((access & kWrite) && !info.can_write)) {
+        Fail(openfam::FAM_ERR_NOPERM, "no {} permission on {}", AccessName(access),
+             Describe(info));
+    }
+}
+
+bool SameKeys(const ItemInfo &a, const ItemInfo &b) {
+    if (a.access.size() != b.access.size()) return false;
+    for (size_t i = 0; i < a.access.size(); ++i) {
+        const ServerAccess &x = a.access[i], &y = b.access[i];
+        if (x.server_id != y.server_id || x.key != y.key || x.base != y.base ||
+            x.fabric_address != y.fabric_address) {
+            return false;
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigned access,
@@ -24,11 +44,49 @@ DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigne
         Fail(openfam::FAM_ERR_OUTOFRANGE, "offset {} + {} bytes past end of {} (size {})", offset,
              nbytes, Describe(info), info.size);
     }
-    if (((access & kRead) && !info.can_read) || ((access & kWrite) && !info.can_write)) {
-        Fail(openfam::FAM_ERR_NOPERM, "no {} permission on {}", AccessName(access),
-             Describe(info));
-    }
+    CheckPermission(info, access);
     return state;
+}
+
+bool FamImpl::Rebind(Session &session, DescriptorState &state,
+                     const std::shared_ptr<Binding> &used) {
+    ItemInfo fresh;
+    {
+        std::lock_guard<std::mutex> lock(resolve_mutex_);
+        if (state.binding != used) return true;  // another thread bound it again already
+        fresh = state.item;
+    }
+    fresh = session.metadata->GetItem(fresh.region_id, fresh.offset, session.caller);
+    std::lock_guard<std::mutex> lock(resolve_mutex_);
+    if (state.binding != used) return true;
+    if (SameKeys(fresh, state.item)) return false;
+    state.binding = session.transport->Attach(fresh);
+    state.item = std::move(fresh);
+    return true;
+}
+
+void FamImpl::Transfer(Session &session, DescriptorState &state, unsigned access,
+                       const std::function<void(const std::shared_ptr<Binding> &)> &move) {
+    std::shared_ptr<Binding> binding;
+    {
+        std::lock_guard<std::mutex> lock(resolve_mutex_);
+        binding = state.binding;
+    }
+    try {
+        move(binding);
+        return;
+    } catch (const Failure &failure) {
+        if (failure.fam_error() != openfam::FAM_ERR_LIBFABRIC ||
+            !Rebind(session, state, binding)) {
+            throw;
+        }
+    }
+    {
+        std::lock_guard<std::mutex> lock(resolve_mutex_);
+        CheckPermission(state.item, access);
+        binding = state.binding;
+    }
+    move(binding);
 }
 
 void FamImpl::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
@@ -37,7 +95,10 @@ void FamImpl::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t n
     DescriptorState &state = Access(session, item, kRead, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
-    channel_->Read(state.binding, offset, local, nbytes, blocking);
+    if (!blocking) return channel_->Read(state.binding, offset, local, nbytes, false);
+    Transfer(session, state, kRead, [&](const std::shared_ptr<Binding> &binding) {
+        channel_->Read(binding, offset, local, nbytes, true);
+    });
 }
 
 void FamImpl::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
@@ -46,7 +107,10 @@ void FamImpl::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t n
     DescriptorState &state = Access(session, item, kWrite, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
-    channel_->Write(state.binding, offset, local, nbytes, blocking);
+    if (!blocking) return channel_->Write(state.binding, offset, local, nbytes, false);
+    Transfer(session, state, kWrite, [&](const std::shared_ptr<Binding> &binding) {
+        channel_->Write(binding, offset, local, nbytes, true);
+    });
 }
 
 namespace {
@@ -92,12 +156,15 @@ void FamImpl::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64
              element_size, count, Describe(info), info.size);
     }
     unsigned access = to_fam ? kWrite : kRead;
-    if (((access & kRead) && !info.can_read) || ((access & kWrite) && !info.can_write)) {
-        Fail(openfam::FAM_ERR_NOPERM, "no {} permission on {}", AccessName(access),
-             Describe(info));
+    CheckPermission(info, access);
+    if (!blocking) {
+        return channel_->Elements(state.binding, std::move(plan), static_cast<char *>(local),
+                                  count, element_size, to_fam, false);
     }
-    channel_->Elements(state.binding, std::move(plan), static_cast<char *>(local), count,
-                       element_size, to_fam, blocking);
+    Transfer(session, state, access, [&](const std::shared_ptr<Binding> &binding) {
+        channel_->Elements(binding, plan, static_cast<char *>(local), count, element_size, to_fam,
+                           true);
+    });
 }
 
 void FamImpl::Gather(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
@@ -144,8 +211,10 @@ void FamImpl::AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size
              "offset {} of {} is not aligned to the {}-byte operand of the atomic", offset,
              Describe(state.item), size);
     }
-    channel_->Atomic(*state.binding, offset, op, type, operand, compare,
-                     fetching ? result : nullptr);
+    Transfer(session, state, access, [&](const std::shared_ptr<Binding> &binding) {
+        channel_->Atomic(*binding, offset, op, type, operand, compare,
+                         fetching ? result : nullptr);
+    });
 }
 
 }  // namespace fampool

@@ -6,6 +6,7 @@
 #define FAMPOOL_CLIENT_FAM_IMPL_H_
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -117,6 +118,16 @@ class FamImpl {
     // Bounds and permission checks of the data path.
     DescriptorState &Access(Session &session, Fam_Descriptor *item, unsigned access,
                             uint64_t offset, uint64_t nbytes);
+    // Runs `move(binding)`, a blocking transfer on `state`'s item needing `access`. When it
+    // fails on the fabric and the item's keys have been replaced since the descriptor was bound
+    // (its or its region's permissions changed, here or in another process, which revokes the
+    // old keys), binds the descriptor again and runs it once more: a revoked key moves no byte,
+    // so nothing is done twice. With the same keys, or with the permission gone, it throws.
+    void Transfer(Session &session, DescriptorState &state, unsigned access,
+                  const std::function<void(const std::shared_ptr<Binding> &)> &move);
+    // Binds `state` again with the keys the metadata service hands out now; false when they
+    // are the ones `used` has (nothing was revoked).
+    bool Rebind(Session &session, DescriptorState &state, const std::shared_ptr<Binding> &used);
     void AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size, Fam_Descriptor *item,
                      uint64_t offset, const void *operand, const void *compare, void *result);
     // The one implementation of gather and scatter, strided or indexed.

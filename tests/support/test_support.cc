@@ -5,6 +5,8 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -58,6 +61,35 @@ int WaitForChild(pid_t pid, int timeout_s) {
         std::this_thread::sleep_for(pause);
         if (pause < std::chrono::milliseconds(20)) pause *= 2;
     }
+}
+
+// In a child: drops to uid/gid; false (and why, on stderr) when it could not.
+bool BecomeUser(uid_t uid, gid_t gid) {
+    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
+        perror("child: dropping to another user");
+        return false;
+    }
+    if (getuid() != uid || geteuid() != uid || getgid() != gid) {
+        fprintf(stderr, "child: still uid %d gid %d\n", static_cast<int>(getuid()),
+                static_cast<int>(getgid()));
+        return false;
+    }
+    return true;
+}
+
+// Runs `body` as RunInChild's child does: its return value, or kChildUncaughtException.
+int RunBody(const std::function<int()> &body) {
+    try {
+        return body();
+    } catch (const Fam_Exception &e) {
+        fprintf(stderr, "child: uncaught Fam_Exception %s: %s\n",
+                FamErrorName(e.fam_error()).c_str(), e.fam_error_msg());
+    } catch (const std::exception &e) {
+        fprintf(stderr, "child: uncaught exception: %s\n", e.what());
+    } catch (...) {
+        fprintf(stderr, "child: uncaught exception of unknown type\n");
+    }
+    return kChildUncaughtException;
 }
 
 }  // namespace
@@ -479,39 +511,150 @@ int RunInChild(const std::function<int()> &body, int timeout_s) {
         return kChildForkFailed;
     }
     if (pid == 0) {
-        int result = kChildUncaughtException;
-        try {
-            result = body();
-        } catch (const Fam_Exception &e) {
-            fprintf(stderr, "child: uncaught Fam_Exception %s: %s\n",
-                    FamErrorName(e.fam_error()).c_str(), e.fam_error_msg());
-        } catch (const std::exception &e) {
-            fprintf(stderr, "child: uncaught exception: %s\n", e.what());
-        } catch (...) {
-            fprintf(stderr, "child: uncaught exception of unknown type\n");
-        }
+        int result = RunBody(body);
         fflush(nullptr);
         _exit(result & 0xff);
     }
     return WaitForChild(pid, timeout_s);
 }
 
-int RunAsUser(uid_t uid, gid_t gid, const std::function<int()> &body, int timeout_s) {
-    return RunInChild(
-        [&]() -> int {
-            if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
-                perror("child: dropping to another user");
-                return kChildSetupFailed;
+namespace {
+
+// The spawner: forked when a program that runs on a test cluster starts (FAMPOOL_TEST_CLUSTER
+// set), before it holds any gRPC or libfabric state, so that the children it forks hold none
+// either. A request is one message on a SOCK_SEQPACKET socket: the header below, the body's
+// bytes, the working directory and the environment (each string NUL-terminated). The answer
+// is the child's result (an int). The spawner ends when the program closes its end (or dies).
+struct SpawnRequest {
+    int (*thunk)(const void *);
+    uint32_t state_size;
+    uint32_t uid;
+    uint32_t gid;
+    int32_t timeout_s;
+};
+constexpr size_t kMostRequestBytes = 1 << 20;
+
+void ServeSpawnRequests(int socket_fd) {
+    std::vector<char> message(kMostRequestBytes);
+    for (;;) {
+        ssize_t got = recv(socket_fd, message.data(), message.size(), 0);
+        if (got <= 0) _exit(0);  // the program ended
+        SpawnRequest request;
+        if (static_cast<size_t>(got) < sizeof request) _exit(1);
+        std::memcpy(&request, message.data(), sizeof request);
+        const char *state = message.data() + sizeof request;
+        const char *strings = state + request.state_size;
+        const char *end = message.data() + got;
+        pid_t pid = fork();
+        if (pid == 0) {
+            // The working directory first, then the environment, each NUL-terminated.
+            if (chdir(strings) != 0) perror("child: chdir");
+            clearenv();
+            for (const char *entry = strings + strlen(strings) + 1; entry < end;
+                 entry += strlen(entry) + 1) {
+                putenv(const_cast<char *>(entry));
             }
-            if (getuid() != uid || geteuid() != uid || getgid() != gid) {
-                fprintf(stderr, "child: still uid %d gid %d\n", static_cast<int>(getuid()),
-                        static_cast<int>(getgid()));
-                return kChildSetupFailed;
+            int result = kChildSetupFailed;
+            if (request.uid == detail::kSameUser || BecomeUser(request.uid, request.gid)) {
+                result = RunBody([&] { return request.thunk(state); });
             }
-            return body();
-        },
-        timeout_s);
+            fflush(nullptr);
+            _exit(result & 0xff);
+        }
+        int result = pid < 0 ? kChildForkFailed : WaitForChild(pid, request.timeout_s);
+        if (send(socket_fd, &result, sizeof result, MSG_NOSIGNAL) != sizeof result) _exit(0);
+    }
 }
+
+int spawner_socket = -1;
+
+// Starts the spawner before the first test (every static object is built by then, none of
+// the program's gRPC or libfabric state yet).
+class SpawnerEnvironment : public ::testing::Environment {
+  public:
+    void SetUp() override {
+        if (!getenv("FAMPOOL_TEST_CLUSTER")) return;
+        int fds[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+            perror("test spawner: socketpair");
+            return;
+        }
+        pid_t parent = getpid();
+        fflush(nullptr);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(fds[0]);
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent) _exit(0);
+            ServeSpawnRequests(fds[1]);
+        }
+        close(fds[1]);
+        if (pid < 0) {
+            perror("test spawner: fork");
+            close(fds[0]);
+            return;
+        }
+        spawner_socket = fds[0];
+    }
+};
+
+[[maybe_unused]] ::testing::Environment *const spawner_environment =
+    ::testing::AddGlobalTestEnvironment(new SpawnerEnvironment);
+
+std::mutex spawner_mutex;  // one request in flight
+
+}  // namespace
+
+namespace detail {
+
+int RunAsUserForked(uid_t uid, gid_t gid, const std::function<int()> &body, int timeout_s) {
+    return RunInChild([&]() -> int { return BecomeUser(uid, gid) ? body() : kChildSetupFailed; },
+                      timeout_s);
+}
+
+int RunAsUserSpawned(int (*thunk)(const void *), const void *state, size_t size, uid_t uid,
+                     gid_t gid, int timeout_s) {
+    if (spawner_socket < 0) {
+        fprintf(stderr,
+                "RunAsUser: no spawner (FAMPOOL_TEST_CLUSTER was not set when the program "
+                "started)\n");
+        return kChildForkFailed;
+    }
+    SpawnRequest request{thunk, static_cast<uint32_t>(size), static_cast<uint32_t>(uid),
+                         static_cast<uint32_t>(gid), timeout_s};
+    std::string message(reinterpret_cast<const char *>(&request), sizeof request);
+    message.append(static_cast<const char *>(state), size);
+    std::error_code ec;
+    message += std::filesystem::current_path(ec).string();
+    message.push_back('\0');
+    for (char **entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+        message += *entry;
+        message.push_back('\0');
+    }
+    if (message.size() > kMostRequestBytes) {
+        fprintf(stderr, "RunAsUser: request of %zu bytes is too large\n", message.size());
+        return kChildForkFailed;
+    }
+    std::lock_guard<std::mutex> lock(spawner_mutex);
+    fflush(nullptr);
+    if (send(spawner_socket, message.data(), message.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(message.size())) {
+        perror("RunAsUser: sending to the spawner");
+        return kChildForkFailed;
+    }
+    // The spawner answers within the child's timeout; this bound only guards against a
+    // spawner that died.
+    pollfd answer{spawner_socket, POLLIN, 0};
+    int result = kChildForkFailed;
+    if (poll(&answer, 1, (timeout_s + 30) * 1000) != 1 ||
+        recv(spawner_socket, &result, sizeof result, 0) != sizeof result) {
+        fprintf(stderr, "RunAsUser: no answer from the spawner\n");
+        return kChildForkFailed;
+    }
+    return result;
+}
+
+}  // namespace detail
 
 ChildProcess::~ChildProcess() {
     if (pid_ > 0 && !reaped_) {

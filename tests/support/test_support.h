@@ -6,8 +6,9 @@
 // - EXPECT_FAM_ERROR / ASSERT_FAM_ERROR: a statement throws Fam_Exception with the given code
 //   and a message that names the call.
 // - Child processes: RunInChild (fork, run a function, wait with a timeout), RunAsUser (the
-//   same after dropping to another uid/gid), ChildProcess / RunProgram (exec a program such as
-//   a test worker with arguments, environment and a timeout, capturing its output).
+//   same after dropping to another uid/gid; on a cluster forked by the spawner, see below),
+//   RunInCleanChild, ChildProcess / RunProgram (exec a program such as a test worker with
+//   arguments, environment and a timeout, capturing its output).
 // - Small tools: TempDir, ScopedEnv, ScopedFam, FamErrorName, CatchFamError.
 //
 // Every child process started here is stopped by its own PID (or the process group it leads)
@@ -22,10 +23,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -230,14 +234,56 @@ inline constexpr int kChildSetupFailed = 121;        // setgroups/setgid/setuid 
 
 // Forks; the child runs `body` (which must make its own fam object: use ScopedFam) and
 // _exits with its return value; the parent waits at most `timeout_s` seconds, then kills the
-// child by PID. Returns the child's exit status as above.
+// child by PID. Returns the child's exit status as above. A child that uses fam on a cluster
+// must come from RunInCleanChild or RunAsUser instead.
 int RunInChild(const std::function<int()> &body, int timeout_s = 30);
 
 // RunInChild after setgroups({}), setgid(gid), setuid(uid) in the child. The permission tests
 // use uid/gid 65534 (nobody/nogroup).
 inline constexpr uid_t kNobodyUid = 65534;
 inline constexpr gid_t kNobodyGid = 65534;
-int RunAsUser(uid_t uid, gid_t gid, const std::function<int()> &body, int timeout_s = 30);
+
+namespace detail {
+inline constexpr uint32_t kSameUser = UINT32_MAX;  // RunAsUserSpawned: keep the user
+int RunAsUserForked(uid_t uid, gid_t gid, const std::function<int()> &body, int timeout_s);
+// Has the spawner run `thunk(state)` (state: `size` bytes) in a child as uid/gid, with this
+// process's environment and working directory; the result as RunInChild's.
+int RunAsUserSpawned(int (*thunk)(const void *), const void *state, size_t size, uid_t uid,
+                     gid_t gid, int timeout_s);
+template <typename Body>
+int InvokeCopy(const void *state) {
+    alignas(Body) unsigned char copy[sizeof(Body)];
+    std::memcpy(copy, state, sizeof(Body));
+    return (*std::launder(reinterpret_cast<Body *>(copy)))();
+}
+}  // namespace detail
+
+// On a cluster the child cannot be forked from this process: it holds gRPC and libfabric
+// state, which a forked child must not use. It is forked instead by the spawner, a process
+// forked from this one when the program started (before it held any): `body` travels to it as
+// bytes, so it must be trivially copyable (capture nothing, or plain values), and the child
+// gets this process's environment and working directory as they are at the call.
+template <typename Body>
+int RunAsUser(uid_t uid, gid_t gid, Body body, int timeout_s = 30) {
+    static_assert(std::is_trivially_copyable_v<Body>,
+                  "RunAsUser bodies travel to the spawner as bytes: capture plain values only");
+    if (::EmbeddedModel()) {
+        return detail::RunAsUserForked(uid, gid, std::function<int()>(body), timeout_s);
+    }
+    return detail::RunAsUserSpawned(&detail::InvokeCopy<Body>, &body, sizeof body, uid, gid,
+                                    timeout_s);
+}
+
+// RunInChild that works on a cluster too (through the spawner, as RunAsUser), as this user.
+template <typename Body>
+int RunInCleanChild(Body body, int timeout_s = 30) {
+    static_assert(std::is_trivially_copyable_v<Body>,
+                  "RunInCleanChild bodies travel to the spawner as bytes: capture plain values "
+                  "only");
+    if (::EmbeddedModel()) return RunInChild(std::function<int()>(body), timeout_s);
+    return detail::RunAsUserSpawned(&detail::InvokeCopy<Body>, &body, sizeof body,
+                                    detail::kSameUser, detail::kSameUser, timeout_s);
+}
 
 // Checks for child bodies (GoogleTest assertions do not reach the parent from a forked child):
 // on failure they print where and why to stderr and return 1 from the body.
@@ -263,18 +309,6 @@ int RunAsUser(uid_t uid, gid_t gid, const std::function<int()> &body, int timeou
     } while (0)
 #define CHILD_EXPECT_NO_FAM_ERROR(statement)                                            \
     CHILD_EXPECT_FAM_ERROR(statement, ::openfam::FAM_NO_ERROR)
-
-// A forked child that uses the memory-server model while its parent holds a session breaks
-// both: gRPC and libfabric keep process-wide state (pollers, progress) that fork shares. Such
-// tests run on the embedded model only; the cluster suites reach other users through programs
-// started with exec (ProgramSpec::uid, tests/workers/access_worker.cc).
-#define SKIP_FORKING_TEST_ON_CLUSTER()                                                       \
-    do {                                                                                    \
-        if (!::EmbeddedModel()) {                                                           \
-            GTEST_SKIP() << "forks a child that uses fam while this process holds a cluster " \
-                            "session (not fork-safe); covered by an exec'd worker instead";  \
-        }                                                                                   \
-    } while (0)
 
 // How a program run by ChildProcess / RunProgram ended.
 struct ProcessResult {
