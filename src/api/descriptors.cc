@@ -33,7 +33,7 @@ Fam_Global_Descriptor Fam_Descriptor::get_global_descriptor() { return state_->g
 void Fam_Descriptor::set_global_descriptor(Fam_Global_Descriptor gDescriptor) {
     state_->global = gDescriptor;
     state_->status = DESC_UNINITIALIZED;
-    state_->binding.reset();
+    state_->set_binding(nullptr);
 }
 uint64_t Fam_Descriptor::get_size() { return state_->item.size; }
 void Fam_Descriptor::set_size(uint64_t itemSize) {

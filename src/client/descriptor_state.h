@@ -4,6 +4,7 @@
 #ifndef FAMPOOL_CLIENT_DESCRIPTOR_STATE_H_
 #define FAMPOOL_CLIENT_DESCRIPTOR_STATE_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -28,9 +29,28 @@ struct DescriptorState {
     bool size_known = false;
     ItemInfo item;  // valid once status is DESC_INIT_DONE
 
+    DescriptorState() = default;
+    DescriptorState(const DescriptorState &other)
+        : global(other.global), status(other.status), size_known(other.size_known),
+          item(other.item), binding_(other.binding()) {}
+    DescriptorState &operator=(const DescriptorState &other) {
+        global = other.global;
+        status = other.status;
+        size_known = other.size_known;
+        item = other.item;
+        set_binding(other.binding());
+        return *this;
+    }
+
     // The data path's hold on the item, from Transport::Attach. Shared with the non-blocking
-    // operations in flight, so that deleting the descriptor does not pull it from under them.
-    std::shared_ptr<Binding> binding;
+    // operations in flight, so that deleting the descriptor does not pull it from under them;
+    // read and replaced atomically, because FamImpl::Rebind may replace it while other threads
+    // use the descriptor.
+    std::shared_ptr<Binding> binding() const { return binding_.load(); }
+    void set_binding(std::shared_ptr<Binding> binding) { binding_.store(std::move(binding)); }
+
+  private:
+    std::atomic<std::shared_ptr<Binding>> binding_;
 };
 
 struct RegionDescriptorState {

@@ -53,7 +53,7 @@ DescriptorState &FamImpl::Resolve(Session &session, Fam_Descriptor *item) {
         // Built from a Fam_Global_Descriptor: fetch what it lacks from the metadata service.
         ItemInfo info =
             session.metadata->GetItem(state.global.regionId, state.global.offset, session.caller);
-        state.binding = session.transport->Attach(info);
+        state.set_binding(session.transport->Attach(info));
         state.item = std::move(info);
         state.size_known = true;
         state.status = DESC_INIT_DONE;
@@ -156,7 +156,7 @@ Fam_Descriptor *FamImpl::Lookup(const char *item, const char *region) {
     auto *descriptor = new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset},
                                           info.size);
     DescriptorState *state = descriptor->state();
-    state->binding = session.transport->Attach(info);
+    state->set_binding(session.transport->Attach(info));
     state->item = std::move(info);
     state->status = DESC_INIT_DONE;
     return descriptor;
@@ -172,7 +172,7 @@ Fam_Descriptor *FamImpl::Allocate(const char *name, uint64_t nbytes, mode_t perm
     auto *descriptor = new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset},
                                           info.size);
     DescriptorState *state = descriptor->state();
-    state->binding = session.transport->Attach(info);
+    state->set_binding(session.transport->Attach(info));
     state->item = std::move(info);
     state->status = DESC_INIT_DONE;
     return descriptor;
@@ -183,7 +183,7 @@ void FamImpl::Deallocate(Fam_Descriptor *item) {
     DescriptorState &state = Resolve(session, item);
     session.metadata->DeallocateItem(state.item.region_id, state.item.offset, session.caller);
     state.status = DESC_INVALID;
-    state.binding.reset();
+    state.set_binding(nullptr);
 }
 
 void FamImpl::Close(Fam_Descriptor *item) {
@@ -192,7 +192,7 @@ void FamImpl::Close(Fam_Descriptor *item) {
     // The item stays; this process lets go of its data-path binding. A later use of the
     // descriptor binds again.
     std::lock_guard<std::mutex> lock(resolve_mutex_);
-    state.binding.reset();
+    state.set_binding(nullptr);
     state.status = DESC_UNINITIALIZED;
 }
 
@@ -205,7 +205,7 @@ void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {
     ItemInfo fresh = session.metadata->GetItem(state.item.region_id, state.item.offset,
                                                session.caller);
     std::lock_guard<std::mutex> lock(resolve_mutex_);
-    state.binding = session.transport->Attach(fresh);
+    state.set_binding(session.transport->Attach(fresh));
     state.item = std::move(fresh);
 }
 

@@ -37,7 +37,8 @@ DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigne
                                  uint64_t offset, uint64_t nbytes) {
     DescriptorState &state = Resolve(session, item);
     const ItemInfo &info = state.item;
-    if (!state.binding->valid()) {
+    std::shared_ptr<Binding> binding = state.binding();
+    if (!binding || !binding->valid()) {
         Fail(openfam::FAM_ERR_INVALID, "the region of {} was destroyed", Describe(info));
     }
     if (offset > info.size || nbytes > info.size - offset) {
@@ -49,42 +50,61 @@ DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigne
 }
 
 bool FamImpl::Rebind(Session &session, DescriptorState &state,
-                     const std::shared_ptr<Binding> &used) {
-    ItemInfo fresh;
+                     const std::shared_ptr<Binding> &used, ItemInfo *now) {
+    ItemInfo held;
     {
         std::lock_guard<std::mutex> lock(resolve_mutex_);
-        if (state.binding != used) return true;  // another thread bound it again already
-        fresh = state.item;
+        if (state.status != DESC_INIT_DONE || !used) return false;  // closed or deallocated
+        held = state.item;
+        if (state.binding() != used) {  // another thread bound it again already
+            *now = std::move(held);
+            return true;
+        }
     }
-    fresh = session.metadata->GetItem(fresh.region_id, fresh.offset, session.caller);
+    ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
+    // Only the same item: once it is deallocated, another one may lie at its offset.
+    if (fresh.name != held.name || fresh.size != held.size || fresh.uid != held.uid ||
+        fresh.gid != held.gid) {
+        Fail(openfam::FAM_ERR_NOTFOUND, "{} was deallocated: another item lies at its offset",
+             Describe(held));
+    }
     std::lock_guard<std::mutex> lock(resolve_mutex_);
-    if (state.binding != used) return true;
-    if (SameKeys(fresh, state.item)) return false;
-    state.binding = session.transport->Attach(fresh);
-    state.item = std::move(fresh);
+    if (state.status != DESC_INIT_DONE) return false;
+    if (state.binding() == used) {
+        if (SameKeys(fresh, state.item)) return false;
+        state.set_binding(session.transport->Attach(fresh));
+        state.item.access = fresh.access;
+    }
+    *now = std::move(fresh);
     return true;
 }
 
 void FamImpl::Transfer(Session &session, DescriptorState &state, unsigned access,
+                       bool repeatable,
                        const std::function<void(const std::shared_ptr<Binding> &)> &move) {
-    std::shared_ptr<Binding> binding;
-    {
-        std::lock_guard<std::mutex> lock(resolve_mutex_);
-        binding = state.binding;
-    }
+    std::shared_ptr<Binding> binding = state.binding();
     try {
         move(binding);
         return;
     } catch (const Failure &failure) {
-        if (failure.fam_error() != openfam::FAM_ERR_LIBFABRIC ||
-            !Rebind(session, state, binding)) {
-            throw;
+        if (failure.fam_error() != openfam::FAM_ERR_LIBFABRIC) throw;
+        ItemInfo now;
+        bool rebound = false;
+        try {
+            rebound = Rebind(session, state, binding, &now);
+        } catch (const Failure &answer) {
+            // The item is gone, or no longer this caller's to use: say that. When the
+            // metadata service cannot be asked, the transfer's own failure stands.
+            if (answer.fam_error() == openfam::FAM_ERR_NOPERM ||
+                answer.fam_error() == openfam::FAM_ERR_NOTFOUND) {
+                throw;
+            }
+            throw failure;
         }
-    }
-    {
-        std::lock_guard<std::mutex> lock(resolve_mutex_);
-        CheckPermission(state.item, access);
-        binding = state.binding;
+        if (!rebound || !repeatable) throw;
+        CheckPermission(now, access);
+        binding = state.binding();
+        if (!binding) throw;  // closed meanwhile by another thread
     }
     move(binding);
 }
@@ -95,8 +115,8 @@ void FamImpl::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t n
     DescriptorState &state = Access(session, item, kRead, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
-    if (!blocking) return channel_->Read(state.binding, offset, local, nbytes, false);
-    Transfer(session, state, kRead, [&](const std::shared_ptr<Binding> &binding) {
+    if (!blocking) return channel_->Read(state.binding(), offset, local, nbytes, false);
+    Transfer(session, state, kRead, /*repeatable=*/true, [&](const std::shared_ptr<Binding> &binding) {
         channel_->Read(binding, offset, local, nbytes, true);
     });
 }
@@ -107,8 +127,8 @@ void FamImpl::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t n
     DescriptorState &state = Access(session, item, kWrite, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
-    if (!blocking) return channel_->Write(state.binding, offset, local, nbytes, false);
-    Transfer(session, state, kWrite, [&](const std::shared_ptr<Binding> &binding) {
+    if (!blocking) return channel_->Write(state.binding(), offset, local, nbytes, false);
+    Transfer(session, state, kWrite, /*repeatable=*/true, [&](const std::shared_ptr<Binding> &binding) {
         channel_->Write(binding, offset, local, nbytes, true);
     });
 }
@@ -158,10 +178,11 @@ void FamImpl::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64
     unsigned access = to_fam ? kWrite : kRead;
     CheckPermission(info, access);
     if (!blocking) {
-        return channel_->Elements(state.binding, std::move(plan), static_cast<char *>(local),
+        return channel_->Elements(state.binding(), std::move(plan), static_cast<char *>(local),
                                   count, element_size, to_fam, false);
     }
-    Transfer(session, state, access, [&](const std::shared_ptr<Binding> &binding) {
+    Transfer(session, state, access, /*repeatable=*/true,
+             [&](const std::shared_ptr<Binding> &binding) {
         channel_->Elements(binding, plan, static_cast<char *>(local), count, element_size, to_fam,
                            true);
     });
@@ -190,7 +211,7 @@ void FamImpl::Scatter(void *local, Fam_Descriptor *item, uint64_t count, const u
 void *FamImpl::Map(Fam_Descriptor *item) {
     Session &session = Control();
     DescriptorState &state = Access(session, item, kRead, 0, 0);
-    return session.transport->Map(*state.binding, state.item.can_write);
+    return session.transport->Map(*state.binding(), state.item.can_write);
 }
 
 void FamImpl::Unmap(void *local, Fam_Descriptor *item) {
@@ -211,7 +232,13 @@ void FamImpl::AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size
              "offset {} of {} is not aligned to the {}-byte operand of the atomic", offset,
              Describe(state.item), size);
     }
-    Transfer(session, state, access, [&](const std::shared_ptr<Binding> &binding) {
+    // Done twice, these leave what once does (a fetch, or a non-fetching set, min, max, and,
+    // or); the others are not made again after a failure, whatever the keys.
+    bool repeatable = op == AtomicOp::kFetch ||
+                      (!fetching && (op == AtomicOp::kSet || op == AtomicOp::kMin ||
+                                     op == AtomicOp::kMax || op == AtomicOp::kAnd ||
+                                     op == AtomicOp::kOr));
+    Transfer(session, state, access, repeatable, [&](const std::shared_ptr<Binding> &binding) {
         channel_->Atomic(*binding, offset, op, type, operand, compare,
                          fetching ? result : nullptr);
     });

@@ -120,14 +120,18 @@ class FamImpl {
                             uint64_t offset, uint64_t nbytes);
     // Runs `move(binding)`, a blocking transfer on `state`'s item needing `access`. When it
     // fails on the fabric and the item's keys have been replaced since the descriptor was bound
-    // (its or its region's permissions changed, here or in another process, which revokes the
-    // old keys), binds the descriptor again and runs it once more: a revoked key moves no byte,
-    // so nothing is done twice. With the same keys, or with the permission gone, it throws.
-    void Transfer(Session &session, DescriptorState &state, unsigned access,
+    // (its or its region's permissions changed, here or in another process: that revokes the
+    // old keys), binds the descriptor again and, if the transfer is `repeatable` (doing it
+    // twice leaves what doing it once does), runs it once more. A transfer that is not
+    // repeatable throws its failure; the next one uses the new keys. When the item is gone or
+    // the caller's permission was withdrawn, throws FAM_ERR_NOTFOUND / FAM_ERR_NOPERM.
+    void Transfer(Session &session, DescriptorState &state, unsigned access, bool repeatable,
                   const std::function<void(const std::shared_ptr<Binding> &)> &move);
-    // Binds `state` again with the keys the metadata service hands out now; false when they
-    // are the ones `used` has (nothing was revoked).
-    bool Rebind(Session &session, DescriptorState &state, const std::shared_ptr<Binding> &used);
+    // Binds `state` again with the keys the metadata service hands out now (for the same item
+    // only) and puts what the caller may do now in `now`; false when nothing was revoked (the
+    // keys of `used` are still the item's) or the descriptor was closed or deallocated.
+    bool Rebind(Session &session, DescriptorState &state, const std::shared_ptr<Binding> &used,
+                ItemInfo *now);
     void AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size, Fam_Descriptor *item,
                      uint64_t offset, const void *operand, const void *compare, void *result);
     // The one implementation of gather and scatter, strided or indexed.

@@ -61,8 +61,15 @@ std::vector<std::string> InterfaceNames() {
 }
 
 std::string SourceAddressToward(const std::string &host) {
+    // IPv4 first (a host name often resolves to ::1 or an IPv6 address too, while the servers
+    // listen on IPv4), IPv6 when the host has no IPv4 address.
+    std::string source = SourceAddressToward(host, AF_INET);
+    return source.empty() ? SourceAddressToward(host, AF_INET6) : source;
+}
+
+std::string SourceAddressToward(const std::string &host, int family) {
     addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
+    hints.ai_family = family;
     hints.ai_socktype = SOCK_DGRAM;
     addrinfo *found = nullptr;
     // Any port: connecting a datagram socket only chooses the route, nothing is sent.

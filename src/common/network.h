@@ -17,8 +17,10 @@ std::vector<std::string> InterfaceNames();
 
 // The local address this host sends from to reach `host` (a name or a literal address): the
 // source address of the route there. "" when `host` does not resolve or no route leads to it.
-// Sends nothing.
+// Sends nothing. IPv4 when `host` has an IPv4 address, else IPv6.
 std::string SourceAddressToward(const std::string &host);
+// The same for one address family (AF_INET, AF_INET6).
+std::string SourceAddressToward(const std::string &host, int family);
 
 }  // namespace fampool
 

@@ -47,6 +47,9 @@ constexpr auto kYield = std::chrono::microseconds(200);
 constexpr auto kNap = std::chrono::microseconds(20);
 // A reply the provider does not take within this (it cannot connect to the caller) is dropped.
 constexpr auto kSendWait = std::chrono::seconds(1);
+// A call for the worker that waited this long for its turn is not run (the caller is told to
+// make it over gRPC).
+constexpr auto kLongestWait = std::chrono::seconds(1);
 // A caller with no reply after this asks (over gRPC) whether the service is still the same.
 constexpr auto kAskAfter = std::chrono::milliseconds(100);
 // A caller whose message the provider has not taken and sent within this (no connection to the
@@ -169,8 +172,10 @@ MetadataFabricService::MetadataFabricService(const FabricConfig &config,
     for (size_t i = 0; i < kServiceSends; ++i) free_sends_.push_back(kServiceSends - 1 - i);
     for (size_t i = 0; i < kServiceReceives; ++i) Post(i);
     progress_ = std::thread([this] {
-        RunProgressLoop(domain_.fabric(), endpoint_.queue.get(), queue_fd_, stopping_,
-                        [this] { return Serve(); }, kServiceSpin);
+        RunProgressLoop(
+            domain_.fabric(), endpoint_.queue.get(), queue_fd_, stopping_,
+            [this] { return Serve(); }, kServiceSpin,
+            [this] { return finished_.load(std::memory_order_acquire) > 0; });
     });
     worker_ = std::thread([this] { RunWorker(); });
 }
@@ -250,14 +255,14 @@ bool MetadataFabricService::Serve() {
         Post(arrival.slot);
         worked = true;
     }
-    if (working_.load(std::memory_order_acquire) > 0) {
+    if (finished_.load(std::memory_order_acquire) > 0) {
         std::lock_guard<std::mutex> lock(work_mutex_);
         while (!done_.empty() && !free_sends_.empty()) {
             Work &work = done_.front();
             fi_addr_t peer = PeerOf(work.call.reply_to());
             if (peer != FI_ADDR_UNSPEC) Send(work.call, peer, &work.reply);
             done_.pop_front();
-            working_.fetch_sub(1, std::memory_order_release);
+            finished_.fetch_sub(1, std::memory_order_release);
             worked = true;
         }
     }
@@ -274,9 +279,16 @@ void MetadataFabricService::RunWorker() {
         Work work = std::move(waiting_.front());
         waiting_.pop_front();
         lock.unlock();
-        Dispatch(*service_, work.call, &work.reply);
+        if (Clock::now() - work.arrived > kLongestWait) {
+            // Queued behind slow calls for long: not run, the caller makes it over gRPC (it
+            // would give up on the fabric soon, not knowing whether the call was made).
+            work.reply.set_use_grpc(true);
+        } else {
+            Dispatch(*service_, work.call, &work.reply);
+        }
         lock.lock();
         done_.push_back(std::move(work));
+        finished_.fetch_add(1, std::memory_order_release);
         // The progress thread may sleep on the queue: wake it to send the reply.
         if (queue_fd_ >= 0) fi_cq_signal(endpoint_.queue.get());
     }
@@ -336,8 +348,7 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
     if (WaitsOnServers(call)) {
         {
             std::lock_guard<std::mutex> lock(work_mutex_);
-            waiting_.push_back({std::move(call), {}});
-            working_.fetch_add(1, std::memory_order_release);
+            waiting_.push_back({std::move(call), {}, Clock::now()});
         }
         work_ready_.notify_one();
         return;

@@ -87,6 +87,7 @@ class MetadataFabricService {
     struct Work {
         rpc::FabricCall call;
         rpc::FabricReply reply;
+        std::chrono::steady_clock::time_point arrived;
     };
     bool Serve();  // reaps the queue and answers what arrived; true when it found work
     bool Reap();   // reads the queue once
@@ -100,7 +101,9 @@ class MetadataFabricService {
     void PostWaiting();  // posts again the receives the provider refused before
     fi_addr_t PeerOf(const std::string &name);
 
-    // Everything down to answered_ is used by the progress thread only, after construction.
+    // Everything down to answered_ is used by the progress thread only after construction,
+    // except service_, endpoint_ (its queue, for fi_cq_signal) and queue_fd_, which the worker
+    // uses too.
     MetadataRpcService *service_;
     FabricDomain domain_;
     FidPtr<fid_av> av_;
@@ -121,11 +124,11 @@ class MetadataFabricService {
     std::chrono::steady_clock::time_point last_answered_;
     std::atomic<uint64_t> answered_{0};
     std::atomic<bool> stopping_{false};
-    // Calls handed to the worker, and its answers; working_ counts both.
+    // Calls handed to the worker, and its answers; finished_ counts the answers not sent yet.
     std::mutex work_mutex_;
     std::condition_variable work_ready_;
     std::deque<Work> waiting_, done_;
-    std::atomic<int> working_{0};
+    std::atomic<int> finished_{0};
     std::thread progress_, worker_;
 };
 

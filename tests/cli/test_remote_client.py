@@ -68,11 +68,13 @@ memservers:
     fam_path: {run_dir}/heaps0
     shm_path: {run_dir}/shm0
 """)
-    # `up` inside the namespace starts the servers there and waits until they answer.
-    up = subprocess.run([IP, "netns", "exec", ns, os.path.join(BUILD_DIR, "tools", "fampool"),
-                         "up", "--config", cluster_file, "--run-dir", run_dir],
-                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     try:
+        # `up` inside the namespace starts the servers there and waits until they answer.
+        up = subprocess.run([IP, "netns", "exec", ns,
+                             os.path.join(BUILD_DIR, "tools", "fampool"),
+                             "up", "--config", cluster_file, "--run-dir", run_dir],
+                            capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL)
         assert up.returncode == 0, f"fampool up in {ns} failed:\n{up.stdout}\n{up.stderr}"
         yield os.path.join(run_dir, "cluster.yaml"), run_dir
     finally:

@@ -532,7 +532,7 @@ struct SpawnRequest {
     uint32_t gid;
     int32_t timeout_s;
 };
-constexpr size_t kMostRequestBytes = 1 << 20;
+constexpr size_t kMostRequestBytes = 64 << 10;  // below the socket's send buffer
 
 void ServeSpawnRequests(int socket_fd) {
     std::vector<char> message(kMostRequestBytes);
@@ -542,9 +542,15 @@ void ServeSpawnRequests(int socket_fd) {
         SpawnRequest request;
         if (static_cast<size_t>(got) < sizeof request) _exit(1);
         std::memcpy(&request, message.data(), sizeof request);
+        // The body, then at least the working directory, the last string NUL-terminated.
+        if (request.state_size > static_cast<size_t>(got) - sizeof request - 1 ||
+            message[got - 1] != '\0') {
+            _exit(1);
+        }
         const char *state = message.data() + sizeof request;
         const char *strings = state + request.state_size;
         const char *end = message.data() + got;
+        pid_t spawner = getpid();
         pid_t pid = fork();
         if (pid == 0) {
             // The working directory first, then the environment, each NUL-terminated.
@@ -556,6 +562,9 @@ void ServeSpawnRequests(int socket_fd) {
             }
             int result = kChildSetupFailed;
             if (request.uid == detail::kSameUser || BecomeUser(request.uid, request.gid)) {
+                // After the change of user, which clears it: ends with the spawner.
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != spawner) _exit(result);
                 result = RunBody([&] { return request.thunk(state); });
             }
             fflush(nullptr);
@@ -567,12 +576,17 @@ void ServeSpawnRequests(int socket_fd) {
 }
 
 int spawner_socket = -1;
+bool spawner_tried = false;
 
 // Starts the spawner before the first test (every static object is built by then, none of
 // the program's gRPC or libfabric state yet).
 class SpawnerEnvironment : public ::testing::Environment {
   public:
     void SetUp() override {
+        // Once: a repeated run (--gtest_repeat) sets environments up again, by then with
+        // gRPC state to inherit.
+        if (spawner_socket >= 0 || spawner_tried) return;
+        spawner_tried = true;
         if (!getenv("FAMPOOL_TEST_CLUSTER")) return;
         int fds[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
@@ -646,9 +660,15 @@ int RunAsUserSpawned(int (*thunk)(const void *), const void *state, size_t size,
     // spawner that died.
     pollfd answer{spawner_socket, POLLIN, 0};
     int result = kChildForkFailed;
-    if (poll(&answer, 1, (timeout_s + 30) * 1000) != 1 ||
-        recv(spawner_socket, &result, sizeof result, 0) != sizeof result) {
+    int ready = 0;
+    do {
+        ready = poll(&answer, 1, (timeout_s + 30) * 1000);
+    } while (ready < 0 && errno == EINTR);
+    if (ready != 1 || recv(spawner_socket, &result, sizeof result, 0) != sizeof result) {
+        // A late answer would pass for the next request's: no more requests to this spawner.
         fprintf(stderr, "RunAsUser: no answer from the spawner\n");
+        close(spawner_socket);
+        spawner_socket = -1;
         return kChildForkFailed;
     }
     return result;

@@ -261,7 +261,9 @@ int InvokeCopy(const void *state) {
 // On a cluster the child cannot be forked from this process: it holds gRPC and libfabric
 // state, which a forked child must not use. It is forked instead by the spawner, a process
 // forked from this one when the program started (before it held any): `body` travels to it as
-// bytes, so it must be trivially copyable (capture nothing, or plain values), and the child
+// bytes, so it must be trivially copyable and capture nothing by reference or pointer (the
+// spawner has none of this process's later memory: capture nothing, or plain values), and the
+// child
 // gets this process's environment and working directory as they are at the call.
 template <typename Body>
 int RunAsUser(uid_t uid, gid_t gid, Body body, int timeout_s = 30) {

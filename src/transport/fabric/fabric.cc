@@ -260,7 +260,7 @@ constexpr auto kLongestSpin = std::chrono::microseconds(3200);
 
 void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
                      const std::atomic<bool> &stopping, const std::function<bool()> &serve,
-                     std::chrono::microseconds spin) {
+                     std::chrono::microseconds spin, const std::function<bool()> &pending) {
     // Short sleeps should be short: the default timer slack (50 us) would stretch them.
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     // How long the thread polls after the last sign of traffic. Some traffic leaves no sign
@@ -288,7 +288,8 @@ void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
         fid *waiting = &queue->fid;
         bool may_sleep = queue_fd >= 0 && fi_trywait(fabric, &waiting, 1) == FI_SUCCESS;
         pollfd poll_fd{queue_fd, POLLIN, 0};
-        if (queue_fd >= 0 && (!may_sleep || poll(&poll_fd, 1, 0) > 0)) {
+        if ((queue_fd >= 0 && (!may_sleep || poll(&poll_fd, 1, 0) > 0)) ||
+            (pending && pending())) {
             active_until = Clock::now() + window;
             continue;
         }

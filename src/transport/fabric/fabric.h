@@ -150,10 +150,13 @@ int QueueDescriptor(fid_cq *queue);
 // queue: that is what drives a manual-progress provider; true when it found work), keeps
 // polling for `spin` after the last work, then sleeps on the queue's descriptor `queue_fd`
 // (tcp; wakes on traffic) or, with none (-1; shm), in naps that grow with idle time.
-// Wake it for `stopping` with fi_cq_signal.
+// Wake it for `stopping` with fi_cq_signal. Another thread that hands it work wakes it with
+// fi_cq_signal too, and says so through `pending` (true while such work waits): fi_trywait
+// clears a signal that came just before it, so the thread asks `pending` before it sleeps.
 void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
                      const std::atomic<bool> &stopping, const std::function<bool()> &serve,
-                     std::chrono::microseconds spin);
+                     std::chrono::microseconds spin,
+                     const std::function<bool()> &pending = nullptr);
 
 }  // namespace fampool
 
