@@ -5,6 +5,7 @@
 #define FAMPOOL_CLIENT_DESCRIPTOR_STATE_H_
 
 #include <atomic>
+#include <list>
 #include <memory>
 #include <string>
 
@@ -32,7 +33,9 @@ struct DescriptorState {
     DescriptorState() = default;
     DescriptorState(const DescriptorState &other)
         : global(other.global), status(other.status), size_known(other.size_known),
-          item(other.item), binding_(other.binding()) {}
+          item(other.item) {
+        set_binding(other.binding());
+    }
     DescriptorState &operator=(const DescriptorState &other) {
         global = other.global;
         status = other.status;
@@ -43,14 +46,33 @@ struct DescriptorState {
     }
 
     // The data path's hold on the item, from Transport::Attach. Shared with the non-blocking
-    // operations in flight, so that deleting the descriptor does not pull it from under them;
-    // read and replaced atomically, because FamImpl::Rebind may replace it while other threads
-    // use the descriptor.
-    std::shared_ptr<Binding> binding() const { return binding_.load(); }
-    void set_binding(std::shared_ptr<Binding> binding) { binding_.store(std::move(binding)); }
+    // operations in flight, so that deleting the descriptor does not pull it from under them.
+    // Read without a lock and without touching its count (the data path reads it on every
+    // call): a rebind (FamImpl::Rebind) publishes a new binding and keeps the ones it replaces
+    // until the descriptor is bound anew, closed or deleted, so that a thread still using one
+    // never sees it freed. An empty pointer when unbound.
+    const std::shared_ptr<Binding> &binding() const {
+        const std::shared_ptr<Binding> *current = current_.load(std::memory_order_acquire);
+        return current ? *current : kUnbound;
+    }
+    // Binds (or, with nullptr, unbinds) the descriptor, dropping every earlier binding: only
+    // while no other thread uses it (resolution, close, deallocation).
+    void set_binding(std::shared_ptr<Binding> binding) {
+        current_.store(nullptr, std::memory_order_release);
+        held_.clear();
+        if (binding) Publish(std::move(binding));
+    }
+    // Replaces the binding while other threads may use the old one (it is kept).
+    void Rebind(std::shared_ptr<Binding> binding) { Publish(std::move(binding)); }
 
   private:
-    std::atomic<std::shared_ptr<Binding>> binding_;
+    void Publish(std::shared_ptr<Binding> binding) {
+        held_.push_back(std::move(binding));
+        current_.store(&held_.back(), std::memory_order_release);
+    }
+    static inline const std::shared_ptr<Binding> kUnbound;
+    std::list<std::shared_ptr<Binding>> held_;  // the current binding last; nodes never move
+    std::atomic<const std::shared_ptr<Binding> *> current_{nullptr};
 };
 
 struct RegionDescriptorState {

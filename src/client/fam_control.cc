@@ -205,7 +205,7 @@ void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {
     ItemInfo fresh = session.metadata->GetItem(state.item.region_id, state.item.offset,
                                                session.caller);
     std::lock_guard<std::mutex> lock(resolve_mutex_);
-    state.set_binding(session.transport->Attach(fresh));
+    state.Rebind(session.transport->Attach(fresh));
     state.item = std::move(fresh);
 }
 

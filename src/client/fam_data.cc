@@ -37,7 +37,7 @@ DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigne
                                  uint64_t offset, uint64_t nbytes) {
     DescriptorState &state = Resolve(session, item);
     const ItemInfo &info = state.item;
-    std::shared_ptr<Binding> binding = state.binding();
+    const std::shared_ptr<Binding> &binding = state.binding();
     if (!binding || !binding->valid()) {
         Fail(openfam::FAM_ERR_INVALID, "the region of {} was destroyed", Describe(info));
     }
@@ -49,14 +49,14 @@ DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigne
     return state;
 }
 
-bool FamImpl::Rebind(Session &session, DescriptorState &state,
-                     const std::shared_ptr<Binding> &used, ItemInfo *now) {
+bool FamImpl::Rebind(Session &session, DescriptorState &state, const Binding *used,
+                     ItemInfo *now) {
     ItemInfo held;
     {
         std::lock_guard<std::mutex> lock(resolve_mutex_);
         if (state.status != DESC_INIT_DONE || !used) return false;  // closed or deallocated
         held = state.item;
-        if (state.binding() != used) {  // another thread bound it again already
+        if (state.binding().get() != used) {  // another thread bound it again already
             *now = std::move(held);
             return true;
         }
@@ -70,28 +70,28 @@ bool FamImpl::Rebind(Session &session, DescriptorState &state,
     }
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (state.status != DESC_INIT_DONE) return false;
-    if (state.binding() == used) {
+    if (state.binding().get() == used) {
         if (SameKeys(fresh, state.item)) return false;
-        state.set_binding(session.transport->Attach(fresh));
+        state.Rebind(session.transport->Attach(fresh));
         state.item.access = fresh.access;
     }
     *now = std::move(fresh);
     return true;
 }
 
+template <typename Move>
 void FamImpl::Transfer(Session &session, DescriptorState &state, unsigned access,
-                       bool repeatable,
-                       const std::function<void(const std::shared_ptr<Binding> &)> &move) {
-    std::shared_ptr<Binding> binding = state.binding();
+                       bool repeatable, const Move &move) {
+    const std::shared_ptr<Binding> *binding = &state.binding();
     try {
-        move(binding);
+        move(*binding);
         return;
     } catch (const Failure &failure) {
         if (failure.fam_error() != openfam::FAM_ERR_LIBFABRIC) throw;
         ItemInfo now;
         bool rebound = false;
         try {
-            rebound = Rebind(session, state, binding, &now);
+            rebound = Rebind(session, state, binding->get(), &now);
         } catch (const Failure &answer) {
             // The item is gone, or no longer this caller's to use: say that. When the
             // metadata service cannot be asked, the transfer's own failure stands.
@@ -103,10 +103,10 @@ void FamImpl::Transfer(Session &session, DescriptorState &state, unsigned access
         }
         if (!rebound || !repeatable) throw;
         CheckPermission(now, access);
-        binding = state.binding();
-        if (!binding) throw;  // closed meanwhile by another thread
+        binding = &state.binding();
+        if (!*binding) throw;  // closed meanwhile by another thread
     }
-    move(binding);
+    move(*binding);
 }
 
 void FamImpl::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,

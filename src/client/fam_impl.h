@@ -125,13 +125,13 @@ class FamImpl {
     // twice leaves what doing it once does), runs it once more. A transfer that is not
     // repeatable throws its failure; the next one uses the new keys. When the item is gone or
     // the caller's permission was withdrawn, throws FAM_ERR_NOTFOUND / FAM_ERR_NOPERM.
+    template <typename Move>  // void(const std::shared_ptr<Binding> &)
     void Transfer(Session &session, DescriptorState &state, unsigned access, bool repeatable,
-                  const std::function<void(const std::shared_ptr<Binding> &)> &move);
+                  const Move &move);
     // Binds `state` again with the keys the metadata service hands out now (for the same item
     // only) and puts what the caller may do now in `now`; false when nothing was revoked (the
     // keys of `used` are still the item's) or the descriptor was closed or deallocated.
-    bool Rebind(Session &session, DescriptorState &state, const std::shared_ptr<Binding> &used,
-                ItemInfo *now);
+    bool Rebind(Session &session, DescriptorState &state, const Binding *used, ItemInfo *now);
     void AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size, Fam_Descriptor *item,
                      uint64_t offset, const void *operand, const void *compare, void *result);
     // The one implementation of gather and scatter, strided or indexed.
