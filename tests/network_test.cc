@@ -9,6 +9,13 @@
 namespace fampool_test {
 namespace {
 
+TEST(NetworkTest, HostOfDropsThePortAndTheBracketsOfV6) {
+    EXPECT_EQ(fampool::HostOf("10.0.0.1:8787"), "10.0.0.1");
+    EXPECT_EQ(fampool::HostOf("meta01:8787"), "meta01");
+    EXPECT_EQ(fampool::HostOf("[fd00::2]:8787"), "fd00::2");
+    EXPECT_EQ(fampool::HostOf("meta01"), "meta01");
+}
+
 TEST(NetworkTest, LoopbackInterfaceHasTheLoopbackAddress) {
     EXPECT_EQ(fampool::InterfaceAddress("lo"), "127.0.0.1");
     std::vector<std::string> names = fampool::InterfaceNames();

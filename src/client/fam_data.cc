@@ -116,9 +116,10 @@ void FamImpl::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t n
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
     if (!blocking) return channel_->Read(state.binding(), offset, local, nbytes, false);
-    Transfer(session, state, kRead, /*repeatable=*/true, [&](const std::shared_ptr<Binding> &binding) {
-        channel_->Read(binding, offset, local, nbytes, true);
-    });
+    Transfer(session, state, kRead, /*repeatable=*/true,
+             [&](const std::shared_ptr<Binding> &binding) {
+                 channel_->Read(binding, offset, local, nbytes, true);
+             });
 }
 
 void FamImpl::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
@@ -128,9 +129,10 @@ void FamImpl::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t n
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
     if (!blocking) return channel_->Write(state.binding(), offset, local, nbytes, false);
-    Transfer(session, state, kWrite, /*repeatable=*/true, [&](const std::shared_ptr<Binding> &binding) {
-        channel_->Write(binding, offset, local, nbytes, true);
-    });
+    Transfer(session, state, kWrite, /*repeatable=*/true,
+             [&](const std::shared_ptr<Binding> &binding) {
+                 channel_->Write(binding, offset, local, nbytes, true);
+             });
 }
 
 namespace {
@@ -183,9 +185,9 @@ void FamImpl::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64
     }
     Transfer(session, state, access, /*repeatable=*/true,
              [&](const std::shared_ptr<Binding> &binding) {
-        channel_->Elements(binding, plan, static_cast<char *>(local), count, element_size, to_fam,
-                           true);
-    });
+                 channel_->Elements(binding, plan, static_cast<char *>(local), count,
+                                    element_size, to_fam, true);
+             });
 }
 
 void FamImpl::Gather(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,

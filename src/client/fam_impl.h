@@ -6,7 +6,6 @@
 #define FAMPOOL_CLIENT_FAM_IMPL_H_
 
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>

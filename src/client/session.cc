@@ -29,16 +29,6 @@ void OpenEmbedded(Session &session) {
     session.transport = std::make_unique<ShmTransport>(local);
 }
 
-// The host part of host:port ([v6]:port too).
-std::string HostOf(const std::string &address) {
-    size_t colon = address.rfind(':');
-    std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-        host = host.substr(1, host.size() - 2);
-    }
-    return host;
-}
-
 // Where this client's fabric endpoints bind: the interface `if_device` names or, without
 // it, the address this host reaches the metadata service from (the servers are on that
 // network; on one host, loopback). An `if_device` with no address names the provider's

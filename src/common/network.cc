@@ -35,12 +35,23 @@ void EachInterfaceAddress(Visit visit) {
     for (ifaddrs *entry = all; entry; entry = entry->ifa_next) {
         if (!entry->ifa_addr || !entry->ifa_name) continue;
         std::string address = Numeric(entry->ifa_addr);
-        if (!address.empty()) visit(std::string(entry->ifa_name), entry->ifa_addr->sa_family, address);
+        if (!address.empty()) {
+            visit(std::string(entry->ifa_name), entry->ifa_addr->sa_family, address);
+        }
     }
     freeifaddrs(all);
 }
 
 }  // namespace
+
+std::string HostOf(const std::string &address) {
+    size_t colon = address.rfind(':');
+    std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    }
+    return host;
+}
 
 std::string InterfaceAddress(const std::string &device) {
     std::string v4, v6;

@@ -1,5 +1,5 @@
-// This host's network interfaces and routes: which local address a client's fabric endpoints
-// bind to (client/session.cc).
+// Addresses: host:port, this host's network interfaces and routes (which local address a
+// client's fabric endpoints bind to: client/session.cc).
 #ifndef FAMPOOL_COMMON_NETWORK_H_
 #define FAMPOOL_COMMON_NETWORK_H_
 
@@ -7,6 +7,9 @@
 #include <vector>
 
 namespace fampool {
+
+// The host part of "host:port" (of "[v6]:port": v6, without the brackets).
+std::string HostOf(const std::string &address);
 
 // The address of network interface `device` (its first IPv4 address, else its first IPv6
 // one), or "" when no interface of that name has one.

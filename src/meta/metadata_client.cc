@@ -147,14 +147,16 @@ RegionInfo MetadataClient::CreateRegion(const std::string &name, uint64_t size, 
 
 void MetadataClient::DestroyRegion(uint64_t region_id, const Caller &caller) {
     rpc::Empty reply;
-    Call(&rpc::Metadata::Stub::DestroyRegion, "Metadata.DestroyRegion", RegionRequest(region_id, caller), &reply,
+    Call(&rpc::Metadata::Stub::DestroyRegion, "Metadata.DestroyRegion",
+         RegionRequest(region_id, caller), &reply,
          &rpc::FabricCall::mutable_destroy_region, &rpc::FabricReply::mutable_empty,
          /*idempotent=*/false);
 }
 
 RegionInfo MetadataClient::GetRegionOverGrpc(uint64_t region_id, const Caller &caller) {
     rpc::Region reply;
-    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller), &reply);
+    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion",
+         RegionRequest(region_id, caller), &reply);
     return FromProto(reply);
 }
 

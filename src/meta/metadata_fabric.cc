@@ -359,8 +359,8 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
 }
 
 void MetadataFabricService::Send(const rpc::FabricCall &call, fi_addr_t peer,
-                                 rpc::FabricReply *reply_to_send) {
-    rpc::FabricReply &reply = *reply_to_send;
+                                 rpc::FabricReply *answer) {
+    rpc::FabricReply &reply = *answer;  // filled in, and cut down when too large
     reply.set_call_id(call.call_id());
     auto now = Clock::now();
     reply.set_shared(!arrived_.empty() ||

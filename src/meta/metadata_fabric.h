@@ -1,8 +1,9 @@
 // The frequent metadata calls over the fabric: lookups, fam_stat's reads, item allocation and
 // region creation and destruction travel as one libfabric message each way between the
-// caller's endpoint and an endpoint of the metadata service, instead of a gRPC call. Same requests, same replies, same service code
-// (MetadataRpcService answers both); gRPC stays the way in for everything else, for discovery
-// (ClusterStatus names the service's endpoint) and as the fallback.
+// caller's endpoint and an endpoint of the metadata service, instead of a gRPC call. Same
+// requests, same replies, same service code (MetadataRpcService answers both); gRPC stays the
+// way in for everything else, for discovery (ClusterStatus names the service's endpoint) and
+// as the fallback.
 //
 // Why: a gRPC call costs 130-190 us on the project machine (libgrpc's own work on both sides,
 // measured against a 20-25 us TCP round trip), a message round trip 3 us over shm and ~30 us

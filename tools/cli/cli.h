@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/cluster_config.h"
+#include "common/network.h"
 
 namespace fampool::cli {
 
@@ -51,9 +52,8 @@ std::string ClusterFileOf(const ClusterChoice &choice);
 // LoadClusterConfig with the command's name in front of its message; a missing file gets a hint.
 ClusterConfig LoadCluster(const std::string &command, const std::string &path);
 
-// The port of "host:port" (also "[v6]:port"); 0 if there is none.
+// The port of "host:port" (also "[v6]:port"); 0 if there is none. (HostOf: common/network.h.)
 int PortOf(const std::string &address);
-std::string HostOf(const std::string &address);
 
 // 1536 -> "1.5 KiB"; exact bytes when `exact`.
 std::string Bytes(uint64_t bytes, bool exact = false);

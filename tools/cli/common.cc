@@ -58,15 +58,6 @@ int PortOf(const std::string &address) {
     return port <= 65535 ? port : 0;
 }
 
-std::string HostOf(const std::string &address) {
-    size_t colon = address.rfind(':');
-    std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-        host = host.substr(1, host.size() - 2);
-    }
-    return host;
-}
-
 std::string Bytes(uint64_t bytes, bool exact) {
     if (exact) return std::to_string(bytes);
     if (bytes < 1024) return std::to_string(bytes) + " B";

@@ -19,6 +19,7 @@
 
 #include "common/cluster_config.h"
 #include "common/error.h"
+#include "common/network.h"
 #include "memserver/fabric_peers.h"
 #include "memserver/fabric_server.h"
 #include "memserver/local_memory_server.h"
@@ -92,12 +93,6 @@ struct MetadataRole {
     std::unique_ptr<MetadataRpcService> service;
     std::unique_ptr<MetadataFabricService> fabric;  // lookups and allocations over the fabric
 };
-
-// The host part of host:port.
-std::string HostOf(const std::string &address) {
-    size_t colon = address.rfind(':');
-    return colon == std::string::npos ? address : address.substr(0, colon);
-}
 
 // `colocated`: the memory server running in this process (role all), called directly rather
 // than over gRPC: no RPC hop inside the metadata service's allocations; null when none.
