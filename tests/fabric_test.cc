@@ -15,6 +15,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iomanip>
 #include <memory>
@@ -898,6 +900,91 @@ TEST_P(FabricTest, MapIsRefusedWithInvalidOp) {
     EXPECT_TRUE(ThrowsFamError([&] { transport_->Map(*item, true); }, openfam::FAM_ERR_INVALIDOP,
                                "memory server 100"));
 }
+
+// --- shm endpoint names ----------------------------------------------------------------------
+
+// shm backs each endpoint with a file /dev/shm/<pid>:<uid>:<index of the endpoint in the
+// process>. A process killed with SIGKILL leaves its files behind, and once pids wrap around a
+// new process can draw a dead one's pid: its endpoints then meet names taken by files stamped
+// with its own, live, pid. StaleShmNames plants such files: copies of this process's newest
+// endpoint file under the next `count` indices.
+class StaleShmNames {
+  public:
+    explicit StaleShmNames(int count) {
+        std::string prefix = std::to_string(getpid()) + ":" + std::to_string(getuid()) + ":";
+        long newest = -1;
+        for (const auto &entry : std::filesystem::directory_iterator("/dev/shm")) {
+            std::string name = entry.path().filename();
+            if (name.rfind(prefix, 0) != 0) continue;
+            newest = std::max(newest, std::stol(name.substr(prefix.size())));
+        }
+        if (newest < 0) throw std::runtime_error("this process has no shm endpoint");
+        std::ifstream source("/dev/shm/" + prefix + std::to_string(newest), std::ios::binary);
+        std::vector<char> header(64 << 10);
+        source.read(header.data(), static_cast<std::streamsize>(header.size()));
+        header.resize(static_cast<size_t>(source.gcount()));
+        for (int i = 1; i <= count; ++i) {
+            paths_.push_back("/dev/shm/" + prefix + std::to_string(newest + i));
+            std::ofstream(paths_.back(), std::ios::binary).write(header.data(), header.size());
+        }
+    }
+    ~StaleShmNames() {
+        for (const std::string &path : paths_) unlink(path.c_str());
+    }
+    // How many of the planted files are still there (the provider removes each one it meets).
+    int Left() const {
+        int left = 0;
+        for (const std::string &path : paths_) left += std::filesystem::exists(path) ? 1 : 0;
+        return left;
+    }
+
+  private:
+    std::vector<std::string> paths_;
+};
+
+class ShmFabricTest : public FabricTest {};
+
+TEST_P(ShmFabricTest, EndpointSkipsNamesADeadProcessOfTheSamePidLeft) {
+    StartServers(1);
+    OpenClient();
+    StaleShmNames stale(2);
+    std::unique_ptr<Channel> channel = transport_->OpenChannel();
+    EXPECT_EQ(0, stale.Left()) << "the new endpoint did not meet the planted names";
+    auto item = Plain(0, 0, 4096);
+    std::vector<char> out = Pattern(256, 5), in(256, 0);
+    channel->Write(item, 0, out.data(), out.size(), true);
+    channel->Read(item, 0, in.data(), in.size(), true);
+    EXPECT_EQ(out, in);
+}
+
+// After a timeout the channel replaces its endpoint; when that fails too the call says so, and
+// the next call opens the channel again instead of using a closed endpoint.
+TEST_P(ShmFabricTest, ChannelThatCannotReopenFailsClearlyAndOpensOnTheNextCall) {
+    StartServers(1);
+    OpenClient(kRefusalTimeoutMs);
+    ItemInfo info = Region();
+    info.size = 4096;
+    info.access.push_back(AccessTo(*servers_[0], true));
+    info.access[0].key ^= 0x5555;  // dropped by shm: the read times out
+    auto forged = transport_->Attach(info);
+    std::vector<char> buffer(256, 1);
+    {
+        StaleShmNames stale(4);  // every name the reopening tries (OpenEndpoint's attempts)
+        auto caught = CatchFamError([&] { channel_->Read(forged, 0, buffer.data(), 256, true); });
+        EXPECT_TRUE(IsFamError(caught, openfam::FAM_ERR_LIBFABRIC, {"did not complete within"}));
+        EXPECT_NE(std::string::npos, caught.message.find("reopening the channel's endpoint"))
+            << caught.message;
+        EXPECT_EQ(0u, channel_->Pending());
+    }
+    auto good = Plain(0, 0, 4096);
+    channel_->Write(good, 0, buffer.data(), 256, true);
+    EXPECT_EQ(1, servers_[0]->extent.bytes()[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shm, ShmFabricTest, ::testing::Values(std::string("shm")),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                             return info.param;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Providers, FabricTest,
                          ::testing::Values(std::string("tcp"), std::string("shm"),

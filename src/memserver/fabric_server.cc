@@ -44,15 +44,10 @@ FabricServer::FabricServer(const FabricConfig &config, Progress progress)
             endpoint_ = OpenEndpoint(domain_, av_.get(), options);
         }
     } catch (const Failure &failure) {
-        // shm names the endpoint's region after node:service, and a server that crashed
-        // leaves it behind: the next one on that port then finds it busy.
-        std::string hint =
-            provider() == "shm"
-                ? fmt::format(" (left behind by a server that crashed? remove /dev/shm/{}:{})",
-                              config.node, config.service)
-                : "";
-        Fail(openfam::FAM_ERR_LIBFABRIC, "memory server endpoint at {}:{}: {}{}", config.node,
-             config.service, failure.fam_error_msg(), hint);
+        // shm names the endpoint's region after node:service; a file a dead server left there
+        // is taken over, one whose process lives is refused (OpenEndpoint says so).
+        Fail(openfam::FAM_ERR_LIBFABRIC, "memory server endpoint at {}:{}: {}", config.node,
+             config.service, failure.fam_error_msg());
     }
     queue_fd_ = options.queue_wait == FI_WAIT_FD ? QueueDescriptor(endpoint_.queue.get()) : -1;
     address_ = EndpointAddress(endpoint_.endpoint.get(), provider());

@@ -101,6 +101,7 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
     if (unnamed && info_->addr_format == FI_ADDR_STR) {
         fi_freeinfo(info_);
         info_ = GetInfo(config, role, false, wishes);
+        provider_names_endpoints_ = true;
     }
     // Only writes ask for delivery completion, operation by operation: shm takes a slower
     // protocol for every operation, reads included, when it is the endpoint's default.
@@ -180,7 +181,13 @@ FidPtr<fid_mr> FabricDomain::Register(const void *address, size_t length, uint64
     return registration;
 }
 
-FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOptions &options) {
+namespace {
+
+// Attempts at enabling an endpoint whose provider-chosen name was taken (see OpenEndpoint).
+constexpr int kNameAttempts = 4;
+
+FabricEndpoint OpenEndpointOnce(FabricDomain &domain, fid_av *av, const EndpointOptions &options,
+                                int *enable_status) {
     const std::string &provider = domain.provider();
     FabricEndpoint result;
 
@@ -214,8 +221,38 @@ FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOpti
         CheckFabric(fi_ep_bind(endpoint, &result.counter->fid, options.counter_events),
                     "fi_ep_bind(cntr)", provider);
     }
-    CheckFabric(fi_enable(endpoint), "fi_enable", provider);
+    *enable_status = fi_enable(endpoint);
+    if (*enable_status != 0) result.Close();
     return result;
+}
+
+}  // namespace
+
+FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOptions &options) {
+    // shm names an unnamed endpoint "<pid>:<uid>:<index of the endpoint in the process>" and
+    // backs it with a file of that name under /dev/shm. A process killed with SIGKILL leaves
+    // its files behind; once pids wrap around (pid_max is 32768 here, and a test run goes
+    // through that many), a new process can draw the pid of a dead one, and enabling its
+    // endpoint then finds the old file stamped with its own, live, pid: the provider refuses
+    // it (FI_EBUSY) and removes the file. The next endpoint gets the next index, and the
+    // name is free again anyway: try again. A name fampool chose (a server's port) is not
+    // retried: there a live process may really hold it.
+    int attempts = domain.provider_names_endpoints() ? kNameAttempts : 1;
+    int status = 0;
+    for (int attempt = 1;; ++attempt) {
+        FabricEndpoint endpoint = OpenEndpointOnce(domain, av, options, &status);
+        if (status == 0) return endpoint;
+        if (status != -FI_EBUSY || attempt >= attempts) break;
+    }
+    if (status == -FI_EBUSY) {
+        Fail(openfam::FAM_ERR_LIBFABRIC,
+             "fi_enable: {} (provider {}): the endpoint's name is taken{}", fi_strerror(EBUSY),
+             domain.provider(),
+             domain.provider_names_endpoints()
+                 ? fmt::format(" in {} attempts", attempts)
+                 : std::string(" by a live process (is another server using this port?)"));
+    }
+    FailFabric("fi_enable", status, domain.provider());
 }
 
 std::string EndpointAddress(fid_ep *endpoint, const std::string &provider) {

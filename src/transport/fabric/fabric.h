@@ -88,6 +88,9 @@ class FabricDomain {
         return info_->domain_attr->data_progress == FI_PROGRESS_MANUAL;
     }
     size_t max_message() const { return info_->ep_attr->max_msg_size; }
+    // Whether the provider chose this domain's endpoint names (shm without a source address:
+    // "<pid>:<uid>:<endpoint index>"), rather than fampool naming them after a port.
+    bool provider_names_endpoints() const { return provider_names_endpoints_; }
     // Flags for writes and non-fetching atomics: FI_DELIVERY_COMPLETE where the provider has
     // it, so that they complete once their bytes are in the server's memory (by default tcp
     // and shm complete small writes once the bytes left): a blocking put or a quiet then means
@@ -111,6 +114,7 @@ class FabricDomain {
     // a key is not guessable from another.
     std::atomic<uint64_t> next_key_;
     uint64_t write_flags_ = 0;
+    bool provider_names_endpoints_ = false;
 };
 
 // An RDM endpoint bound to an address vector, a completion queue and, optionally, a
@@ -138,6 +142,8 @@ struct EndpointOptions {
     fi_wait_obj counter_wait = FI_WAIT_NONE;
 };
 
+// Opens, binds and enables an endpoint. Where the provider names endpoints itself (shm), a name
+// it finds taken is retried with the next name (see fabric.cc).
 FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOptions &options);
 
 // The endpoint's address as other endpoints insert it into their address vectors.

@@ -81,7 +81,7 @@ FabricChannel::FabricChannel(std::shared_ptr<FabricContext> context)
 FabricChannel::~FabricChannel() {
     // The provider may still write into buffers the caller owns: let it finish, boundedly.
     std::lock_guard<std::mutex> lock(mutex_);
-    WaitAll(Deadline());
+    if (endpoint_.endpoint) WaitAll(Deadline());
     CloseEndpoint();
 }
 
@@ -133,6 +133,8 @@ void FabricChannel::Open() {
 }
 
 void FabricChannel::Begin(bool blocking) {
+    // An endpoint that could not be reopened after a failure is opened again by the next call.
+    if (!endpoint_.endpoint) Open();
     current_tag_ = blocking ? ++next_tag_ : 0;
     mine_.clear();
 }
@@ -433,6 +435,7 @@ void FabricChannel::Drain() {
 uint64_t FabricChannel::Pending() {
     std::lock_guard<std::mutex> lock(mutex_);
     fid_cntr *counter = endpoint_.counter.get();
+    if (!counter) return 0;  // closed: nothing can be in flight
     uint64_t done = fi_cntr_read(counter) + fi_cntr_readerr(counter);
     while (!call_ends_.empty() && call_ends_.front() <= done) call_ends_.pop_front();
     return call_ends_.size();
@@ -592,18 +595,28 @@ std::string FabricChannel::GiveUpMessage(Outcome outcome) const {
         context_->timeout_ms(), context_->provider());
 }
 
-void FabricChannel::Reopen() {
+std::string FabricChannel::Reopen() {
     // Closing the endpoint ends what is in flight: nothing completes into this channel (or
     // into the caller's buffers) later. Registrations bound to it go with it.
     CloseEndpoint();
-    Open();
+    try {
+        Open();
+    } catch (const Failure &failure) {
+        // Left closed: the next call opens it again (Begin), or fails saying why.
+        CloseEndpoint();
+        return failure.fam_error_msg();
+    }
+    return {};
 }
 
 void FabricChannel::GiveUp(Outcome outcome) {
     // A refusal and an operation that never completed are both data-path failures; the
     // message tells them apart.
     std::string message = GiveUpMessage(outcome);
-    Reopen();
+    std::string reopen_failure = Reopen();
+    if (!reopen_failure.empty()) {
+        message += "; reopening the channel's endpoint then failed: " + reopen_failure;
+    }
     throw Failure(openfam::FAM_ERR_LIBFABRIC, message);
 }
 
@@ -614,8 +627,14 @@ void FabricChannel::Settle(Clock::time_point deadline, bool raise) {
         // After a failure a provider's counts can run ahead of what was posted (tcp counts an
         // operation lost with its connection twice), which would end later waits early: keep
         // the failures and start again on a fresh endpoint.
-        CollectUnreported(current_tag_ != 0 ? &mine_ : &deferred_);
-        Reopen();
+        std::vector<Failed> *failures = current_tag_ != 0 ? &mine_ : &deferred_;
+        CollectUnreported(failures);
+        std::string reopen_failure = Reopen();
+        if (!reopen_failure.empty()) {
+            failures->push_back({openfam::FAM_ERR_LIBFABRIC,
+                                 "reopening the channel's endpoint after a failure: " +
+                                     reopen_failure});
+        }
         return;
     }
     if (raise) GiveUp(outcome);

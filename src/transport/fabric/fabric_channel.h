@@ -106,8 +106,9 @@ class FabricChannel : public Channel {
     // lost) and throws the timeout or refusal (`raise`), or keeps it for Quiet. After failures
     // it reopens the endpoint too, failures kept.
     void Settle(Clock::time_point deadline, bool raise);
-    // A fresh endpoint: what was in flight on the old one is gone.
-    void Reopen();
+    // A fresh endpoint: what was in flight on the old one is gone. Returns why a fresh one could
+    // not be opened (the channel is then closed until the next call), or "".
+    std::string Reopen();
     // Closes the endpoint and what is bound to it, endpoint first (a counter or queue still
     // bound cannot close, and would leak its file descriptors).
     void CloseEndpoint();
