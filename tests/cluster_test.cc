@@ -419,6 +419,37 @@ TEST_F(ClusterTest, SpaceOfADeallocatedStripedItemIsZeroedBeforeReuse) {
     }
 }
 
+// The metadata service zeroes what was deallocated in many regions in one pass, one call per
+// memory server: every region gets its space back zeroed, and a region destroyed while its
+// items wait for zeroing does not hold up the others.
+TEST_F(ClusterTest, DeallocationsInManyRegionsAreZeroedTogether) {
+    Fam_Region_Attributes plain{};
+    plain.interleaveEnable = DISABLE;
+    plain.memoryType = VOLATILE;
+    constexpr int kRegions = 6;
+    std::vector<std::unique_ptr<Fam_Region_Descriptor>> regions;
+    std::vector<std::unique_ptr<Fam_Descriptor>> items;
+    for (int r = 0; r < kRegions; ++r) {
+        // One server's share of the region is one item: its space comes back only once zeroed.
+        regions.push_back(CreateRegion(("many" + std::to_string(r)).c_str(), 3 * 65536, 0777,
+                                       &plain));
+        for (int i = 0; i < 3; ++i) {
+            items.push_back(Allocate(("i" + std::to_string(i)).c_str(), 65536,
+                                     regions.back().get()));
+            PutBytes(items.back().get(), 0, Pattern(65536, r * 3 + i + 1));
+        }
+    }
+    for (auto &item : items) fam()->fam_deallocate(item.get());
+    fam()->fam_destroy_region(regions[0].get());
+    for (int r = 1; r < kRegions; ++r) {
+        for (int i = 0; i < 3; ++i) {
+            auto again = Allocate(("again" + std::to_string(i)).c_str(), 65536, regions[r].get());
+            EXPECT_EQ(GetBytes(again.get(), 0, 65536), std::vector<uint8_t>(65536, 0))
+                << "region " << r << ", item " << i;
+        }
+    }
+}
+
 TEST_F(FailureTest, SpaceOfAnItemDeallocatedJustBeforeACrashIsNotLost) {
     Fam_Region_Attributes persistent{};
     persistent.memoryType = PERSISTENT;

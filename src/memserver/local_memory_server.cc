@@ -159,16 +159,17 @@ void LocalMemoryServer::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64
 }
 
 void LocalMemoryServer::Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) {
-    ZeroRanges(extent, {{offset, nbytes}});
+    ZeroExtents({ExtentRanges{extent, {{offset, nbytes}}}});
 }
 
-void LocalMemoryServer::ZeroRanges(ExtentRef extent,
-                                   const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
+void LocalMemoryServer::ZeroExtents(const std::vector<ExtentRanges> &extents) {
     std::lock_guard<std::mutex> lock(zero_mutex_);
-    std::string path = HeapPath(extent);
-    for (auto [offset, nbytes] : ranges) {
-        auto mapping = cache_.Get(path, EndOf(offset, nbytes));
-        heap::Zero(path, mapping.get(), offset, nbytes);
+    for (const ExtentRanges &each : extents) {
+        std::string path = HeapPath(each.extent);
+        for (auto [offset, nbytes] : each.ranges) {
+            auto mapping = cache_.Get(path, EndOf(offset, nbytes));
+            heap::Zero(path, mapping.get(), offset, nbytes);
+        }
     }
 }
 

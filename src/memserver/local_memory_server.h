@@ -33,8 +33,7 @@ class LocalMemoryServer : public MemoryServer {
     void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) override;
     // One call at a time: a call that returns has outlived every earlier one, so a zeroing
     // call that timed out at its caller cannot clear bytes after a retry has freed them.
-    void ZeroRanges(ExtentRef extent,
-                    const std::vector<std::pair<uint64_t, uint64_t>> &ranges) override;
+    void ZeroExtents(const std::vector<ExtentRanges> &extents) override;
     void Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
               uint64_t dest_offset, uint64_t nbytes) override;
     BackupInfo Backup(const ItemLayout &item, const BackupInfo &info) override;

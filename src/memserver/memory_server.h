@@ -19,6 +19,12 @@ struct ExtentRef {
     bool persistent = false;
 };
 
+// Byte ranges of one extent: what ZeroExtents clears there.
+struct ExtentRanges {
+    ExtentRef extent;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (offset, nbytes)
+};
+
 // An item as the memory side sees it for copy, backup and restore: where it lies in its
 // region's (possibly interleaved) space, and per server of the region how the other memory
 // servers reach that server's part over the fabric, with the keys the client was granted after
@@ -80,11 +86,13 @@ class MemoryServer {
     virtual void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) = 0;
     // Makes [offset, offset + nbytes) read as zeros (done to every deallocated item).
     virtual void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) = 0;
-    // The same for many (offset, nbytes) ranges of one extent; a remote server takes them in
-    // one call.
-    virtual void ZeroRanges(ExtentRef extent,
-                            const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
-        for (auto [offset, nbytes] : ranges) Zero(extent, offset, nbytes);
+    // The same for many ranges of many extents; a remote server takes them in one call (the
+    // metadata service clears every item deallocated in a round, whatever its region, in one
+    // call per memory server).
+    virtual void ZeroExtents(const std::vector<ExtentRanges> &extents) {
+        for (const ExtentRanges &each : extents) {
+            for (auto [offset, nbytes] : each.ranges) Zero(each.extent, offset, nbytes);
+        }
     }
     // FAM-to-FAM copy of src bytes [src_offset, src_offset + nbytes) to dest bytes from
     // dest_offset: the part whose source bytes lie on this server. Destination bytes on this

@@ -66,19 +66,22 @@ void MemoryServerClient::Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes
                 "MemoryServer.Zero", address_);
 }
 
-void MemoryServerClient::ZeroRanges(ExtentRef extent,
-                                    const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
-    rpc::ExtentRequest request = Request(extent);
+void MemoryServerClient::ZeroExtents(const std::vector<ExtentRanges> &extents) {
+    rpc::ZeroRequest request;
     uint64_t bytes = 0;
-    for (auto [offset, nbytes] : ranges) {
-        rpc::ByteRange *range = request.add_ranges();
-        range->set_offset(offset);
-        range->set_size(nbytes);
-        bytes += nbytes;
+    for (const ExtentRanges &each : extents) {
+        rpc::ExtentRanges *message = request.add_extents();
+        ToProto(each.extent, message->mutable_extent());
+        for (auto [offset, nbytes] : each.ranges) {
+            rpc::ByteRange *range = message->add_ranges();
+            range->set_offset(offset);
+            range->set_size(nbytes);
+            bytes += nbytes;
+        }
     }
     rpc::Empty reply;
     auto context = CallContext(ForBytes(timeout_, bytes));
-    CheckStatus(stub_->ZeroRanges(context.get(), request, &reply), "MemoryServer.ZeroRanges",
+    CheckStatus(stub_->ZeroExtents(context.get(), request, &reply), "MemoryServer.ZeroExtents",
                 address_);
 }
 

@@ -31,8 +31,7 @@ class MemoryServerClient : public MemoryServer {
     void DestroyExtent(ExtentRef extent) override;
     void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) override;
     void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) override;
-    void ZeroRanges(ExtentRef extent,
-                    const std::vector<std::pair<uint64_t, uint64_t>> &ranges) override;
+    void ZeroExtents(const std::vector<ExtentRanges> &extents) override;
     void Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
               uint64_t dest_offset, uint64_t nbytes) override;
     BackupInfo Backup(const ItemLayout &item, const BackupInfo &info) override;

@@ -38,16 +38,20 @@ grpc::Status MemoryServerService::Zero(grpc::ServerContext *, const rpc::ExtentR
         [&] { server_->Zero(FromProto(request->extent()), request->offset(), request->size()); });
 }
 
-grpc::Status MemoryServerService::ZeroRanges(grpc::ServerContext *,
-                                             const rpc::ExtentRequest *request, rpc::Empty *) {
+grpc::Status MemoryServerService::ZeroExtents(grpc::ServerContext *,
+                                              const rpc::ZeroRequest *request, rpc::Empty *) {
     return Serve([&] {
-        ExtentRef extent = FromProto(request->extent());
-        std::vector<std::pair<uint64_t, uint64_t>> ranges;
-        ranges.reserve(request->ranges_size());
-        for (const rpc::ByteRange &range : request->ranges()) {
-            ranges.emplace_back(range.offset(), range.size());
+        std::vector<ExtentRanges> extents;
+        extents.reserve(request->extents_size());
+        for (const rpc::ExtentRanges &message : request->extents()) {
+            ExtentRanges &each = extents.emplace_back();
+            each.extent = FromProto(message.extent());
+            each.ranges.reserve(message.ranges_size());
+            for (const rpc::ByteRange &range : message.ranges()) {
+                each.ranges.emplace_back(range.offset(), range.size());
+            }
         }
-        server_->ZeroRanges(extent, ranges);
+        server_->ZeroExtents(extents);
     });
 }
 

@@ -23,7 +23,7 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
     grpc::Status ResizeExtent(grpc::ServerContext *, const rpc::ExtentRequest *,
                               rpc::Empty *) override;
     grpc::Status Zero(grpc::ServerContext *, const rpc::ExtentRequest *, rpc::Empty *) override;
-    grpc::Status ZeroRanges(grpc::ServerContext *, const rpc::ExtentRequest *,
+    grpc::Status ZeroExtents(grpc::ServerContext *, const rpc::ZeroRequest *,
                             rpc::Empty *) override;
     grpc::Status Copy(grpc::ServerContext *, const rpc::CopyRequest *, rpc::Empty *) override;
     grpc::Status Backup(grpc::ServerContext *, const rpc::BackupRequest *,

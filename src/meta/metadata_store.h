@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -105,10 +106,12 @@ class MetadataStore : public MetadataService {
     ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size,
                           uint32_t perm, const Caller &caller);
     using ItemSpan = std::pair<uint64_t, uint64_t>;  // an item's offset and size
+    // Adds what zeroing `items` of `region` asks of each of its memory servers to `per_server`
+    // (memory server id -> extents and their ranges).
+    static void AddZeroing(const RegionInfo &region, const std::vector<ItemSpan> &items,
+                           std::map<uint64_t, std::vector<ExtentRanges>> *per_server);
     void ZeroItems(const RegionInfo &region, const std::vector<ItemSpan> &items);
     void FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t offset, uint64_t size);
-    // Zeroes the items of one region still waiting for it and frees their space.
-    size_t ScrubItems(uint64_t region_id, const std::vector<uint64_t> &offsets);
     void RunScrubber();
 
     std::shared_ptr<LmdbEnv> env_;
@@ -118,8 +121,8 @@ class MetadataStore : public MetadataService {
     // (region, server index, offset, size, writable) -> key; offset/size 0: the whole extent.
     std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, bool>, KeyGrant> grants_;
     std::atomic<uint64_t> round_robin_{0};
-    // One item is zeroed and freed at a time: a range freed by one scrub must never be
-    // zeroed again by another after it was handed out.
+    // One scrub pass at a time: a range freed by one pass must never be zeroed again by
+    // another after it was handed out.
     std::mutex scrub_mutex_;
     std::mutex scrubber_mutex_;
     std::condition_variable scrubber_wake_;
