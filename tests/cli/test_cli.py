@@ -274,3 +274,31 @@ def test_status_without_cluster_file_fails_naming_it(run_dir):
     status = fampool("status", "--run-dir", run_dir)
     assert status.returncode == 1
     assert os.path.join(run_dir, "cluster.yaml") in status.stderr
+
+
+def test_server_started_by_hand_on_a_taken_port_fails_naming_it(run_dir):
+    """fampool-server itself refuses a taken gRPC port (gRPC would otherwise share it with the
+    first owner through SO_REUSEPORT and start as if nothing were wrong)."""
+    import socket
+    base = free_base_port(servers=1)
+    config = os.path.join(run_dir, "cluster.yaml")
+    with open(config, "w") as f:
+        f.write(f"openfam_model: memory_server\nprovider: tcp\n"
+                f"metadata_address: 127.0.0.1:{base}\n"
+                f'metadata_dir: "{run_dir}/meta"\n'
+                f"memservers:\n  - id: 0\n    rpc_interface: 127.0.0.1:{base + 1}\n"
+                f"    libfabric_port: {base + 100}\n"
+                f'    fam_path: "{run_dir}/heaps0"\n    shm_path: "{run_dir}/shm0"\n')
+    server = os.path.join(BUILD_DIR, "tools", "fampool-server")
+    with socket.socket() as owner:
+        owner.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # as a gRPC server binds
+        owner.bind(("127.0.0.1", base))
+        owner.listen()
+        try:
+            started = subprocess.run([server, "--config", config, "--role", "metadata"],
+                                     capture_output=True, text=True, timeout=20,
+                                     stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"fampool-server started and served on taken port {base}")
+    assert started.returncode != 0, started.stdout + started.stderr
+    assert f"127.0.0.1:{base}" in started.stderr, started.stderr

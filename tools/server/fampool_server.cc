@@ -153,6 +153,9 @@ std::unique_ptr<grpc::Server> Listen(const std::string &address, grpc::Service *
     int port = 0;
     builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
     builder.SetMaxReceiveMessageSize(64 << 20);
+    // gRPC binds with SO_REUSEPORT by default: a second server on a taken port would start
+    // and share the port's calls with the first instead of failing.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.RegisterService(service);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server || port == 0) {
