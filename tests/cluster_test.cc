@@ -111,6 +111,22 @@ TEST_F(ClusterTest, InterleavedRegionStatNamesItsServersAndInterleaveSize) {
     EXPECT_EQ(item->get_used_memsrv_cnt(), 3u);
 }
 
+// An item of a region without interleaving lives on one server: fam_stat names that one.
+TEST_F(PlainClusterTest, StatOfAnItemNamesTheOneServerHoldingIt) {
+    auto region = CreateRegion("plain", 12 << 20);
+    std::vector<std::unique_ptr<Fam_Descriptor>> items;
+    for (int i = 0; i < 6; ++i) {
+        items.push_back(Allocate(("i" + std::to_string(i)).c_str(), 1 << 20, region.get()));
+        Fam_Stat stat{};
+        fam()->fam_stat(items.back().get(), &stat);
+        EXPECT_EQ(stat.num_memservers, 1u);
+        EXPECT_EQ(stat.interleaveSize, 0u);
+        EXPECT_EQ(stat.memory_servers[0], ServerIndexOfItem(items.back().get()));  // ids 0, 1, 2
+        EXPECT_EQ(items.back()->get_used_memsrv_cnt(), 1u);
+        EXPECT_EQ(items.back()->get_memserver_ids()[0], stat.memory_servers[0]);
+    }
+}
+
 TEST_F(ClusterTest, TransferSpanningEveryServerRoundTrips) {
     Fam_Region_Attributes attrs{};
     attrs.interleaveEnable = ENABLE;

@@ -45,11 +45,9 @@ mode_t Fam_Descriptor::get_perm() { return state_->item.perm; }
 uint32_t Fam_Descriptor::get_uid() { return state_->item.uid; }
 uint32_t Fam_Descriptor::get_gid() { return state_->item.gid; }
 uint64_t Fam_Descriptor::get_interleave_size() { return state_->item.region.interleave_size; }
-uint64_t Fam_Descriptor::get_used_memsrv_cnt() {
-    return state_->item.region.memory_servers.size();
-}
+uint64_t Fam_Descriptor::get_used_memsrv_cnt() { return state_->item.server_count(); }
 uint64_t *Fam_Descriptor::get_memserver_ids() {
-    return state_->item.region.memory_servers.data();
+    return state_->item.region.memory_servers.data() + state_->item.first_server();
 }
 Fam_Descriptor_Status Fam_Descriptor::get_desc_status() { return state_->status; }
 void Fam_Descriptor::set_desc_status(Fam_Descriptor_Status status) { state_->status = status; }

@@ -18,8 +18,9 @@ Fam_Region_Descriptor *NewRegionDescriptor(const RegionInfo &region) {
     return descriptor;
 }
 
+// `servers`: how many of region.memory_servers, from `first`, hold what is described.
 void FillStat(Fam_Stat *info, uint64_t size, uint32_t perm, const std::string &name, uint32_t uid,
-              uint32_t gid, const RegionInfo &region) {
+              uint32_t gid, const RegionInfo &region, size_t first, size_t servers) {
     std::memset(info, 0, sizeof *info);
     info->size = size;
     info->perm = perm;
@@ -28,9 +29,9 @@ void FillStat(Fam_Stat *info, uint64_t size, uint32_t perm, const std::string &n
     info->gid = gid;
     info->region_attributes = region.attributes;
     info->interleaveSize = region.interleave_size;
-    info->num_memservers = region.memory_servers.size();
-    for (size_t i = 0; i < region.memory_servers.size() && i < FAM_MAX_MEMORY_SERVERS; ++i) {
-        info->memory_servers[i] = region.memory_servers[i];
+    info->num_memservers = servers;
+    for (size_t i = 0; i < servers && i < FAM_MAX_MEMORY_SERVERS; ++i) {
+        info->memory_servers[i] = region.memory_servers[first + i];
     }
 }
 
@@ -145,7 +146,7 @@ void FamImpl::Stat(Fam_Region_Descriptor *region, Fam_Stat *info) {
     if (!info) Fail(openfam::FAM_ERR_NULLPTR, "Fam_Stat pointer is NULL");
     state.region = session.metadata->GetRegion(state.region.id, session.caller);
     const RegionInfo &r = state.region;
-    FillStat(info, r.size, r.perm, r.name, r.uid, r.gid, r);
+    FillStat(info, r.size, r.perm, r.name, r.uid, r.gid, r, 0, r.memory_servers.size());
 }
 
 Fam_Descriptor *FamImpl::Lookup(const char *item, const char *region) {
@@ -218,7 +219,8 @@ void FamImpl::Stat(Fam_Descriptor *item, Fam_Stat *info) {
     state.item.perm = fresh.perm;
     state.item.region = fresh.region;
     const ItemInfo &i = state.item;
-    FillStat(info, i.size, i.perm, i.name, i.uid, i.gid, i.region);
+    FillStat(info, i.size, i.perm, i.name, i.uid, i.gid, i.region, i.first_server(),
+             i.server_count());
 }
 
 }  // namespace fampool

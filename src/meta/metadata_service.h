@@ -91,6 +91,16 @@ struct ItemInfo {
     // Fabric access, one entry per server of the region in region.memory_servers order (for a
     // non-interleaved item only the entry of its server is filled). Empty in the embedded model.
     std::vector<ServerAccess> access;
+
+    // The memory servers holding the item's bytes, as positions in region.memory_servers:
+    // [first_server(), first_server() + server_count()). Every one of them for an item striped
+    // over its region's servers; else the one it lives on.
+    bool striped() const { return region.interleave_size != 0 && region.memory_servers.size() > 1; }
+    size_t first_server() const { return striped() ? 0 : ServerIndexOf(offset); }
+    size_t server_count() const {
+        if (striped()) return region.memory_servers.size();
+        return first_server() < region.memory_servers.size() ? 1 : 0;
+    }
 };
 
 class MetadataService {
