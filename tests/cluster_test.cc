@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -125,6 +126,87 @@ TEST_F(PlainClusterTest, StatOfAnItemNamesTheOneServerHoldingIt) {
         EXPECT_EQ(items.back()->get_used_memsrv_cnt(), 1u);
         EXPECT_EQ(items.back()->get_memserver_ids()[0], stat.memory_servers[0]);
     }
+}
+
+// --- placement: which memory servers a region gets ---------------------------------------------
+
+// The memory servers of a region, as fam_stat names them.
+std::vector<uint64_t> ServersOf(fam *f, Fam_Region_Descriptor *region) {
+    Fam_Stat stat{};
+    f->fam_stat(region, &stat);
+    return std::vector<uint64_t>(stat.memory_servers, stat.memory_servers + stat.num_memservers);
+}
+
+class HashSpanOneClusterTest : public ClusterTest {
+  protected:
+    const char *Spec() const override { return "3:0:tcp:placement=hash,region_span=1"; }
+};
+
+TEST_F(HashSpanOneClusterTest, RegionLivesOnTheServerItsNameHashesTo) {
+    std::set<uint64_t> used;
+    for (int i = 0; i < 12; ++i) {
+        std::string name = "hashed" + std::to_string(i);
+        auto region = CreateRegion(name.c_str(), 4 << 20);
+        std::vector<uint64_t> first = ServersOf(fam(), region.get());
+        ASSERT_EQ(first.size(), 1u) << name;
+        used.insert(first[0]);
+        fam()->fam_destroy_region(region.get());
+        auto again = CreateRegion(name.c_str(), 4 << 20);
+        EXPECT_EQ(ServersOf(fam(), again.get()), first) << name << ": the same name, the same server";
+        fam()->fam_destroy_region(again.get());
+    }
+    EXPECT_GT(used.size(), 1u) << "twelve names all hashed to one server";
+}
+
+class LeastUsedClusterTest : public ClusterTest {
+  protected:
+    const char *Spec() const override { return "3:0:tcp:placement=least-used,region_span=1"; }
+};
+
+TEST_F(LeastUsedClusterTest, NewRegionGoesToTheServerWithFewestBytes) {
+    std::vector<std::unique_ptr<Fam_Region_Descriptor>> regions;
+    std::set<uint64_t> used;
+    for (int i = 0; i < 3; ++i) {
+        regions.push_back(CreateRegion(("r" + std::to_string(i)).c_str(), 16 << 20));
+        std::vector<uint64_t> servers = ServersOf(fam(), regions.back().get());
+        ASSERT_EQ(servers.size(), 1u);
+        used.insert(servers[0]);
+    }
+    EXPECT_EQ(used.size(), 3u) << "three regions of the same size on three empty servers";
+    uint64_t freed = ServersOf(fam(), regions[1].get())[0];
+    fam()->fam_destroy_region(regions[1].get());
+    auto next = CreateRegion("next", 1 << 20);
+    EXPECT_EQ(ServersOf(fam(), next.get()), std::vector<uint64_t>{freed});
+}
+
+class SpanSizeClusterTest : public ClusterTest {
+  protected:
+    const char *Spec() const override {
+        return "3:0:tcp:region_span_size_per_memoryserver=16777216";  // 16 MiB
+    }
+};
+
+TEST_F(SpanSizeClusterTest, RegionTakesOneServerPerSpanSize) {
+    auto small = CreateRegion("small", 8 << 20);
+    auto middle = CreateRegion("middle", 24 << 20);
+    auto large = CreateRegion("large", 256 << 20);
+    EXPECT_EQ(ServersOf(fam(), small.get()).size(), 1u);
+    EXPECT_EQ(ServersOf(fam(), middle.get()).size(), 2u);
+    EXPECT_EQ(ServersOf(fam(), large.get()).size(), 3u) << "at most every server";
+}
+
+class NoSpanningClusterTest : public ClusterTest {
+  protected:
+    const char *Spec() const override { return "3:0:tcp:enable_region_spanning=false"; }
+};
+
+TEST_F(NoSpanningClusterTest, EveryRegionLivesOnOneServer) {
+    auto region = CreateRegion("one", 64 << 20);
+    EXPECT_EQ(ServersOf(fam(), region.get()).size(), 1u);
+    auto item = Allocate("x", 32 << 20, region.get());
+    std::vector<uint8_t> bytes = Pattern(1 << 20, 4);
+    PutBytes(item.get(), 31 << 20, bytes);
+    EXPECT_EQ(GetBytes(item.get(), 31 << 20, bytes.size()), bytes);
 }
 
 TEST_F(ClusterTest, TransferSpanningEveryServerRoundTrips) {

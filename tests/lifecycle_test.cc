@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -410,6 +412,39 @@ std::string ReadStringOption(openfam::fam *f, const char *name) {
     std::string text = value ? value : "(null)";
     free(value);
     return text;
+}
+
+// The configuration file ($FAMPOOL_CONFIG): a misspelt key is an error naming it, never a
+// setting silently not taken; OpenFAM's keys fampool does not need are accepted.
+std::string ConfigWith(const std::string &dir, const std::string &extra) {
+    std::string text = "openfam_model: shared_memory\n";
+    if (const char *current = getenv("FAMPOOL_CONFIG")) {  // a test cluster's file: keep it
+        std::ifstream in(current);
+        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    std::string path = dir + "/fam_pe_config.yaml";
+    std::ofstream(path) << text << extra;
+    return path;
+}
+
+TEST_F(UninitializedTest, ConfigurationFileWithUnknownKeyFailsNamingKeyAndFile) {
+    fampool_test::TempDir dir;
+    std::string path = ConfigWith(dir.path(), "FamThreadMode: FAM_THREAD_MULTIPLE\n");
+    SetEnv("FAMPOOL_CONFIG", path);
+    openfam::fam f;
+    CaughtError caught = CatchFamError([&] { f.fam_initialize("default", nullptr); });
+    EXPECT_EQ(caught.code, FAM_ERR_INVALID) << caught.message;
+    EXPECT_NE(caught.message.find("\"FamThreadMode\""), std::string::npos) << caught.message;
+    EXPECT_NE(caught.message.find(path), std::string::npos) << caught.message;
+}
+
+TEST_F(UninitializedTest, ConfigurationFileWithOpenFamKeysFampoolDoesNotNeedIsAccepted) {
+    fampool_test::TempDir dir;
+    SetEnv("FAMPOOL_CONFIG", ConfigWith(dir.path(), "rpc_framework_type: grpc\n"
+                                                    "resource_release: enable\n"));
+    openfam::fam f;
+    EXPECT_NO_THROW(f.fam_initialize("default", nullptr));
+    EXPECT_NO_THROW(f.fam_finalize("default"));
 }
 
 TEST_F(UninitializedTest, OptionSetInFamOptionsIsReadBack) {

@@ -4,21 +4,12 @@
 
 #include <set>
 
+#include "common/config_keys.h"
 #include "common/error.h"
 
 namespace fampool {
 namespace {
 
-// Keys a cluster file may hold. Client keys of fam_pe_config.yaml are accepted too, so one
-// file can serve servers and clients.
-const std::set<std::string> kTopKeys = {
-    "provider", "metadata_address", "fam_client_interface_service_address", "grpc_port",
-    "metadata_dir", "metadata_path", "archive_dir", "archive_path", "placement", "region_span", "progress",
-    "dataitem_interleave_size", "rpc_timeout_ms", "fabric_timeout_ms", "memservers", "Memservers",
-    "openfam_model", "runtime", "FamThreadModel", "client_interface_type",
-    "fam_default_memory_type", "default_region_name", "enable_region_spanning",
-    "region_span_size_per_memoryserver", "if_device", "fampool_home", "metadata_fabric",
-    "metadata_fabric_port"};
 const std::set<std::string> kServerKeys = {"id", "rpc_interface", "rpc_address", "libfabric_port",
                                            "fabric_host", "fam_path", "heap_dir", "shm_path",
                                            "shm_dir", "memory_type", "if_device"};
@@ -84,7 +75,7 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
     config.path = path;
     for (const auto &entry : root) {
         std::string key = entry.first.as<std::string>();
-        if (!kTopKeys.count(key)) Bad(path, "unknown key \"" + key + "\"");
+        if (!IsConfigKey(key)) Bad(path, "unknown key \"" + key + "\"");
         const YAML::Node &value = entry.second;
         if (key == "provider") config.provider = Read<std::string>(value, key, path);
         if (key == "metadata_address" || key == "fam_client_interface_service_address") {
@@ -93,12 +84,18 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
         if (key == "metadata_dir" || key == "metadata_path") {
             config.metadata_dir = Read<std::string>(value, key, path);
         }
-        if (key == "archive_dir" || key == "archive_path") {
+        if (key == "archive_dir" || key == "archive_path" || key == "fam_backup_path") {
             config.archive_dir = Read<std::string>(value, key, path);
         }
         if (key == "placement") config.placement = Read<std::string>(value, key, path);
         if (key == "progress") config.progress = Read<std::string>(value, key, path);
         if (key == "region_span") config.region_span = Read<uint64_t>(value, key, path);
+        if (key == "enable_region_spanning") {
+            config.region_spanning = Read<bool>(value, key, path);
+        }
+        if (key == "region_span_size_per_memoryserver") {
+            config.span_size = Read<uint64_t>(value, key, path);
+        }
         if (key == "dataitem_interleave_size") {
             config.interleave_size = Read<uint64_t>(value, key, path);
         }

@@ -28,7 +28,11 @@ struct ClusterConfig {
     // How a memory server's fabric progress thread waits for work: "blocking" (polls while
     // traffic flows, then sleeps) or "busy" (never sleeps: lowest latency, one core per server).
     std::string progress = "blocking";
-    uint64_t region_span = 0;
+    uint64_t region_span = 0;  // memory servers per region at most; 0: all of them
+    // OpenFAM's spanning keys: without spanning a region lives on one server; with a span size,
+    // a region takes one server per that many bytes (at least one, at most region_span).
+    bool region_spanning = true;
+    uint64_t span_size = 0;
     uint64_t interleave_size = 0;
     int rpc_timeout_ms = 10000;
     int fabric_timeout_ms = 10000;

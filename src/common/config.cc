@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <initializer_list>
 
+#include "common/config_keys.h"
 #include "common/error.h"
 
 namespace fampool {
@@ -79,11 +80,14 @@ YAML::Node ReadConfigFile(std::string &path) {
     } else {
         return YAML::Node();
     }
+    YAML::Node root;
     try {
-        return YAML::LoadFile(path);
+        root = YAML::LoadFile(path);
     } catch (const YAML::Exception &e) {
         Fail(openfam::FAM_ERR_INVALID, "cannot read configuration file {}: {}", path, e.what());
     }
+    CheckConfigKeys(path, root);
+    return root;
 }
 
 }  // namespace

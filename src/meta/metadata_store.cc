@@ -195,9 +195,13 @@ MetadataStore::~MetadataStore() {
     scrubber_.join();
 }
 
-std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name) {
+std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64_t size) {
     size_t count = servers_.size();
     size_t span = options_.region_span ? std::min(options_.region_span, count) : count;
+    if (options_.span_size) {
+        uint64_t wanted = size / options_.span_size + (size % options_.span_size ? 1 : 0);
+        span = static_cast<size_t>(std::clamp<uint64_t>(wanted, 1, span));
+    }
     std::vector<uint64_t> order(count);
     for (size_t i = 0; i < count; ++i) order[i] = (Fnv1a(name) + i) % count;
     if (options_.policy == "least-used") {
@@ -234,7 +238,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     }
     region.interleave_size =
         region.attributes.interleaveEnable == ENABLE ? options_.interleave_size : 0;
-    region.memory_servers = PlaceRegion(name);
+    region.memory_servers = PlaceRegion(name, size);
     if (size > (uint64_t{1} << kServerIndexShift) * region.memory_servers.size()) {
         Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" of {} bytes exceeds 256 TiB per memory server",
              name, size);

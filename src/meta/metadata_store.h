@@ -37,7 +37,11 @@ namespace fampool {
 // How regions are spread over memory servers.
 struct PlacementOptions {
     uint64_t interleave_size = 0;  // for regions with interleaving (ENABLE or the default)
-    size_t region_span = 0;        // servers per region; 0: all of them
+    size_t region_span = 0;        // servers per region at most; 0: all of them
+    // Bytes a region places on each server before it takes another (OpenFAM's
+    // region_span_size_per_memoryserver): a region of S bytes spans ceil(S / span_size)
+    // servers, at least one and at most region_span. 0: every region takes region_span.
+    uint64_t span_size = 0;
     std::string policy = "hash";   // "hash" (by region name) or "least-used" (fewest bytes)
     bool grant_keys = false;       // fill ItemInfo::access with fabric keys (memory-server model)
     // Zero deallocated items on a thread of the store (the metadata server, whose memory
@@ -102,7 +106,8 @@ class MetadataStore : public MetadataService {
     ItemInfo Finish(ItemInfo item, const Caller &caller);
     void ForgetGrants(uint64_t region_id);
     void RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size);
-    std::vector<uint64_t> PlaceRegion(const std::string &name);
+    // The memory servers of a new region (ids, ascending).
+    std::vector<uint64_t> PlaceRegion(const std::string &name, uint64_t size);
     ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size,
                           uint32_t perm, const Caller &caller);
     using ItemSpan = std::pair<uint64_t, uint64_t>;  // an item's offset and size

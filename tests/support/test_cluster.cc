@@ -89,6 +89,7 @@ bool TestClusterSpec::FromEnvironment(TestClusterSpec *spec) {
     if (std::getline(in, field, ':')) spec->servers = std::stoi(field);
     if (std::getline(in, field, ':')) spec->interleave = std::stoull(field);
     if (std::getline(in, field, ':')) spec->provider = field;
+    if (std::getline(in, field, ':')) spec->keys = field;
     return true;
 }
 
@@ -116,8 +117,15 @@ TestCluster::TestCluster(const TestClusterSpec &spec, const std::string &dir,
            << "archive_dir: " << archive_dir << "\n"
            << "dataitem_interleave_size: " << spec.interleave << "\n"
            << "rpc_timeout_ms: 10000\n"
-           << "fabric_timeout_ms: 5000\n"
-           << "memservers:\n";
+           << "fabric_timeout_ms: 5000\n";
+    std::stringstream keys(spec.keys);
+    for (std::string pair; std::getline(keys, pair, ',');) {
+        size_t equals = pair.find('=');
+        if (equals != std::string::npos) {
+            config << pair.substr(0, equals) << ": " << pair.substr(equals + 1) << "\n";
+        }
+    }
+    config << "memservers:\n";
     for (int i = 0; i < spec.servers; ++i) {
         int rpc_port = ports[next_port++];
         int fabric_port = ports[next_port++];

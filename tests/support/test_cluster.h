@@ -20,7 +20,10 @@ struct TestClusterSpec {
     int servers = 1;
     uint64_t interleave = 0;
     std::string provider = "tcp";
-    // Parses FAMPOOL_TEST_CLUSTER; false when it is not set.
+    // More keys of the cluster file, as "key=value,key=value" (placement, region_span, ...).
+    std::string keys;
+    // Parses FAMPOOL_TEST_CLUSTER ("servers:interleave:provider:keys", later fields optional);
+    // false when it is not set.
     static bool FromEnvironment(TestClusterSpec *spec);
     // Whether FAMPOOL_TEST_CLUSTER_SHARED asks for one cluster for all the program's tests.
     static bool Shared();

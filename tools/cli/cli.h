@@ -79,6 +79,7 @@ struct UpOptions {
     int base_port = 8787;
     uint64_t interleave = 0;
     std::string placement = "hash";
+    unsigned region_span = 0;
     std::string progress = "blocking";
     std::string config;
     double timeout_s = 30;

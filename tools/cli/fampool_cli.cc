@@ -66,6 +66,10 @@ int Main(int argc, char **argv) {
         ->check(CLI::IsMember({"hash", "least-used"}))
         ->capture_default_str();
     up_command
+        ->add_option("--region-span", up.region_span,
+                     "memory servers per region (0: all of them); --placement picks which")
+        ->capture_default_str();
+    up_command
         ->add_option("--progress", up.progress,
                      "how memory servers wait for fabric work: blocking (sleep when idle) or "
                      "busy (poll without sleeping: lowest latency, a core per server)")
@@ -77,7 +81,7 @@ int Main(int argc, char **argv) {
         "RUN_DIR/cluster.yaml)");
     for (const char *generated :
          {"--memservers", "--provider", "--base-port", "--interleave", "--placement",
-          "--progress"}) {
+          "--region-span", "--progress"}) {
         config_option->excludes(up_command->get_option(generated));
     }
     up_command

@@ -62,9 +62,9 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
         "file>;\n# clients: export FAMPOOL_CONFIG=<this file>.\n"
         "openfam_model: memory_server\nprovider: {}\nmetadata_address: 127.0.0.1:{}\n"
         "metadata_dir: {}\narchive_dir: {}\ndataitem_interleave_size: {}\nplacement: {}\n"
-        "progress: {}\nmemservers:\n",
+        "region_span: {}\nprogress: {}\nmemservers:\n",
         o.provider, o.base_port, Quoted(dir + "/meta"), Quoted(dir + "/backup"), o.interleave,
-        o.placement, o.progress);
+        o.placement, o.region_span, o.progress);
     for (unsigned i = 0; i < o.memservers; ++i) {
         text += fmt::format(
             "  - id: {}\n    rpc_interface: 127.0.0.1:{}\n    libfabric_port: {}\n"

@@ -1,0 +1,25 @@
+// The top-level keys a fampool configuration file may hold. One file can serve clients
+// ($FAMPOOL_CONFIG, fam_pe_config.yaml) and servers (the cluster file `fampool up` writes), so
+// both readers accept the same set and refuse anything else by name: a misspelt key is an
+// error, never a setting silently not taken.
+#ifndef FAMPOOL_COMMON_CONFIG_KEYS_H_
+#define FAMPOOL_COMMON_CONFIG_KEYS_H_
+
+#include <string>
+
+namespace YAML {
+class Node;
+}
+
+namespace fampool {
+
+// Whether `key` is a top-level key of a configuration or cluster file: one fampool reads, or
+// one of OpenFAM's own files that fampool accepts and does not need (docs/configuration.md).
+bool IsConfigKey(const std::string &key);
+
+// Throws Failure(FAM_ERR_INVALID) naming the file and the first key that is not one.
+void CheckConfigKeys(const std::string &path, const YAML::Node &root);
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_COMMON_CONFIG_KEYS_H_
