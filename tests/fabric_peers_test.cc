@@ -177,6 +177,46 @@ TEST_P(FabricPeersTest, ServerWithoutPeersRefusesWorkOnOtherServersBytes) {
     EXPECT_EQ(caught.code, openfam::FAM_ERR_INVALIDOP) << caught.message;
 }
 
+// What a memory server does with its own CPU on its own bytes (copy within the server, backup,
+// restore, the atomics the fabric cannot do) goes no further than the key it is handed, as
+// the fabric would not: a read-only key cannot write, a revoked or forged one reaches nothing.
+TEST_P(FabricPeersTest, CopyWithinServerIntoReadOnlyKeyIsRefused) {
+    ItemLayout src = Item(0), dest = Item(0, &Node::read_only);
+    dest.offset += kItem;  // the next item of the same server
+    Fill(src, Pattern(kItem, 6));
+    CaughtError caught = CatchFamError([&] { Server(0).Copy(src, 0, dest, 0, 4096); });
+    EXPECT_EQ(openfam::FAM_ERR_NOPERM, caught.code) << caught.message;
+    EXPECT_NE(caught.message.find("write"), std::string::npos) << caught.message;
+    EXPECT_EQ(Bytes(dest), std::vector<uint8_t>(kItem, 0));
+}
+
+TEST_P(FabricPeersTest, AtomicNeedsALiveKeyThatAllowsIt) {
+    const uint64_t at = 512 << 10;
+    __int128 start = 5, desired = 9, old = 0;
+    std::memcpy(Heap(0) + at, &start, 16);
+    auto cas = [&](uint64_t key) {
+        return CatchFamError([&] {
+            Server(0).Atomic(kRegion, key, at, static_cast<int>(AtomicOp::kCompareSwap),
+                             static_cast<int>(DataType::kInt128), &desired, &start, &old);
+        });
+    };
+    EXPECT_EQ(openfam::FAM_ERR_NOPERM, cas(nodes_[0].read_only.key).code);
+    EXPECT_EQ(openfam::FAM_ERR_NOPERM, cas(nodes_[0].writable.key ^ 0x5a5a0000).code);
+    __int128 now;
+    std::memcpy(&now, Heap(0) + at, 16);
+    EXPECT_TRUE(now == start) << "a refused atomic changed the bytes";
+    // A fetch only reads: a read-only key is enough.
+    __int128 fetched = 0;
+    Server(0).Atomic(kRegion, nodes_[0].read_only.key, at, static_cast<int>(AtomicOp::kFetch),
+                     static_cast<int>(DataType::kInt128), &start, nullptr, &fetched);
+    EXPECT_TRUE(fetched == start);
+    EXPECT_EQ(openfam::FAM_NO_ERROR, cas(nodes_[0].writable.key).code);
+    std::memcpy(&now, Heap(0) + at, 16);
+    EXPECT_TRUE(now == desired);
+    Server(0).RevokeKeys(kRegion, kAllGrants);
+    EXPECT_EQ(openfam::FAM_ERR_NOPERM, cas(nodes_[0].writable.key).code) << "a revoked key";
+}
+
 // shm reports no refused operation: there the refusal is a timeout, also bounded.
 INSTANTIATE_TEST_SUITE_P(Providers, FabricPeersTest, ::testing::Values("tcp", "sockets", "shm"),
                          [](const auto &info) { return info.param; });

@@ -72,10 +72,11 @@ class BufferMemoryServer : public MemoryServer {
   public:
     BufferMemoryServer(uint64_t id, char *bytes) : id_(id), bytes_(bytes) {}
     uint64_t id() const override { return id_; }
-    void Atomic(ExtentRef extent, uint64_t offset, int op, int type, const void *operand,
-                const void *compare, void *result) override {
+    void Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op, int type,
+                const void *operand, const void *compare, void *result) override {
         ++atomics;
         last_region = extent.region_id;
+        last_key = key;
         ApplyAtomic(bytes_ + offset, static_cast<AtomicOp>(op), static_cast<DataType>(type),
                     operand, compare, result);
     }
@@ -96,6 +97,7 @@ class BufferMemoryServer : public MemoryServer {
 
     int atomics = 0;
     uint64_t last_region = 0;
+    uint64_t last_key = 0;
 
   private:
     [[noreturn]] static void Unused() {
@@ -595,6 +597,7 @@ TEST_P(FabricTest, Int128CompareSwapGoesThroughMemoryServer) {
     EXPECT_TRUE(now == desired);
     EXPECT_EQ(1, servers_[1]->fallback->atomics);
     EXPECT_EQ(kRegion, servers_[1]->fallback->last_region);
+    EXPECT_EQ(servers_[1]->writable.key, servers_[1]->fallback->last_key) << "with the item's key";
 }
 
 TEST_P(FabricTest, FallbackAtomicComesAfterEarlierNonBlockingPut) {

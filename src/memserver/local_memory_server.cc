@@ -63,8 +63,12 @@ class LocalMemoryServer::ItemBytes {
         return item_.servers[place.index].id == server_.id();
     }
 
-    char *Local(const BytePlace &place, uint64_t length) {
+    // Item bytes on this server, for reading or (`write`) writing them: as far as the key the
+    // client was granted for them reaches.
+    char *Local(const BytePlace &place, uint64_t length, bool write, const char *what) {
         uint64_t end = EndOf(place.physical, length);
+        server_.CheckKey(item_.extent, item_.servers[place.index].key, place.physical, length,
+                         write, what);
         if (mapping_.empty() || mapping_.back()->length() < end) {
             // Earlier mappings stay: transfers in flight may still read or write through them.
             mapping_.push_back(server_.Map(item_.extent, end));
@@ -184,13 +188,13 @@ void LocalMemoryServer::Copy(const ItemLayout &src, uint64_t src_offset, const I
     ItemBytes from(*this, src), to(*this, dest);
     ForEachRun(src, src_offset, nbytes, [&](uint64_t at, const BytePlace &place, uint64_t length) {
         if (!from.Here(place)) return;  // the server holding those bytes copies them
-        const char *source = from.Local(place, length);
+        const char *source = from.Local(place, length, false, "a copy");
         uint64_t dest_at = dest_offset + (at - src_offset);
         ForEachRun(dest, dest_at, length, [&](uint64_t to_at, const BytePlace &there,
                                               uint64_t run) {
             const char *bytes = source + (to_at - dest_at);
             if (to.Here(there)) {
-                std::memmove(to.Local(there, run), bytes, run);
+                std::memmove(to.Local(there, run, true, "a copy"), bytes, run);
             } else {
                 to.Remote().Write(to_at, bytes, run);
             }
@@ -210,7 +214,7 @@ BackupInfo LocalMemoryServer::Backup(const ItemLayout &item, const BackupInfo &i
             ForEachRun(item, start, n, [&](uint64_t at, const BytePlace &place, uint64_t length) {
                 char *into = buffer + (at - start);
                 if (bytes.Here(place)) {
-                    std::memcpy(into, bytes.Local(place, length), length);
+                    std::memcpy(into, bytes.Local(place, length, false, "a backup"), length);
                 } else {
                     bytes.Remote().Read(at, into, length);
                 }
@@ -234,7 +238,7 @@ void LocalMemoryServer::Restore(const std::string &name, const ItemLayout &item)
             ForEachRun(item, start, n, [&](uint64_t at, const BytePlace &place, uint64_t length) {
                 const char *from = data + (at - start);
                 if (bytes.Here(place)) {
-                    std::memcpy(bytes.Local(place, length), from, length);
+                    std::memcpy(bytes.Local(place, length, true, "a restore"), from, length);
                 } else {
                     bytes.Remote().Write(at, from, length);
                 }
@@ -247,9 +251,12 @@ void LocalMemoryServer::DeleteBackup(const std::string &name) { archive_.Delete(
 
 std::vector<BackupInfo> LocalMemoryServer::ListBackups() { return archive_.List(); }
 
-void LocalMemoryServer::Atomic(ExtentRef extent, uint64_t offset, int op, int type,
-                               const void *operand, const void *compare, void *result) {
+void LocalMemoryServer::Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op,
+                               int type, const void *operand, const void *compare,
+                               void *result) {
     auto data_type = static_cast<DataType>(type);
+    CheckKey(extent, key, offset, SizeOf(data_type),
+             static_cast<AtomicOp>(op) != AtomicOp::kFetch, "an atomic");
     auto mapping = Map(extent, EndOf(offset, SizeOf(data_type)));
     ApplyAtomic(mapping->base() + offset, static_cast<AtomicOp>(op), data_type, operand, compare,
                 result);
@@ -281,6 +288,24 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
     grants_.emplace(extent.region_id, g);
     return KeyGrant{g.registration.key, g.registration.base - offset, registrar_->address(),
                     HeapPath(extent), NodeIdentity()};
+}
+
+void LocalMemoryServer::CheckKey(ExtentRef extent, uint64_t key, uint64_t offset,
+                                 uint64_t length, bool write, const char *what) {
+    if (!registrar_) return;
+    uint64_t end = EndOf(offset, length);
+    std::lock_guard<std::mutex> lock(grants_mutex_);
+    auto range = grants_.equal_range(extent.region_id);
+    for (auto it = range.first; it != range.second; ++it) {
+        const Grant &g = it->second;
+        if (g.registration.key != key) continue;
+        uint64_t granted_end = g.offset + (g.size ? g.size : g.mapping->length());
+        if (offset >= g.offset && end <= granted_end && (g.writable || !write)) return;
+    }
+    Fail(openfam::FAM_ERR_NOPERM,
+         "memory server {}: key {:#x} grants no {} access to bytes [{}, {}) of region {} for {} "
+         "(revoked, or never granted)",
+         id_, key, write ? "write" : "read", offset, end, extent.region_id, what);
 }
 
 void LocalMemoryServer::RevokeKeys(ExtentRef extent, uint64_t offset) {

@@ -41,8 +41,8 @@ class LocalMemoryServer : public MemoryServer {
     void Restore(const std::string &name, const ItemLayout &item) override;
     void DeleteBackup(const std::string &name) override;
     std::vector<BackupInfo> ListBackups() override;
-    void Atomic(ExtentRef extent, uint64_t offset, int op, int type, const void *operand,
-                const void *compare, void *result) override;
+    void Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op, int type,
+                const void *operand, const void *compare, void *result) override;
     KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable) override;
     void RevokeKeys(ExtentRef extent, uint64_t offset) override;
 
@@ -68,6 +68,11 @@ class LocalMemoryServer : public MemoryServer {
         Registrar::Registration registration;
     };
     void RevokeWhere(uint64_t region_id, bool (*match)(const Grant &, uint64_t), uint64_t arg);
+    // Where keys are in use (a registrar: the memory-server model), refuses with FAM_ERR_NOPERM
+    // what the fabric would refuse: `key` must be a live grant of the extent that covers
+    // [offset, offset + length) and, to `write`, a writable one. `what` names the operation.
+    void CheckKey(ExtentRef extent, uint64_t key, uint64_t offset, uint64_t length, bool write,
+                  const char *what);
 
     uint64_t id_;
     HeapLocation location_;

@@ -118,8 +118,11 @@ class MemoryServer {
     // Applies an atomic at a physical offset of the extent, with the server's CPU: for what
     // the fabric provider cannot do (128-bit operations, types or operations missing from its
     // atomics table). `op` and `type` are AtomicOp and DataType values (transport/transport.h).
-    virtual void Atomic(ExtentRef extent, uint64_t offset, int op, int type, const void *operand,
-                        const void *compare, void *result) = 0;
+    // `key` is the caller's fabric key for those bytes, checked as the fabric would check it:
+    // a revoked or read-only key is refused with FAM_ERR_NOPERM (servers without keys, as in
+    // the embedded model, ignore it).
+    virtual void Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op, int type,
+                        const void *operand, const void *compare, void *result) = 0;
 
     // Registers [offset, offset + size) of the extent (the whole extent when size is 0) for
     // remote reads, or reads and writes, and returns its key. The metadata service calls this

@@ -146,11 +146,13 @@ std::vector<BackupInfo> MemoryServerClient::ListBackups() {
     return list;
 }
 
-void MemoryServerClient::Atomic(ExtentRef extent, uint64_t offset, int op, int type,
-                                const void *operand, const void *compare, void *result) {
+void MemoryServerClient::Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op,
+                                int type, const void *operand, const void *compare,
+                                void *result) {
     size_t size = SizeOf(static_cast<DataType>(type));
     rpc::AtomicRequest request;
     ToProto(extent, request.mutable_extent());
+    request.set_key(key);
     request.set_offset(offset);
     request.set_op(op);
     request.set_type(type);

@@ -39,8 +39,8 @@ class MemoryServerClient : public MemoryServer {
     void Restore(const std::string &name, const ItemLayout &item) override;
     void DeleteBackup(const std::string &name) override;
     std::vector<BackupInfo> ListBackups() override;
-    void Atomic(ExtentRef extent, uint64_t offset, int op, int type, const void *operand,
-                const void *compare, void *result) override;
+    void Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op, int type,
+                const void *operand, const void *compare, void *result) override;
     KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable) override;
     void RevokeKeys(ExtentRef extent, uint64_t offset) override;
 

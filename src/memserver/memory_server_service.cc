@@ -108,8 +108,8 @@ grpc::Status MemoryServerService::Atomic(grpc::ServerContext *, const rpc::Atomi
             Fail(openfam::FAM_ERR_INVALID, "atomic at unaligned offset {}", request->offset());
         }
         char result[16] = {};
-        server_->Atomic(FromProto(request->extent()), request->offset(), request->op(),
-                        request->type(), request->operand().data(),
+        server_->Atomic(FromProto(request->extent()), request->key(), request->offset(),
+                        request->op(), request->type(), request->operand().data(),
                         request->compare().empty() ? nullptr : request->compare().data(),
                         result);
         reply->set_result(result, size);

@@ -402,9 +402,18 @@ void FabricChannel::Fallback(const FabricBinding &item, const FabricBinding::Pla
     Settle(deadline, true);
     alignas(16) unsigned char ignored[16];
     ExtentRef extent{item.region_id, item.persistent};
-    context_->server(item.servers[place.server].id)
-        .Atomic(extent, place.physical, static_cast<int>(op), static_cast<int>(type), operand,
-                compare, result ? result : ignored);
+    const FabricBinding::Server &server = item.servers[place.server];
+    try {
+        context_->server(server.id)
+            .Atomic(extent, server.key, place.physical, static_cast<int>(op),
+                    static_cast<int>(type), operand, compare, result ? result : ignored);
+    } catch (const Failure &failure) {
+        // The server refused the key: fail as the fabric fails an operation whose key it
+        // refuses, so that the caller binds the item again when its keys were replaced.
+        if (failure.fam_error() != openfam::FAM_ERR_NOPERM) throw;
+        Fail(openfam::FAM_ERR_LIBFABRIC, "fi_atomic on memory server {} failed: {}", server.id,
+             failure.fam_error_msg());
+    }
 }
 
 void FabricChannel::Fence() {
