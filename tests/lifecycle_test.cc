@@ -374,7 +374,10 @@ TEST_P(OptionDefaultTest, ReadsDocumentedDefault) {
     std::string expected = GetParam().value;
     // On a cluster, the cluster file (FAMPOOL_CONFIG) names the model and the provider.
     if (cluster() && expected == "shared_memory") expected = "memory_server";
-    if (cluster() && expected == "sockets") expected = "tcp";
+    TestClusterSpec spec;
+    if (cluster() && expected == "sockets" && TestClusterSpec::FromEnvironment(&spec)) {
+        expected = spec.provider;
+    }
     char *value = static_cast<char *>(const_cast<void *>(fam()->fam_get_option(name)));
     ASSERT_NE(value, nullptr);
     EXPECT_EQ(value, expected) << name;

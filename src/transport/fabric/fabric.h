@@ -17,6 +17,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -88,6 +89,11 @@ class FabricDomain {
         return info_->domain_attr->data_progress == FI_PROGRESS_MANUAL;
     }
     size_t max_message() const { return info_->ep_attr->max_msg_size; }
+    // Local buffer pieces one RMA operation may gather or scatter (at most kMostPieces).
+    static constexpr size_t kMostPieces = 8;
+    size_t iov_limit() const {
+        return std::clamp<size_t>(info_->tx_attr->iov_limit, 1, kMostPieces);
+    }
     // Whether the provider chose this domain's endpoint names (shm without a source address:
     // "<pid>:<uid>:<endpoint index>"), rather than fampool naming them after a port.
     bool provider_names_endpoints() const { return provider_names_endpoints_; }

@@ -197,61 +197,97 @@ void FabricChannel::Touch(const FabricBinding::Server &server, bool write, uint6
     }
 }
 
+void FabricChannel::PostPieces(const FabricBinding &item, size_t index, uint64_t physical,
+                               uint64_t length, iovec *pieces, void **descs, size_t count,
+                               bool write, Clock::time_point deadline) {
+    if (!item.servers[index].reachable) {
+        Settle(deadline, false);  // earlier pieces may be in flight on the caller's buffer
+        Reachable(item, index);   // throws
+    }
+    fid_ep *endpoint = endpoint_.endpoint.get();
+    const FabricBinding::Server &server = item.servers[index];
+    uint64_t remote = server.base + physical;
+    void *context = ContextOf(current_tag_, write ? kWrite : kRead, server.id);
+    Post(
+        [&]() -> ssize_t {
+            if (!write && count == 1) {
+                return fi_read(endpoint, pieces[0].iov_base, length, descs[0], server.address,
+                               remote, server.key, context);
+            }
+            fi_rma_iov rma{remote, length, server.key};
+            fi_msg_rma message{pieces, descs, count, server.address, &rma, 1, context, 0};
+            return write ? fi_writemsg(endpoint, &message, domain_.write_flags())
+                         : fi_readmsg(endpoint, &message, 0);
+        },
+        write ? "fi_write" : "fi_read", server.id, deadline);
+    Touch(server, write, remote, length);
+}
+
 void FabricChannel::Transfer(const FabricBinding &item, uint64_t offset, char *local,
                              uint64_t nbytes, void *desc, bool write,
                              Clock::time_point deadline) {
-    fid_ep *endpoint = endpoint_.endpoint.get();
+    if (item.interleave != 0 && item.servers.size() > 1) {
+        return TransferStriped(item, offset, local, nbytes, desc, write, deadline);
+    }
+    // The item lies on one server, contiguously: one operation per largest message.
     const uint64_t largest = std::max<uint64_t>(domain_.max_message(), 1);
-    struct Piece {
-        size_t server = 0;
-        uint64_t physical = 0;
-        char *local = nullptr;
-        uint64_t length = 0;
-    } piece;
-    auto flush = [&] {
-        if (piece.length == 0) return;
-        if (!item.servers[piece.server].reachable) {
-            Settle(deadline, false);  // earlier pieces may be in flight on the caller's buffer
-            Reachable(item, piece.server);  // throws
-        }
-        const FabricBinding::Server &server = item.servers[piece.server];
-        uint64_t remote = server.base + piece.physical;
-        void *context = ContextOf(current_tag_, write ? kWrite : kRead, server.id);
-        Post(
-            [&]() -> ssize_t {
-                if (!write) {
-                    return fi_read(endpoint, piece.local, piece.length, desc, server.address,
-                                   remote, server.key, context);
-                }
-                iovec iov{piece.local, piece.length};
-                fi_rma_iov rma{remote, piece.length, server.key};
-                fi_msg_rma message{&iov, &desc, 1, server.address, &rma, 1, context, 0};
-                return fi_writemsg(endpoint, &message, domain_.write_flags());
-            },
-            write ? "fi_write" : "fi_read", server.id, deadline);
-        Touch(server, write, remote, piece.length);
-        piece.length = 0;
+    FabricBinding::Place place = item.Locate(offset);
+    while (nbytes > 0) {
+        uint64_t length = std::min(nbytes, largest);
+        iovec piece{local, length};
+        PostPieces(item, place.server, place.physical, length, &piece, &desc, 1, write,
+                   deadline);
+        place.physical += length;
+        local += length;
+        nbytes -= length;
+    }
+}
+
+void FabricChannel::TransferStriped(const FabricBinding &item, uint64_t offset, char *local,
+                                    uint64_t nbytes, void *desc, bool write,
+                                    Clock::time_point deadline) {
+    // Consecutive blocks of one server are contiguous in its extent but K blocks apart in the
+    // caller's buffer: up to the provider's iov limit of them go as one operation, which
+    // gathers (or scatters) them (4 KiB blocks over 3 servers: one operation per block was
+    // 0.45 GB/s over tcp). Everything is posted before anyone waits, so the servers work in
+    // parallel.
+    const uint64_t largest = std::max<uint64_t>(domain_.max_message(), 1);
+    const size_t most = domain_.iov_limit();
+    struct Gathered {
+        uint64_t physical = 0, length = 0;
+        size_t count = 0;
+        iovec pieces[FabricDomain::kMostPieces];
+        void *descs[FabricDomain::kMostPieces];
     };
-    // Consecutive bytes on one server merge into one operation; a block boundary that moves to
-    // another server starts a new one. Everything is posted before anyone waits, so the
-    // servers of an interleaved item work in parallel.
+    std::vector<Gathered> open(item.servers.size());
+    auto flush = [&](size_t index) {
+        Gathered &gathered = open[index];
+        if (gathered.count == 0) return;
+        PostPieces(item, index, gathered.physical, gathered.length, gathered.pieces,
+                   gathered.descs, gathered.count, write, deadline);
+        gathered.count = 0;
+        gathered.length = 0;
+    };
     while (nbytes > 0) {
         FabricBinding::Place place = item.Locate(offset);
-        uint64_t length = std::min(nbytes, place.contiguous);
-        if (piece.length > 0 && piece.server == place.server &&
-            piece.physical + piece.length == place.physical &&
-            piece.length + length <= largest) {
-            piece.length += length;
-        } else {
-            flush();
-            piece = {place.server, place.physical, local, std::min(length, largest)};
-            length = piece.length;
+        uint64_t length = std::min({nbytes, place.contiguous, largest});
+        Gathered &gathered = open[place.server];
+        bool continues = gathered.count > 0 && gathered.count < most &&
+                         gathered.physical + gathered.length == place.physical &&
+                         gathered.length + length <= largest;
+        if (!continues) {
+            flush(place.server);
+            gathered.physical = place.physical;
         }
+        gathered.pieces[gathered.count] = {local, length};
+        gathered.descs[gathered.count] = desc;
+        ++gathered.count;
+        gathered.length += length;
         offset += length;
         local += length;
         nbytes -= length;
     }
-    flush();
+    for (size_t index = 0; index < open.size(); ++index) flush(index);
 }
 
 void *FabricChannel::LocalDescriptor(const void *local, uint64_t length,

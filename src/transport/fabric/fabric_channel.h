@@ -86,6 +86,14 @@ class FabricChannel : public Channel {
     // Posts the transfer of item bytes [offset, offset + nbytes), split at interleave blocks.
     void Transfer(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
                   void *desc, bool write, Clock::time_point deadline);
+    // Transfer for an item striped over several servers.
+    void TransferStriped(const FabricBinding &item, uint64_t offset, char *local,
+                         uint64_t nbytes, void *desc, bool write, Clock::time_point deadline);
+    // Posts one operation: `count` local pieces to or from [physical, physical + length) of
+    // server `index` of the item.
+    void PostPieces(const FabricBinding &item, size_t index, uint64_t physical, uint64_t length,
+                    iovec *pieces, void **descs, size_t count, bool write,
+                    Clock::time_point deadline);
     // Calls `post` until the provider takes the operation, driving progress while it is full.
     template <typename PostCall>
     void Post(PostCall &&post, const char *call, uint64_t server_id,

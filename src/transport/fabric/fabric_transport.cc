@@ -34,9 +34,17 @@ fi_addr_t FabricContext::Insert(const std::string &address) {
     fi_addr_t inserted = FI_ADDR_UNSPEC;
     int ret = fi_av_insert(av_.get(), address.data(), 1, &inserted, 0, nullptr);
     if (ret != 1) {
+        // shm reaches a server through its file under /dev/shm, which only the server's user
+        // may open: say so, it is the usual cause.
+        bool named = domain().info()->addr_format == FI_ADDR_STR;
         Fail(openfam::FAM_ERR_LIBFABRIC,
-             "fi_av_insert: memory server address ({} bytes) not accepted: {} (provider {})",
-             address.size(), fi_strerror(ret < 0 ? -ret : FI_EINVAL), provider());
+             "fi_av_insert: memory server address {} not accepted: {} (provider {}){}",
+             named ? "\"" + std::string(address.c_str()) + "\""
+                   : "(" + std::to_string(address.size()) + " bytes)",
+             fi_strerror(ret < 0 ? -ret : FI_EINVAL), provider(),
+             named ? "; a server on another host, or run by another user, needs a socket "
+                     "provider such as tcp"
+                   : "");
     }
     addresses_.emplace(address, inserted);
     return inserted;
