@@ -302,3 +302,66 @@ def test_server_started_by_hand_on_a_taken_port_fails_naming_it(run_dir):
             pytest.fail(f"fampool-server started and served on taken port {base}")
     assert started.returncode != 0, started.stdout + started.stderr
     assert f"127.0.0.1:{base}" in started.stderr, started.stderr
+
+
+def make_region_with_item(run_dir, region, item, region_size, item_size):
+    """Creates REGION with a named ITEM on the cluster, through libfampool's C API (ctypes) in
+    a child Python process, so that this process holds no fabric state."""
+    script = f"""
+import ctypes, sys
+lib = ctypes.CDLL({os.path.join(BUILD_DIR, "src", "libfampool.so")!r})
+lib.c_fam_create.restype = ctypes.c_void_p
+lib.c_fam_initialize.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+lib.c_fam_create_region.restype = ctypes.c_void_p
+lib.c_fam_create_region.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                    ctypes.c_uint, ctypes.c_void_p]
+lib.c_fam_allocate_named.restype = ctypes.c_void_p
+lib.c_fam_allocate_named.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                     ctypes.c_uint, ctypes.c_void_p]
+lib.c_fam_finalize.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+fam = lib.c_fam_create()
+assert lib.c_fam_initialize(fam, b"default", None) == 0
+region = lib.c_fam_create_region(fam, {region!r}.encode(), {region_size}, 0o755, None)
+assert region, "create_region failed"
+assert lib.c_fam_allocate_named(fam, {item!r}.encode(), {item_size}, 0o640, region)
+assert lib.c_fam_finalize(fam, b"default") == 0
+"""
+    env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
+    made = subprocess.run(["python3", "-c", script], capture_output=True, text=True,
+                          timeout=COMMAND_TIMEOUT_S, env=env, stdin=subprocess.DEVNULL)
+    assert made.returncode == 0, made.stdout + made.stderr
+
+
+def test_ls_stat_and_status_show_a_region_and_its_item(cluster):
+    run_dir, _ = cluster
+    make_region_with_item(run_dir, "results", "histogram", 64 << 20, 1 << 20)
+    listing = fampool("ls", "--run-dir", run_dir)
+    assert listing.returncode == 0, listing.stderr
+    assert "results" in listing.stdout and "(no regions)" not in listing.stdout
+    items = fampool("ls", "results", "--run-dir", run_dir)
+    assert items.returncode == 0, items.stderr
+    assert "histogram" in items.stdout
+    stat = fampool("stat", "results", "histogram", "--run-dir", run_dir)
+    assert stat.returncode == 0, stat.stderr
+    assert "histogram" in stat.stdout and "640" in stat.stdout
+    assert re.search(r"1(\.0)? ?MiB|1048576", stat.stdout), stat.stdout
+    status = fampool("status", "--run-dir", run_dir)
+    assert status.returncode == 0, status.stderr
+    assert "results" in status.stdout
+
+
+def test_status_names_a_memory_server_that_died(cluster):
+    run_dir, base = cluster
+    pids = pids_of(run_dir)
+    victim = pids["memory1"]
+    os.kill(victim, 9)
+    deadline = time.monotonic() + 30
+    while running(victim) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    status = fampool("status", "--run-dir", run_dir)
+    assert "2 memory servers (1 reachable)" in status.stdout, status.stdout + status.stderr
+    rows = [line.split() for line in status.stdout.splitlines()]
+    reachable = {row[1]: row[2] for row in rows if len(row) >= 3 and row[0] in ("0", "1")}
+    assert reachable == {f"127.0.0.1:{base + 1}": "yes", f"127.0.0.1:{base + 2}": "NO"}, \
+        status.stdout
+    assert "memory server 1" in status.stdout and "memory1.log" in status.stdout
