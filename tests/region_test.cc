@@ -351,6 +351,21 @@ TEST_F(RegionTest, GrownRegionHoldsAnItemLargerThanItsOldSize) {
     EXPECT_EQ(GetBytes(item.get(), 4 * kMiB - 4096, 4096), tail);
 }
 
+// Items of the region were used (on a cluster: keys granted) before it grew: an item in the
+// grown part is reachable all the same.
+TEST_F(RegionTest, ItemInTheGrownPartIsReachableAfterEarlierItemsWereUsed) {
+    std::unique_ptr<Fam_Region_Descriptor> region = CreateRegion("r", kMiB);
+    std::unique_ptr<Fam_Descriptor> first = Allocate("first", kMiB, region.get());
+    PutBytes(first.get(), 0, Pattern(4096, 2));
+    fam()->fam_resize_region(region.get(), 8 * kMiB);
+    std::unique_ptr<Fam_Descriptor> second = Allocate("second", 4 * kMiB, region.get());
+    std::vector<uint8_t> tail = Pattern(4096, 3);
+    PutBytes(second.get(), 4 * kMiB - 4096, tail);
+    EXPECT_EQ(GetBytes(second.get(), 4 * kMiB - 4096, 4096), tail);
+    EXPECT_EQ(fam()->fam_fetch_add(second.get(), 0, uint64_t{5}), 0u);
+    EXPECT_EQ(GetBytes(first.get(), 0, 4096), Pattern(4096, 2));
+}
+
 TEST_F(RegionTest, GrowRegionKeepsExistingItemData) {
     std::unique_ptr<Fam_Region_Descriptor> region = CreateRegion("r", kMiB);
     std::unique_ptr<Fam_Descriptor> item = Allocate("i", 65536, region.get());

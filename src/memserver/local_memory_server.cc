@@ -177,6 +177,16 @@ void LocalMemoryServer::ZeroExtents(const std::vector<ExtentRanges> &extents) {
     }
 }
 
+uint64_t LocalMemoryServer::HeapLength(ExtentRef extent) const {
+    std::error_code error;
+    uint64_t length = std::filesystem::file_size(HeapPath(extent), error);
+    if (error) {
+        Fail(openfam::FAM_ERR_NOTFOUND, "memory server {}: no heap for region {} ({})", id_,
+             extent.region_id, error.message());
+    }
+    return length;
+}
+
 std::shared_ptr<HeapMapping> LocalMemoryServer::Map(ExtentRef extent, uint64_t min_length) {
     return cache_.Get(HeapPath(extent), min_length);
 }
@@ -271,7 +281,10 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
     KeyGrant grant;
     if (!registrar_) return grant;
     std::lock_guard<std::mutex> lock(grants_mutex_);
-    auto mapping = Map(extent, EndOf(offset, size));
+    // A whole-extent grant covers the heap as it is now: after the region grew, a mapping (and
+    // a grant) of the old length would leave the new part out of reach.
+    uint64_t end = size ? EndOf(offset, size) : HeapLength(extent);
+    auto mapping = Map(extent, end);
     uint64_t length = size ? size : mapping->length();
     auto range = grants_.equal_range(extent.region_id);
     for (auto it = range.first; it != range.second; ++it) {

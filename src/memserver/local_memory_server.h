@@ -58,6 +58,8 @@ class LocalMemoryServer : public MemoryServer {
     // embedded model loads and stores through it.
     std::shared_ptr<HeapMapping> Map(ExtentRef extent, uint64_t min_length);
     std::string HeapPath(ExtentRef extent) const;
+    // The extent's heap file length: its size, grown or not.
+    uint64_t HeapLength(ExtentRef extent) const;
 
   private:
     class ItemBytes;
