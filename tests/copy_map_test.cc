@@ -86,6 +86,15 @@ TEST_F(CopyMapTest, CopyBetweenItemsCopiesBytesAtOffsets) {
     EXPECT_EQ(GetBytes(b_.get(), 5333, 100), std::vector<uint8_t>(100, 0));
 }
 
+// A permission change replaces the region's keys (on a cluster); a copy made next, with
+// descriptors bound before it, works with the keys granted now.
+TEST_F(CopyMapTest, CopyAfterThePermissionsChangedUsesTheKeysGrantedNow) {
+    PutBytes(a_.get(), 0, Pattern(8192, 6));
+    fam()->fam_change_permissions(region_.get(), 0755);
+    fam()->fam_copy_wait(fam()->fam_copy(a_.get(), 0, b_.get(), 4096, 8192));
+    EXPECT_EQ(GetBytes(b_.get(), 4096, 8192), Pattern(8192, 6));
+}
+
 TEST_F(CopyMapTest, CopyBetweenRegionsOfDifferentMemoryTypes) {
     Fam_Region_Attributes attrs = FamAttributes(PERSISTENT);
     std::unique_ptr<Fam_Region_Descriptor> persistent = CreateRegion("p", 4 * kMiB, 0777, &attrs);

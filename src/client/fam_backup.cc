@@ -122,8 +122,8 @@ void FamImpl::Wait(void *wait_object) {
 void *FamImpl::Copy(Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest,
                     uint64_t dest_offset, uint64_t nbytes) {
     Session &session = Control();
-    ItemLayout from = LayoutOf(Access(session, src, kRead, src_offset, nbytes).item);
-    ItemLayout to = LayoutOf(Access(session, dest, kWrite, dest_offset, nbytes).item);
+    ItemLayout from = LayoutOf(Granted(session, src, kRead, src_offset, nbytes));
+    ItemLayout to = LayoutOf(Granted(session, dest, kWrite, dest_offset, nbytes));
     // Each server holding source bytes copies them: within itself, or to the destination's
     // servers over the fabric. The servers work in parallel.
     std::vector<std::function<void()>> calls;
@@ -141,7 +141,7 @@ void *FamImpl::Copy(Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *de
 void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options * /*options*/) {
     Session &session = Control();
     CheckBackupName(name);
-    const ItemInfo &item = Access(session, src, kRead, 0, 0).item;
+    ItemInfo item = Granted(session, src, kRead, 0, 0);
     ItemLayout layout = LayoutOf(item);
     MemoryServer *home = &HomeOf(session, layout);
     try {
@@ -163,7 +163,7 @@ void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options 
 void *FamImpl::Restore(const char *name, Fam_Descriptor *dest) {
     Session &session = Control();
     CheckBackupName(name);
-    const ItemInfo &item = Access(session, dest, kWrite, 0, 0).item;
+    ItemInfo item = Granted(session, dest, kWrite, 0, 0);
     ItemLayout layout = LayoutOf(item);
     MemoryServer *home = &HomeOf(session, layout);
     BackupInfo info = Archivist(session).DescribeBackup(name);

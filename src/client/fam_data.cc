@@ -49,6 +49,20 @@ DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigne
     return state;
 }
 
+ItemInfo FamImpl::Granted(Session &session, Fam_Descriptor *item, unsigned access,
+                          uint64_t offset, uint64_t nbytes) {
+    const ItemInfo &held = Access(session, item, access, offset, nbytes).item;
+    ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
+    // Only the same item: once it is deallocated, another one may lie at its offset.
+    if (fresh.name != held.name || fresh.size != held.size || fresh.uid != held.uid ||
+        fresh.gid != held.gid) {
+        Fail(openfam::FAM_ERR_NOTFOUND, "{} was deallocated: another item lies at its offset",
+             Describe(held));
+    }
+    CheckPermission(fresh, access);
+    return fresh;
+}
+
 bool FamImpl::Rebind(Session &session, DescriptorState &state, const Binding *used,
                      ItemInfo *now) {
     ItemInfo held;

@@ -117,6 +117,11 @@ class FamImpl {
     // Bounds and permission checks of the data path.
     DescriptorState &Access(Session &session, Fam_Descriptor *item, unsigned access,
                             uint64_t offset, uint64_t nbytes);
+    // Access(), then the item as the metadata service describes it now, with the keys it
+    // grants now (the descriptor's may have been revoked by a permission change since): what
+    // memory-side operations hand the memory servers, which check those keys.
+    ItemInfo Granted(Session &session, Fam_Descriptor *item, unsigned access, uint64_t offset,
+                     uint64_t nbytes);
     // Runs `move(binding)`, a blocking transfer on `state`'s item needing `access`. When it
     // fails on the fabric and the item's keys have been replaced since the descriptor was bound
     // (its or its region's permissions changed, here or in another process: that revokes the
