@@ -972,7 +972,7 @@ TEST_P(ShmFabricTest, ChannelThatCannotReopenFailsClearlyAndOpensOnTheNextCall) 
     auto forged = transport_->Attach(info);
     std::vector<char> buffer(256, 1);
     {
-        StaleShmNames stale(4);  // every name the reopening tries (OpenEndpoint's attempts)
+        StaleShmNames stale(kEndpointNameAttempts);  // every name the reopening tries
         auto caught = CatchFamError([&] { channel_->Read(forged, 0, buffer.data(), 256, true); });
         EXPECT_TRUE(IsFamError(caught, openfam::FAM_ERR_LIBFABRIC, {"did not complete within"}));
         EXPECT_NE(std::string::npos, caught.message.find("reopening the channel's endpoint"))

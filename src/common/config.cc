@@ -111,7 +111,8 @@ Config LoadConfig(const Fam_Options *options) {
           o.defaultRegionName);
     Layer(c.cis_server, yaml, {"fam_client_interface_service_address", "cis_server"},
           "FAMPOOL_CIS_SERVER", o.cisServer);
-    Layer(c.grpc_port, yaml, {"grpc_port"}, "FAMPOOL_GRPC_PORT", o.grpcPort);
+    Layer(c.grpc_port, yaml, {"grpc_port", "fam_client_interface_service_port"},
+          "FAMPOOL_GRPC_PORT", o.grpcPort);
     Layer(c.libfabric_provider, yaml, {"provider", "libfabric_provider"}, "FAMPOOL_PROVIDER",
           o.libfabricProvider);
     Layer(c.thread_model, yaml, {"FamThreadModel", "fam_thread_model"}, "FAMPOOL_THREAD_MODEL",

@@ -14,7 +14,8 @@ const std::set<std::string> &Keys() {
         // What a client reads (common/config.cc).
         "openfam_model", "runtime", "provider", "libfabric_provider", "FamThreadModel",
         "fam_thread_model", "FamContextModel", "fam_context_model", "client_interface_type",
-        "fam_client_interface_service_address", "cis_server", "grpc_port",
+        "fam_client_interface_service_address", "fam_client_interface_service_port",
+        "cis_server", "grpc_port",
         "default_region_name", "default_region_size", "fam_default_memory_type", "num_consumer",
         "if_device", "fampool_home", "fampool_shm_dir", "fampool_archive_dir", "archive_path",
         "dataitem_interleave_size", "metadata_sync", "metadata_address", "rpc_timeout_ms",

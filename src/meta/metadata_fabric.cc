@@ -40,13 +40,14 @@ constexpr auto kServiceSpin = std::chrono::microseconds(100);
 // on two cores, 2-4 callers that polled lowered the lookup rate to 0.7-0.9 of one caller's.
 // (Halving it after slow replies instead kept a lone caller asleep: its own wake-up and
 // every allocation made replies slow, and its lookups went from 45 to 75 us.) Without a
-// descriptor (shm), such a caller goes on yielding rather than napping: 20 us naps cost a
-// timer wake-up each, and 16 callers that napped brought 16 clients' allocation rate to
-// 0.08-0.38 of one client's; yielding, 0.72-0.88.
+// descriptor (shm), such a caller yields for kSharedYield rather than kYield before it naps:
+// 20 us naps cost a timer wake-up each, and 16 callers that napped brought 16 clients'
+// allocation rate to 0.08-0.38 of one client's; yielding, 0.72-0.88.
 constexpr auto kSpin = std::chrono::microseconds(50);
 // The service counts itself shared when it answered another caller within this.
 constexpr auto kSharedWithin = std::chrono::microseconds(200);
 constexpr auto kYield = std::chrono::microseconds(200);
+constexpr auto kSharedYield = std::chrono::milliseconds(2);  // for a caller told it is shared
 constexpr auto kNap = std::chrono::microseconds(20);
 // A reply the provider does not take within this (it cannot connect to the caller) is dropped.
 constexpr auto kSendWait = std::chrono::seconds(1);
@@ -544,7 +545,7 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
                 pollfd poll_fd{queue_fd_, POLLIN, 0};
                 poll(&poll_fd, 1, 1);
             }
-        } else if (now - start > kYield && spin_ == kSpin) {
+        } else if (now - start > (spin_ == kSpin ? kYield : kSharedYield)) {
             std::this_thread::sleep_for(kNap);
         } else {
             std::this_thread::yield();

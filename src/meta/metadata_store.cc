@@ -541,11 +541,13 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
     // Items per pass, whatever their regions: each memory server gets one call per pass (one
     // per region cost a client of the service 10-20% of a core with 16 regions in use).
     constexpr size_t kBatch = 4096;
-    std::lock_guard<std::mutex> lock(scrub_mutex_);
     size_t freed = 0;
     std::set<uint64_t> failed;  // regions whose zeroing failed: they wait for the next call
     for (;;) {
         if (stopping_.load()) return freed;  // shutting down: the rest waits for the restart
+        // One pass at a time, the lock released between passes: an allocation that found its
+        // region full waits for one pass, not for a whole sweep.
+        std::lock_guard<std::mutex> lock(scrub_mutex_);
         // Under the lock the records read here stay as they are until this pass frees them:
         // only a pass frees them, and their space, still taken, cannot be allocated and
         // deallocated again meanwhile. Destroying a region removes its records.

@@ -183,9 +183,6 @@ FidPtr<fid_mr> FabricDomain::Register(const void *address, size_t length, uint64
 
 namespace {
 
-// Attempts at enabling an endpoint whose provider-chosen name was taken (see OpenEndpoint).
-constexpr int kNameAttempts = 4;
-
 FabricEndpoint OpenEndpointOnce(FabricDomain &domain, fid_av *av, const EndpointOptions &options,
                                 int *enable_status) {
     const std::string &provider = domain.provider();
@@ -237,7 +234,7 @@ FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOpti
     // it (FI_EBUSY) and removes the file. The next endpoint gets the next index, and the
     // name is free again anyway: try again. A name fampool chose (a server's port) is not
     // retried: there a live process may really hold it.
-    int attempts = domain.provider_names_endpoints() ? kNameAttempts : 1;
+    int attempts = domain.provider_names_endpoints() ? kEndpointNameAttempts : 1;
     int status = 0;
     for (int attempt = 1;; ++attempt) {
         FabricEndpoint endpoint = OpenEndpointOnce(domain, av, options, &status);

@@ -149,7 +149,9 @@ struct EndpointOptions {
 };
 
 // Opens, binds and enables an endpoint. Where the provider names endpoints itself (shm), a name
-// it finds taken is retried with the next name (see fabric.cc).
+// it finds taken is retried with the next name, up to kEndpointNameAttempts names (a dead
+// process of the same pid may have left one file per endpoint it had; see fabric.cc).
+constexpr int kEndpointNameAttempts = 64;
 FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOptions &options);
 
 // The endpoint's address as other endpoints insert it into their address vectors.

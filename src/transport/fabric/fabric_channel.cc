@@ -126,8 +126,13 @@ void FabricChannel::Open() {
     touched_.clear();
     refusals_.clear();
     if (domain_.local_registration()) {
-        scratch_mr_ = domain_.Register(scratch_.get(), sizeof(Scratch), FI_READ | FI_WRITE,
-                                       endpoint_.endpoint.get());
+        try {
+            scratch_mr_ = domain_.Register(scratch_.get(), sizeof(Scratch), FI_READ | FI_WRITE,
+                                           endpoint_.endpoint.get());
+        } catch (const Failure &) {
+            CloseEndpoint();  // not half open: the next call opens it again
+            throw;
+        }
         scratch_desc_ = fi_mr_desc(scratch_mr_.get());
     }
 }
@@ -302,7 +307,10 @@ void *FabricChannel::LocalDescriptor(const void *local, uint64_t length,
     }
     if (registrations_.size() >= kRegistrationCache) {
         Settle(deadline, true);  // the oldest registration may back an operation in flight
-        registrations_.pop_back();
+        // After a failure Settle replaced the endpoint, registrations and all (and when it
+        // could not open a new one, this call opens it or fails saying why).
+        if (!endpoint_.endpoint) Open();
+        if (!registrations_.empty()) registrations_.pop_back();
     }
     FidPtr<fid_mr> mr =
         domain_.Register(local, length, FI_READ | FI_WRITE, endpoint_.endpoint.get());
