@@ -333,6 +333,15 @@ class FabricTest : public ::testing::TestWithParam<std::string> {
         return transport_->Attach(item);
     }
 
+    // A 4 KiB item on the first server, reached with a key that server never granted.
+    std::shared_ptr<Binding> Forged() {
+        ItemInfo info = Region();
+        info.size = 4096;
+        info.access.push_back(AccessTo(*servers_[0], true));
+        info.access[0].key ^= 0x5555;
+        return transport_->Attach(info);
+    }
+
     // An item at virtual offset `offset` of a region interleaved in 4 KiB blocks over every
     // server.
     std::shared_ptr<Binding> Interleaved(uint64_t offset, uint64_t size, bool writable = true) {
@@ -743,11 +752,7 @@ TEST_P(FabricTest, AtomicThroughReadOnlyKeyFails) {
 TEST_P(FabricTest, ForgedKeyFailsAndServerKeepsServing) {
     StartServers(1);
     OpenClient(kRefusalTimeoutMs);
-    ItemInfo info = Region();
-    info.size = 4096;
-    info.access.push_back(AccessTo(*servers_[0], true));
-    info.access[0].key ^= 0x5555;
-    auto forged = transport_->Attach(info);
+    auto forged = Forged();
     std::vector<char> buffer(256, 1);
     EXPECT_TRUE(Refused([&] { channel_->Write(forged, 0, buffer.data(), 256, true); }, "fi_write"));
     EXPECT_TRUE(Refused([&] { channel_->Read(forged, 0, buffer.data(), 256, true); }, "fi_read"));
@@ -965,11 +970,7 @@ TEST_P(ShmFabricTest, EndpointSkipsNamesADeadProcessOfTheSamePidLeft) {
 TEST_P(ShmFabricTest, ChannelThatCannotReopenFailsClearlyAndOpensOnTheNextCall) {
     StartServers(1);
     OpenClient(kRefusalTimeoutMs);
-    ItemInfo info = Region();
-    info.size = 4096;
-    info.access.push_back(AccessTo(*servers_[0], true));
-    info.access[0].key ^= 0x5555;  // dropped by shm: the read times out
-    auto forged = transport_->Attach(info);
+    auto forged = Forged();  // dropped by shm: the read times out
     std::vector<char> buffer(256, 1);
     {
         StaleShmNames stale(kEndpointNameAttempts);  // every name the reopening tries
