@@ -40,6 +40,11 @@ struct FabricConfig {
     bool register_local = false;
 };
 
+// Puts back the default actions of the crash and termination signals where a libfabric
+// provider's library installed its own handlers (crash_signals.cc says why). Runs when
+// libfampool is loaded and after each fi_getinfo.
+void RestoreCrashSignals();
+
 // Throws Failure(FAM_ERR_LIBFABRIC, "<call>: <fi_strerror> (provider <provider>)").
 [[noreturn]] void FailFabric(const char *call, ssize_t ret, const std::string &provider);
 
