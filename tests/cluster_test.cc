@@ -42,6 +42,14 @@ class PlainClusterTest : public ClusterTest {
     const char *Spec() const override { return "3:0"; }
 };
 
+// Three servers without interleaving, every region on all of them (span size 0).
+class EveryServerClusterTest : public ClusterTest {
+  protected:
+    const char *Spec() const override {
+        return "3:0:tcp:region_span_size_per_memoryserver=0";
+    }
+};
+
 // The index of the memory server holding an item of a non-interleaved region.
 uint64_t ServerIndexOfItem(Fam_Descriptor *item) {
     return item->get_global_descriptor().offset >> 48;
@@ -113,7 +121,7 @@ TEST_F(ClusterTest, InterleavedRegionStatNamesItsServersAndInterleaveSize) {
 }
 
 // An item of a region without interleaving lives on one server: fam_stat names that one.
-TEST_F(PlainClusterTest, StatOfAnItemNamesTheOneServerHoldingIt) {
+TEST_F(EveryServerClusterTest, StatOfAnItemNamesTheOneServerHoldingIt) {
     auto region = CreateRegion("plain", 12 << 20);
     std::vector<std::unique_ptr<Fam_Descriptor>> items;
     for (int i = 0; i < 6; ++i) {
@@ -177,6 +185,42 @@ TEST_F(LeastUsedClusterTest, NewRegionGoesToTheServerWithFewestBytes) {
     fam()->fam_destroy_region(regions[1].get());
     auto next = CreateRegion("next", 1 << 20);
     EXPECT_EQ(ServersOf(fam(), next.get()), std::vector<uint64_t>{freed});
+}
+
+// By default a region without interleaving takes one server per GiB (OpenFAM's default span
+// size), so that any item up to its free size fits: each item lies on one server.
+TEST_F(PlainClusterTest, SmallRegionLivesOnOneServerAndTakesItemsOfHalfItsSize) {
+    auto region = CreateRegion("small", 8 << 20);
+    EXPECT_EQ(ServersOf(fam(), region.get()).size(), 1u);
+    auto half = Allocate("half", 4 << 20, region.get());
+    auto quarter = Allocate("quarter", 2 << 20, region.get());
+    std::vector<uint8_t> bytes = Pattern(4 << 20, 8);
+    PutBytes(half.get(), 0, bytes);
+    EXPECT_EQ(GetBytes(half.get(), 0, bytes.size()), bytes);
+    auto tiny = CreateRegion("tiny", 96 << 10);
+    auto tiny_half = Allocate("x", 48 << 10, tiny.get());
+    auto tiny_rest = Allocate("y", 32 << 10, tiny.get());
+    EXPECT_FAM_ERROR(delete fam()->fam_allocate("z", 32 << 10, 0777, tiny.get()),
+                     FAM_ERR_NO_SPACE, "fam_allocate");
+}
+
+TEST_F(PlainClusterTest, RegionTakesOneServerPerGibibyte) {
+    auto one = CreateRegion("one", 1ull << 30);
+    auto two = CreateRegion("two", (1ull << 30) + 1);
+    auto all = CreateRegion("all", 5ull << 30);
+    EXPECT_EQ(ServersOf(fam(), one.get()).size(), 1u);
+    EXPECT_EQ(ServersOf(fam(), two.get()).size(), 2u);
+    EXPECT_EQ(ServersOf(fam(), all.get()).size(), 3u) << "at most every server";
+}
+
+// An interleaved region stripes every item over all its servers, so it takes them all.
+TEST_F(ClusterTest, SmallInterleavedRegionTakesEveryServer) {
+    Fam_Region_Attributes striped{};
+    striped.interleaveEnable = ENABLE;
+    auto region = CreateRegion("s", 96 << 10, 0777, &striped);
+    EXPECT_EQ(ServersOf(fam(), region.get()).size(), 3u);
+    auto item = Allocate("x", 64 << 10, region.get());
+    EXPECT_EQ(item->get_used_memsrv_cnt(), 3u);
 }
 
 class SpanSizeClusterTest : public ClusterTest {
@@ -252,7 +296,7 @@ TEST_F(ClusterTest, MapOfStripedItemThrowsInvalidOp) {
     EXPECT_FAM_ERROR(fam()->fam_map(item.get()), FAM_ERR_INVALIDOP, "fam_map");
 }
 
-TEST_F(PlainClusterTest, ItemsOfARegionSpreadOverItsServers) {
+TEST_F(EveryServerClusterTest, ItemsOfARegionSpreadOverItsServers) {
     auto region = CreateRegion("spread", 12 << 20);
     Fam_Stat stat{};
     fam()->fam_stat(region.get(), &stat);
@@ -269,7 +313,7 @@ TEST_F(PlainClusterTest, ItemsOfARegionSpreadOverItsServers) {
                      FAM_ERR_NO_SPACE, "fam_allocate");
 }
 
-TEST_F(PlainClusterTest, CopyBetweenItemsOnDifferentServersCopiesBytes) {
+TEST_F(EveryServerClusterTest, CopyBetweenItemsOnDifferentServersCopiesBytes) {
     auto region = CreateRegion("spread", 12 << 20);
     // Allocate until two items sit on different memory servers.
     std::vector<std::unique_ptr<Fam_Descriptor>> items;
@@ -370,9 +414,10 @@ TEST_F(MemorySideTest, CorruptedBackupOfStripedItemFailsRestoreAndWritesNothing)
     EXPECT_EQ(GetBytes(dest.get(), 0, kSize), Pattern(kSize, 6));
 }
 
+// Two servers, every region on both.
 class FailureTest : public ClusterTest {
   protected:
-    const char *Spec() const override { return "2"; }
+    const char *Spec() const override { return "2:0:tcp:region_span_size_per_memoryserver=0"; }
 };
 
 TEST_F(FailureTest, DeadMemoryServerGivesAnErrorWithinBoundedTime) {

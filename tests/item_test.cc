@@ -162,9 +162,15 @@ TEST_F(ItemTest, ItemNameOf256BytesThrowsNameTooLong) {
                      FAM_ERR_NAME_TOO_LONG, "fam_allocate");
 }
 
-TEST_F(ItemTest, EmptyItemNameThrowsInvalid) {
-    EXPECT_FAM_ERROR(delete fam()->fam_allocate("", 64, 0600, region_.get()), FAM_ERR_INVALID,
-                     "fam_allocate");
+TEST_F(ItemTest, EmptyItemNameAllocatesUnnamedItems) {
+    // OpenFAM programs pass "" for an item they never look up by name.
+    std::unique_ptr<Fam_Descriptor> first(fam()->fam_allocate("", 64, 0600, region_.get()));
+    std::unique_ptr<Fam_Descriptor> second(fam()->fam_allocate("", 64, 0600, region_.get()));
+    EXPECT_STREQ(first->get_name(), "");
+    EXPECT_NE(first->get_global_descriptor().offset, second->get_global_descriptor().offset);
+    PutBytes(first.get(), 0, Pattern(64, 6));
+    EXPECT_EQ(GetBytes(first.get(), 0, 64), Pattern(64, 6));
+    EXPECT_FAM_ERROR(delete fam()->fam_lookup("", "r"), FAM_ERR_INVALID, "fam_lookup");
 }
 
 TEST_F(ItemTest, NullItemNameThrowsNullptr) {

@@ -1,5 +1,6 @@
 // openfam::fam: the facade. Each method runs its FamImpl counterpart under its own name, so that
-// every error message starts with the call the user made. Nothing else happens here.
+// every error message starts with the call the user made (non-blocking calls and non-fetching
+// atomics under Issue, whose failures wait for fam_quiet). Nothing else happens here.
 #include "fam/fam.h"
 
 #include "client/fam_impl.h"
@@ -13,10 +14,24 @@ using fampool::Guard;
 
 namespace {
 
+// Runs a non-blocking call or a non-fetching atomic. A failure found when it is issued (an
+// offset past the end, no permission) waits for the next fam_quiet, as OpenFAM programs
+// expect: they issue these calls outside any try block.
+template <typename Body>
+void Issue(FamImpl *impl, const char *call, Body &&body) {
+    Guard(call, [&] {
+        try {
+            body();
+        } catch (const fampool::Failure &failure) {
+            if (!impl->Defer(call, failure)) throw;
+        }
+    });
+}
+
 template <typename T>
 void Update(FamImpl *impl, const char *call, AtomicOp op, Fam_Descriptor *d, uint64_t offset,
             T value) {
-    Guard(call, [&] { impl->Atomic<T>(op, /*fetching=*/false, d, offset, value); });
+    Issue(impl, call, [&] { impl->Atomic<T>(op, /*fetching=*/false, d, offset, value); });
 }
 
 template <typename T>
@@ -55,8 +70,7 @@ Fam_Descriptor *fam::fam_allocate(uint64_t nbytes, mode_t accessPermissions, Fam
 Fam_Descriptor *fam::fam_allocate(const char *name, uint64_t nbytes, mode_t accessPermissions, Fam_Region_Descriptor *region) {
     return Guard("fam_allocate", [&] {
         if (!name) fampool::Fail(FAM_ERR_NULLPTR, "item name is NULL (use the unnamed fam_allocate)");
-        if (!*name) fampool::Fail(FAM_ERR_INVALID, "item name is empty (use the unnamed fam_allocate)");
-        return impl_->Allocate(name, nbytes, accessPermissions, region);
+        return impl_->Allocate(name, nbytes, accessPermissions, region);  // "": unnamed
     });
 }
 void fam::fam_deallocate(Fam_Descriptor *descriptor) { Guard("fam_deallocate", [&] { impl_->Deallocate(descriptor); }); }
@@ -68,9 +82,9 @@ void fam::fam_stat(Fam_Region_Descriptor *descriptor, Fam_Stat *famInfo) { Guard
 
 // Get and put.
 void fam::fam_get_blocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) { Guard("fam_get_blocking", [&] { impl_->Get(local, d, offset, nbytes, true); }); }
-void fam::fam_get_nonblocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) { Guard("fam_get_nonblocking", [&] { impl_->Get(local, d, offset, nbytes, false); }); }
+void fam::fam_get_nonblocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) { Issue(impl_, "fam_get_nonblocking", [&] { impl_->Get(local, d, offset, nbytes, false); }); }
 void fam::fam_put_blocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) { Guard("fam_put_blocking", [&] { impl_->Put(local, d, offset, nbytes, true); }); }
-void fam::fam_put_nonblocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) { Guard("fam_put_nonblocking", [&] { impl_->Put(local, d, offset, nbytes, false); }); }
+void fam::fam_put_nonblocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) { Issue(impl_, "fam_put_nonblocking", [&] { impl_->Put(local, d, offset, nbytes, false); }); }
 
 // Gather and scatter.
 void fam::fam_gather_blocking(void *local, Fam_Descriptor *d, uint64_t nElements, uint64_t firstElement, uint64_t stride, uint64_t elementSize) {
@@ -80,10 +94,10 @@ void fam::fam_gather_blocking(void *local, Fam_Descriptor *d, uint64_t nElements
     Guard("fam_gather_blocking", [&] { impl_->Gather(local, d, nElements, elementIndex, elementSize, true); });
 }
 void fam::fam_gather_nonblocking(void *local, Fam_Descriptor *d, uint64_t nElements, uint64_t firstElement, uint64_t stride, uint64_t elementSize) {
-    Guard("fam_gather_nonblocking", [&] { impl_->Gather(local, d, nElements, firstElement, stride, elementSize, false); });
+    Issue(impl_, "fam_gather_nonblocking", [&] { impl_->Gather(local, d, nElements, firstElement, stride, elementSize, false); });
 }
 void fam::fam_gather_nonblocking(void *local, Fam_Descriptor *d, uint64_t nElements, uint64_t *elementIndex, uint64_t elementSize) {
-    Guard("fam_gather_nonblocking", [&] { impl_->Gather(local, d, nElements, elementIndex, elementSize, false); });
+    Issue(impl_, "fam_gather_nonblocking", [&] { impl_->Gather(local, d, nElements, elementIndex, elementSize, false); });
 }
 void fam::fam_scatter_blocking(void *local, Fam_Descriptor *d, uint64_t nElements, uint64_t firstElement, uint64_t stride, uint64_t elementSize) {
     Guard("fam_scatter_blocking", [&] { impl_->Scatter(local, d, nElements, firstElement, stride, elementSize, true); });
@@ -92,10 +106,10 @@ void fam::fam_scatter_blocking(void *local, Fam_Descriptor *d, uint64_t nElement
     Guard("fam_scatter_blocking", [&] { impl_->Scatter(local, d, nElements, elementIndex, elementSize, true); });
 }
 void fam::fam_scatter_nonblocking(void *local, Fam_Descriptor *d, uint64_t nElements, uint64_t firstElement, uint64_t stride, uint64_t elementSize) {
-    Guard("fam_scatter_nonblocking", [&] { impl_->Scatter(local, d, nElements, firstElement, stride, elementSize, false); });
+    Issue(impl_, "fam_scatter_nonblocking", [&] { impl_->Scatter(local, d, nElements, firstElement, stride, elementSize, false); });
 }
 void fam::fam_scatter_nonblocking(void *local, Fam_Descriptor *d, uint64_t nElements, uint64_t *elementIndex, uint64_t elementSize) {
-    Guard("fam_scatter_nonblocking", [&] { impl_->Scatter(local, d, nElements, elementIndex, elementSize, false); });
+    Issue(impl_, "fam_scatter_nonblocking", [&] { impl_->Scatter(local, d, nElements, elementIndex, elementSize, false); });
 }
 
 // Copy, backup and restore.

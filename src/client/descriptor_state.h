@@ -28,18 +28,20 @@ struct DescriptorState {
     Fam_Global_Descriptor global{};
     Fam_Descriptor_Status status = DESC_UNINITIALIZED;
     bool size_known = false;
+    bool closed = false;  // DESC_INVALID by fam_close (not by fam_deallocate)
     ItemInfo item;  // valid once status is DESC_INIT_DONE
 
     DescriptorState() = default;
     DescriptorState(const DescriptorState &other)
         : global(other.global), status(other.status), size_known(other.size_known),
-          item(other.item) {
+          closed(other.closed), item(other.item) {
         set_binding(other.binding());
     }
     DescriptorState &operator=(const DescriptorState &other) {
         global = other.global;
         status = other.status;
         size_known = other.size_known;
+        closed = other.closed;
         item = other.item;
         set_binding(other.binding());
         return *this;

@@ -209,8 +209,11 @@ void *FamImpl::DeleteBackup(const char *name) {
 
 char *FamImpl::ListBackup(const char *name) {
     Session &session = Control();
+    if (!name) {
+        Fail(openfam::FAM_ERR_INVALID, "backup name is NULL (\"*\" lists every backup)");
+    }
     std::string text;
-    if (!name || std::string(name) == "*") {
+    if (std::string(name) == "*") {
         for (const BackupInfo &info : Archivist(session).ListBackups()) {
             text += FormatBackup(info);
         }

@@ -48,6 +48,11 @@ DescriptorState &FamImpl::Resolve(Session &session, Fam_Descriptor *item) {
     if (state.status == DESC_INIT_DONE) return state;
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (state.status == DESC_INVALID) {
+        if (state.closed) {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "descriptor of {} was closed (fam_close); look the item up again to use it",
+                 Describe(state.item));
+        }
         Fail(openfam::FAM_ERR_INVALID, "descriptor refers to an item that was deallocated");
     }
     if (state.status != DESC_INIT_DONE) {
@@ -137,7 +142,7 @@ void FamImpl::ChangePermissions(Fam_Region_Descriptor *region, mode_t perm) {
     Session &session = Control();
     RegionDescriptorState &state = ResolveRegion(session, region);
     session.metadata->ChangeRegionPermissions(state.region.id, perm, session.caller);
-    state.region.perm = perm & 0777;
+    state.region.perm = perm;
 }
 
 void FamImpl::Stat(Fam_Region_Descriptor *region, Fam_Stat *info) {
@@ -190,11 +195,12 @@ void FamImpl::Deallocate(Fam_Descriptor *item) {
 void FamImpl::Close(Fam_Descriptor *item) {
     Session &session = Control();
     DescriptorState &state = Resolve(session, item);
-    // The item stays; this process lets go of its data-path binding. A later use of the
-    // descriptor binds again.
+    // The item stays; this process lets go of its data-path binding, and the descriptor is
+    // done with: every later use fails (fam_lookup gives a new one).
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     state.set_binding(nullptr);
-    state.status = DESC_UNINITIALIZED;
+    state.status = DESC_INVALID;
+    state.closed = true;
 }
 
 void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {
@@ -202,11 +208,13 @@ void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {
     DescriptorState &state = Resolve(session, item);
     session.metadata->ChangeItemPermissions(state.item.region_id, state.item.offset, perm,
                                             session.caller);
-    // The change revoked the keys behind this descriptor: bind it again with new ones.
+    // The change revoked the keys behind this descriptor: bind it again with new ones, unless
+    // the new mode leaves the owner no access at all (0, 01, ...): the descriptor then refuses
+    // every transfer until the owner gives access back.
     ItemInfo fresh = session.metadata->GetItem(state.item.region_id, state.item.offset,
                                                session.caller);
     std::lock_guard<std::mutex> lock(resolve_mutex_);
-    state.Rebind(session.transport->Attach(fresh));
+    if (fresh.can_read || fresh.can_write) state.Rebind(session.transport->Attach(fresh));
     state.item = std::move(fresh);
 }
 

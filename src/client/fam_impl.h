@@ -5,11 +5,13 @@
 #ifndef FAMPOOL_CLIENT_FAM_IMPL_H_
 #define FAMPOOL_CLIENT_FAM_IMPL_H_
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "client/descriptor_state.h"
 #include "client/session.h"
@@ -90,7 +92,14 @@ class FamImpl {
 
     // Ordering and contexts.
     void Fence();
+    // Waits for this object's (or context's) non-blocking operations; throws the first failure
+    // among them, those found when they were issued (Defer) first.
     void Quiet();
+    // Keeps `failure`, found while issuing the non-blocking call or non-fetching atomic `call`,
+    // for the next Quiet, which throws it with the call's name in front, as OpenFAM programs
+    // expect. False when it must be thrown now instead: a NULL argument, or an object that is
+    // not initialized (no Quiet could report it).
+    bool Defer(const char *call, const Failure &failure);
     uint64_t Progress();
     openfam::fam_context *ContextOpen();
     void ContextClose(openfam::fam_context *context);
@@ -145,6 +154,13 @@ class FamImpl {
     std::shared_ptr<Session> session_;
     FamImpl *parent_ = nullptr;  // set for contexts
     std::unique_ptr<Channel> channel_;  // after session_: closed before the session goes
+
+    // Failures found while issuing non-blocking calls, for the next Quiet (the first few word
+    // for word; the rest counted).
+    std::mutex deferred_mutex_;
+    std::vector<Failure> deferred_;
+    uint64_t deferred_dropped_ = 0;
+    std::atomic<bool> has_deferred_{false};
 
     std::mutex contexts_mutex_;
     std::set<openfam::fam_context *> contexts_;

@@ -1,32 +1,53 @@
 // FamImpl: life cycle, options, contexts and ordering.
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "client/fam_impl.h"
 
 namespace fampool {
 namespace {
 
-const char *kOptionNames[] = {"VERSION",
-                              "DEFAULT_REGION_NAME",
-                              "CIS_SERVER",
-                              "GRPC_PORT",
-                              "LIBFABRIC_PROVIDER",
-                              "FAM_THREAD_MODEL",
-                              "CIS_INTERFACE_TYPE",
-                              "OPENFAM_MODEL",
-                              "FAM_CONTEXT_MODEL",
-                              "PE_COUNT",
-                              "PE_ID",
-                              "RUNTIME",
-                              "NUM_CONSUMER",
-                              "FAM_DEFAULT_MEMORY_TYPE",
-                              "IF_DEVICE",
-                              "LOC_BUF_ADDR",
-                              "LOC_BUF_SIZE",
-                              "FAMPOOL_HOME",
-                              "FAMPOOL_ARCHIVE_DIR",
-                              nullptr};
+const char *const kOptionNames[] = {"VERSION",
+                                    "DEFAULT_REGION_NAME",
+                                    "CIS_SERVER",
+                                    "GRPC_PORT",
+                                    "LIBFABRIC_PROVIDER",
+                                    "FAM_THREAD_MODEL",
+                                    "CIS_INTERFACE_TYPE",
+                                    "OPENFAM_MODEL",
+                                    "FAM_CONTEXT_MODEL",
+                                    "PE_COUNT",
+                                    "PE_ID",
+                                    "RUNTIME",
+                                    "NUM_CONSUMER",
+                                    "FAM_DEFAULT_MEMORY_TYPE",
+                                    "IF_DEVICE",
+                                    "LOC_BUF_ADDR",
+                                    "LOC_BUF_SIZE",
+                                    "FAMPOOL_HOME",
+                                    "FAMPOOL_ARCHIVE_DIR"};
+
+// Failures of non-blocking calls kept word for word until Quiet; more are counted.
+constexpr size_t kDeferredKept = 16;
+
+// The option names as OpenFAM hands them out: one malloc'd block holding the NULL-terminated
+// array and, after it, the names, so that the caller's one free() releases all of it.
+const char **NewOptionList() {
+    size_t count = std::size(kOptionNames), bytes = (count + 1) * sizeof(char *);
+    for (const char *name : kOptionNames) bytes += std::strlen(name) + 1;
+    auto **list = static_cast<const char **>(std::malloc(bytes));
+    if (!list) Fail(openfam::FAM_ERR_MEMORY, "out of memory for the option list");
+    char *text = reinterpret_cast<char *>(list + count + 1);
+    for (size_t i = 0; i < count; ++i) {
+        size_t length = std::strlen(kOptionNames[i]) + 1;
+        std::memcpy(text, kOptionNames[i], length);
+        list[i] = text;
+        text += length;
+    }
+    list[count] = nullptr;
+    return list;
+}
 
 template <typename T>
 const void *Copied(const T &value) {
@@ -88,6 +109,9 @@ void FamImpl::Initialize(const char * /*group*/, Fam_Options *options) {
 }
 
 void FamImpl::Finalize(const char * /*group*/) {
+    // Finalizing a finalized object does nothing: OpenFAM programs call fam_finalize again
+    // (in error paths and cleanup) and expect it to return.
+    if (!parent_ && session_ && session_->finalized.load(std::memory_order_acquire)) return;
     Session &session = Control();
     {
         std::lock_guard<std::mutex> lock(contexts_mutex_);
@@ -100,7 +124,7 @@ void FamImpl::Finalize(const char * /*group*/) {
 }
 
 void FamImpl::Abort(int status) {
-    Session &session = Live();
+    Session &session = Control();  // a context's fam_abort throws; it does not end the job
     session.runtime->Abort(status);
     std::_Exit(status);  // Runtime::Abort does not return; this keeps the promise visible
 }
@@ -108,12 +132,12 @@ void FamImpl::Abort(int status) {
 void FamImpl::Barrier() { Control().runtime->Barrier(); }
 
 const char **FamImpl::ListOptions() {
-    Live();
-    return kOptionNames;
+    Control();
+    return NewOptionList();
 }
 
 const void *FamImpl::GetOption(const char *name) {
-    Session &session = Live();
+    Session &session = Control();
     if (!name) Fail(openfam::FAM_ERR_NULLPTR, "option name is NULL");
     const Config &c = session.config;
     std::string option = name;
@@ -168,7 +192,42 @@ void FamImpl::Fence() {
 
 void FamImpl::Quiet() {
     Live();
-    channel_->Quiet();
+    std::vector<Failure> issued;
+    uint64_t dropped = 0;
+    if (has_deferred_.load(std::memory_order_acquire)) {
+        std::lock_guard<std::mutex> lock(deferred_mutex_);
+        issued.swap(deferred_);
+        std::swap(dropped, deferred_dropped_);
+        has_deferred_.store(false, std::memory_order_release);
+    }
+    if (issued.empty()) return channel_->Quiet();
+    // Every operation is waited for; what failed at issue comes first in the report.
+    uint64_t more = issued.size() - 1 + dropped;
+    try {
+        channel_->Quiet();
+    } catch (const Failure &) {
+        ++more;
+    }
+    const Failure &first = issued.front();
+    std::string message = first.fam_error_msg();
+    if (more > 0) message += fmt::format(" (and {} more failed operations)", more);
+    throw Failure(static_cast<Fam_Error>(first.fam_error()), message);
+}
+
+bool FamImpl::Defer(const char *call, const Failure &failure) {
+    if (failure.fam_error() == openfam::FAM_ERR_NULLPTR || !session_ ||
+        session_->finalized.load(std::memory_order_acquire)) {
+        return false;
+    }
+    std::lock_guard<std::mutex> lock(deferred_mutex_);
+    if (deferred_.size() < kDeferredKept) {
+        deferred_.emplace_back(static_cast<Fam_Error>(failure.fam_error()),
+                               std::string(call) + ": " + failure.fam_error_msg());
+    } else {
+        ++deferred_dropped_;
+    }
+    has_deferred_.store(true, std::memory_order_release);
+    return true;
 }
 
 uint64_t FamImpl::Progress() {

@@ -5,6 +5,7 @@
 #define FAMPOOL_COMMON_CLUSTER_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,9 +31,10 @@ struct ClusterConfig {
     std::string progress = "blocking";
     uint64_t region_span = 0;  // memory servers per region at most; 0: all of them
     // OpenFAM's spanning keys: without spanning a region lives on one server; with a span size,
-    // a region takes one server per that many bytes (at least one, at most region_span).
+    // a region takes one server per that many bytes (at least one, at most region_span); 0:
+    // every region takes region_span. Unset: see PlacementOptions::span_size.
     bool region_spanning = true;
-    uint64_t span_size = 0;
+    std::optional<uint64_t> span_size;
     uint64_t interleave_size = 0;
     int rpc_timeout_ms = 10000;
     int fabric_timeout_ms = 10000;

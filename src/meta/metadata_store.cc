@@ -41,6 +41,16 @@ void CheckName(const char *what, const std::string &name) {
     }
 }
 
+// The permission bits of a region or item: any mode chmod(2) takes (0 to 07777; setuid,
+// setgid and sticky are kept and shown, and grant nothing). Other bits are refused.
+uint32_t CheckedMode(uint32_t perm, const char *what, const std::string &name) {
+    if (perm & ~uint32_t{07777}) {
+        Fail(openfam::FAM_ERR_INVALID, "mode {:o} of {} \"{}\" has bits outside 07777", perm,
+             what, name);
+    }
+    return perm;
+}
+
 bool StartsWith(std::string_view key, std::string_view prefix) {
     return key.substr(0, prefix.size()) == prefix;
 }
@@ -120,12 +130,22 @@ void Govern(ItemInfo &item, const Caller &caller) {
     item.can_write = Allowed(mode, owner, group, caller, kWrite);
 }
 
+// Looking a region up, or its record, needs read or write permission; its owner needs none (a
+// file's owner may stat it and chmod it whatever its mode), so that a region of mode 0 can be
+// found again and opened up.
 void RequireAnyAccess(const RegionInfo &region, const Caller &caller) {
+    if (caller.uid == region.uid) return;
     if (!Allowed(region.perm, region.uid, region.gid, caller, kRead) &&
         !Allowed(region.perm, region.uid, region.gid, caller, kWrite)) {
         Fail(openfam::FAM_ERR_NOPERM, "no read or write permission on region \"{}\" (mode {:o})",
              region.name, region.perm);
     }
+}
+
+// Whether `caller` owns the item or its region: its record is theirs to see whatever the mode
+// (fam_lookup and fam_stat then work; reads and writes follow the bits).
+bool Owns(const ItemInfo &item, const Caller &caller) {
+    return caller.uid == item.uid || caller.uid == item.region.uid;
 }
 
 void RequireOwner(const RegionInfo &region, const Caller &caller, const char *action) {
@@ -195,11 +215,13 @@ MetadataStore::~MetadataStore() {
     scrubber_.join();
 }
 
-std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64_t size) {
+std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64_t size,
+                                                  bool interleaved) {
     size_t count = servers_.size();
     size_t span = options_.region_span ? std::min(options_.region_span, count) : count;
-    if (options_.span_size) {
-        uint64_t wanted = size / options_.span_size + (size % options_.span_size ? 1 : 0);
+    uint64_t span_size = options_.span_size.value_or(interleaved ? 0 : kDefaultSpanSize);
+    if (span_size) {
+        uint64_t wanted = size / span_size + (size % span_size ? 1 : 0);
         span = static_cast<size_t>(std::clamp<uint64_t>(wanted, 1, span));
     }
     std::vector<uint64_t> order(count);
@@ -222,7 +244,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     RegionInfo region;
     region.name = name;
     region.size = size;
-    region.perm = perm & 0777;
+    region.perm = CheckedMode(perm, "region", name);
     region.uid = caller.uid;
     region.gid = caller.gid;
     region.attributes = attributes;
@@ -238,7 +260,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     }
     region.interleave_size =
         region.attributes.interleaveEnable == ENABLE ? options_.interleave_size : 0;
-    region.memory_servers = PlaceRegion(name, size);
+    region.memory_servers = PlaceRegion(name, size, region.interleave_size != 0);
     if (size > (uint64_t{1} << kServerIndexShift) * region.memory_servers.size()) {
         Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" of {} bytes exceeds 256 TiB per memory server",
              name, size);
@@ -374,7 +396,7 @@ void MetadataStore::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
     Txn txn(*env_, /*write=*/true);
     RegionInfo region = ReadRegion(txn, region_id);
     RequireOwner(region, caller, "change the permissions of");
-    region.perm = perm & 0777;
+    region.perm = CheckedMode(perm, "region", region.name);
     txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
     txn.Commit();
     if (options_.grant_keys && region.attributes.permissionLevel != DATAITEM) {
@@ -451,7 +473,7 @@ ItemInfo MetadataStore::AllocateOnce(uint64_t region_id, const std::string &name
     }
     item.size = size;
     item.name = name;
-    item.perm = perm & 0777;
+    item.perm = CheckedMode(perm, "item", name);
     item.uid = caller.uid;
     item.gid = caller.gid;
     // Free space reads as zeros already (see the header): nothing to clear.
@@ -675,7 +697,7 @@ ItemInfo MetadataStore::LookupItem(const std::string &item_name, const std::stri
     ItemInfo item = DecodeItem(region_id, ReadU64(offset), bytes);
     item.region = ReadRegion(txn, region_id);
     Govern(item, caller);
-    if (!item.can_read && !item.can_write) {
+    if (!item.can_read && !item.can_write && !Owns(item, caller)) {
         Fail(openfam::FAM_ERR_NOPERM, "no read or write permission on item \"{}\" of region \"{}\"",
              item_name, region_name);
     }
@@ -694,7 +716,7 @@ ItemInfo MetadataStore::GetItem(uint64_t region_id, uint64_t offset, const Calle
     ItemInfo item = DecodeItem(region_id, offset, bytes);
     item.region = region;
     Govern(item, caller);
-    if (!item.can_read && !item.can_write) {
+    if (!item.can_read && !item.can_write && !Owns(item, caller)) {
         Fail(openfam::FAM_ERR_NOPERM, "no read or write permission on item at offset {} of \"{}\"",
              offset, region.name);
     }
@@ -722,7 +744,7 @@ void MetadataStore::ChangeItemPermissions(uint64_t region_id, uint64_t offset, u
         Fail(openfam::FAM_ERR_NOPERM, "only the owner (uid {}) of item \"{}\" may change its "
              "permissions", item.uid, item.name);
     }
-    item.perm = perm & 0777;
+    item.perm = CheckedMode(perm, "item", item.name);
     txn.Put(Table::kItems, Key(region_id, offset), EncodeItem(item));
     txn.Commit();
     if (options_.grant_keys) RevokeItemGrants(region, offset, item.size);

@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -34,6 +35,9 @@
 
 namespace fampool {
 
+// OpenFAM's default region_span_size_per_memoryserver.
+constexpr uint64_t kDefaultSpanSize = uint64_t{1} << 30;
+
 // How regions are spread over memory servers.
 struct PlacementOptions {
     uint64_t interleave_size = 0;  // for regions with interleaving (ENABLE or the default)
@@ -41,7 +45,11 @@ struct PlacementOptions {
     // Bytes a region places on each server before it takes another (OpenFAM's
     // region_span_size_per_memoryserver): a region of S bytes spans ceil(S / span_size)
     // servers, at least one and at most region_span. 0: every region takes region_span.
-    uint64_t span_size = 0;
+    // Unset: a region without interleaving spans ceil(S / kDefaultSpanSize) servers, since
+    // each of its items lives on one server and must fit there (a small region spread over
+    // every server would refuse items half its size); an interleaved region, whose items are
+    // striped over all its servers, takes region_span.
+    std::optional<uint64_t> span_size;
     std::string policy = "hash";   // "hash" (by region name) or "least-used" (fewest bytes)
     bool grant_keys = false;       // fill ItemInfo::access with fabric keys (memory-server model)
     // Zero deallocated items on a thread of the store (the metadata server, whose memory
@@ -107,7 +115,7 @@ class MetadataStore : public MetadataService {
     void ForgetGrants(uint64_t region_id);
     void RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size);
     // The memory servers of a new region (ids, ascending).
-    std::vector<uint64_t> PlaceRegion(const std::string &name, uint64_t size);
+    std::vector<uint64_t> PlaceRegion(const std::string &name, uint64_t size, bool interleaved);
     ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size,
                           uint32_t perm, const Caller &caller);
     using ItemSpan = std::pair<uint64_t, uint64_t>;  // an item's offset and size

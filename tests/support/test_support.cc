@@ -196,6 +196,30 @@ CaughtError CatchFamError(const std::function<void()> &body) {
     return IsFamError(CatchFamError(body), expected, names);
 }
 
+::testing::AssertionResult FailsAtQuiet(openfam::fam *fam, const std::function<void()> &body,
+                                        int expected, const char *call_name) {
+    CaughtError issued = CatchFamError(body);
+    if (issued.thrown) {
+        return ::testing::AssertionFailure()
+               << call_name << " threw " << FamErrorName(issued.code) << " when issued (\""
+               << issued.message << "\"); its error belongs to the next fam_quiet";
+    }
+    CaughtError quiet = CatchFamError([&] { fam->fam_quiet(); });
+    ::testing::AssertionResult named = IsFamError(quiet, expected, {call_name});
+    if (!named) return named << " (from fam_quiet after " << call_name << ")";
+    if (quiet.message.rfind("fam_quiet: ", 0) != 0) {
+        return ::testing::AssertionFailure()
+               << "fam_quiet's message \"" << quiet.message << "\" does not start with fam_quiet";
+    }
+    CaughtError again = CatchFamError([&] { fam->fam_quiet(); });
+    if (again.thrown) {
+        return ::testing::AssertionFailure()
+               << "a second fam_quiet threw " << FamErrorName(again.code) << " (\""
+               << again.message << "\"): the first one should have cleared the error";
+    }
+    return ::testing::AssertionSuccess();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Files, directories and the environment
 

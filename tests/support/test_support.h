@@ -66,6 +66,19 @@ CaughtError CatchFamError(const std::function<void()> &body);
 ::testing::AssertionResult IsFamError(const CaughtError &caught, int expected,
                                       const std::vector<std::string> &call_names);
 
+// Success when `body` (a non-blocking call or a non-fetching atomic) throws nothing and the
+// next fam_quiet of `fam` (a fam object or a context) throws `expected` with a message naming
+// fam_quiet and `call_name`, and the quiet after that throws nothing: the way OpenFAM programs
+// expect the errors of such calls.
+::testing::AssertionResult FailsAtQuiet(openfam::fam *fam, const std::function<void()> &body,
+                                        int expected, const char *call_name);
+
+// EXPECT_FAM_ERROR_AT_QUIET(fam, fam->fam_set(d, 3, 1), openfam::FAM_ERR_INVALID, "fam_set");
+#define EXPECT_FAM_ERROR_AT_QUIET(fam, statement, error, call_name)                          \
+    EXPECT_TRUE(::fampool_test::FailsAtQuiet((fam), [&]() { statement; }, (error),         \
+                                             (call_name)))                                 \
+        << "  statement: " #statement
+
 // EXPECT_FAM_ERROR(fam->fam_put_blocking(buf, d, 4096, 8), openfam::FAM_ERR_OUTOFRANGE,
 //                  "fam_put_blocking");
 #define EXPECT_FAM_ERROR(statement, error, call_name)                                        \

@@ -6,9 +6,10 @@
 //
 // Initializes fam from the environment (FAMPOOL_CONFIG), then tries each operation below and
 // prints one line per operation, "<operation> <FAM error code>" (0: it succeeded):
-//   lookup_region, lookup_item, get (8 bytes at 0), put (0x5555555555555555 at 0), set (7 at 8),
-//   allocate (a 64-byte item "worker-item" in REGION), deallocate (that item, if allocated),
-//   resize_region (to twice its size), destroy_region.
+//   lookup_region, lookup_item, get (8 bytes at 0), put (0x5555555555555555 at 0), set (7 at 8,
+//   then fam_quiet, which reports its error), allocate (a 64-byte item "worker-item" in
+//   REGION), deallocate (that item, if allocated), resize_region (to twice its size),
+//   destroy_region.
 // Exit status 0 when every operation ran (whatever it returned), 2 when fam_initialize threw.
 #include <fam/fam.h>
 #include <fam/fam_exception.h>
@@ -56,7 +57,10 @@ int main(int argc, char **argv) {
     uint64_t read = 0, written = 0x5555555555555555ull;
     Try("get", [&] { f.fam_get_blocking(&read, item.get(), 0, sizeof read); });
     Try("put", [&] { f.fam_put_blocking(&written, item.get(), 0, sizeof written); });
-    Try("set", [&] { f.fam_set(item.get(), 8, uint64_t{7}); });
+    Try("set", [&] {
+        f.fam_set(item.get(), 8, uint64_t{7});
+        f.fam_quiet();  // where a non-fetching atomic's error is reported
+    });
     Try("allocate", [&] { mine.reset(f.fam_allocate("worker-item", 64, 0600, region.get())); });
     Try("deallocate", [&] { f.fam_deallocate(mine.get()); });
     Try("resize_region", [&] {

@@ -138,9 +138,11 @@ int main(void) {
     double dbl = c_fam_fetch_double(fam, item, 3120);
     check(rc == 0 && dbl == 2.5 && c_fam_error() == 0, "fetch_double", "fetched value is not 2.5");
 
-    rc = c_fam_add_int32(fam, item, 3073, 1);  // misaligned
+    rc = c_fam_add_int32(fam, item, 3073, 1);  // misaligned: the error waits for c_fam_quiet
+    check(rc == 0, "misaligned_atomic_issue", "misaligned non-fetching atomic failed when issued");
+    rc = c_fam_quiet(fam);
     check(rc == -C_FAM_ERR_INVALID && c_fam_error() == C_FAM_ERR_INVALID, "misaligned_atomic",
-          "misaligned atomic did not fail with FAM_ERR_INVALID");
+          "c_fam_quiet after a misaligned atomic did not fail with FAM_ERR_INVALID");
 
     // ---- Stat ----
     Fam_Stat stat;

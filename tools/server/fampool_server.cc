@@ -122,7 +122,7 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     PlacementOptions placement;
     placement.interleave_size = cluster.interleave_size;
     placement.region_span = cluster.region_spanning ? cluster.region_span : 1;
-    placement.span_size = cluster.region_spanning ? cluster.span_size : 0;
+    placement.span_size = cluster.span_size;
     placement.policy = cluster.placement;
     placement.grant_keys = true;
     // fam_deallocate returns before its item is zeroed; allocation never waits for zeroing.
