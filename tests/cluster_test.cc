@@ -239,6 +239,21 @@ TEST_F(SpanSizeClusterTest, RegionTakesOneServerPerSpanSize) {
     EXPECT_EQ(ServersOf(fam(), large.get()).size(), 3u) << "at most every server";
 }
 
+// delayed_free_threads: 0 (OpenFAM's key): fam_deallocate zeroes the item itself.
+class ImmediateFreeClusterTest : public ClusterTest {
+  protected:
+    const char *Spec() const override { return "1:0:tcp:delayed_free_threads=0"; }
+};
+
+TEST_F(ImmediateFreeClusterTest, DeallocatedSpaceIsZeroAndFreeAtOnce) {
+    auto region = CreateRegion("r", 1 << 20);
+    std::unique_ptr<Fam_Descriptor> whole = Allocate("whole", 1 << 20, region.get());
+    PutBytes(whole.get(), 0, Pattern(1 << 20, 5));
+    fam()->fam_deallocate(whole.get());
+    auto again = Allocate("again", 1 << 20, region.get());
+    EXPECT_EQ(GetBytes(again.get(), 0, 1 << 20), std::vector<uint8_t>(1 << 20, 0));
+}
+
 class NoSpanningClusterTest : public ClusterTest {
   protected:
     const char *Spec() const override { return "3:0:tcp:enable_region_spanning=false"; }

@@ -2,10 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <set>
 
 #include "common/config_keys.h"
 #include "common/error.h"
+#include "common/openfam_config.h"
 
 namespace fampool {
 namespace {
@@ -36,7 +38,7 @@ MemoryServerConfig ReadServer(const YAML::Node &node, uint64_t default_id,
         std::string key = entry.first.as<std::string>();
         if (!kServerKeys.count(key)) {
             Bad(path, "unknown memory-server key \"" + key + "\" (known: id, rpc_interface, "
-                      "libfabric_port, fabric_host, fam_path, shm_path, memory_type, if_device)");
+                      "libfabric_port, fabric_host, if_device, fam_path, shm_path, memory_type)");
         }
         const YAML::Node &value = entry.second;
         if (key == "id") server.id = Read<uint64_t>(value, key, path);
@@ -45,25 +47,23 @@ MemoryServerConfig ReadServer(const YAML::Node &node, uint64_t default_id,
         }
         if (key == "libfabric_port") server.fabric_port = Read<std::string>(value, key, path);
         if (key == "fabric_host") server.fabric_host = Read<std::string>(value, key, path);
+        if (key == "if_device") server.if_device = Read<std::string>(value, key, path);
         if (key == "fam_path" || key == "heap_dir") {
             server.heap_dir = Read<std::string>(value, key, path);
         }
         if (key == "shm_path" || key == "shm_dir") {
             server.shm_dir = Read<std::string>(value, key, path);
         }
+        if (key == "memory_type") server.memory_type = Read<std::string>(value, key, path);
     }
-    if (server.rpc_address.empty()) Bad(path, "memory server " + std::to_string(server.id) +
-                                                  " has no rpc_interface (host:port)");
-    if (server.fabric_port.empty()) Bad(path, "memory server " + std::to_string(server.id) +
-                                                  " has no libfabric_port");
-    if (server.heap_dir.empty()) Bad(path, "memory server " + std::to_string(server.id) +
-                                               " has no fam_path (persistent heap directory)");
     return server;
 }
 
 }  // namespace
 
 ClusterConfig LoadClusterConfig(const std::string &path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return LoadOpenFamClusterConfig(path);
     YAML::Node root;
     try {
         root = YAML::LoadFile(path);
@@ -77,6 +77,7 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
         std::string key = entry.first.as<std::string>();
         if (!IsConfigKey(key)) Bad(path, "unknown key \"" + key + "\"");
         const YAML::Node &value = entry.second;
+        CheckOpenFamValue(path, key, value);
         if (key == "provider") config.provider = Read<std::string>(value, key, path);
         if (key == "metadata_address" || key == "fam_client_interface_service_address") {
             config.metadata_address = Read<std::string>(value, key, path);
@@ -105,6 +106,9 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
         if (key == "metadata_fabric_port") {
             config.metadata_fabric_port = Read<std::string>(value, key, path);
         }
+        if (key == "delayed_free_threads") {
+            config.delayed_free_threads = Read<int>(value, key, path);
+        }
         if (key == "memservers") {
             if (!value.IsSequence()) Bad(path, "\"memservers\" must be a list");
             for (size_t i = 0; i < value.size(); ++i) {
@@ -119,11 +123,21 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
             }
         }
     }
+    CheckClusterConfig(config);
+    return config;
+}
+
+void CheckClusterConfig(const ClusterConfig &config) {
+    const std::string &path = config.path;
     if (config.progress != "blocking" && config.progress != "busy") {
         Bad(path, "progress \"" + config.progress + "\" is not blocking or busy");
     }
     if (config.placement != "hash" && config.placement != "least-used") {
         Bad(path, "placement \"" + config.placement + "\" is not hash or least-used");
+    }
+    if (config.delayed_free_threads < 0) {
+        Bad(path, "delayed_free_threads " + std::to_string(config.delayed_free_threads) +
+                      " is negative");
     }
     uint64_t i = config.interleave_size;
     if (i && ((i & (i - 1)) || i < 64)) {
@@ -131,15 +145,62 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
              "cluster file {}: dataitem_interleave_size {} must be a power of two of at least 64",
              path, i);
     }
-    std::set<uint64_t> ids;
     for (size_t k = 0; k < config.memservers.size(); ++k) {
-        if (config.memservers[k].id != k) {
+        const MemoryServerConfig &server = config.memservers[k];
+        std::string which = "memory server " + std::to_string(server.id);
+        if (server.id != k) {
             Bad(path, "memory server ids must be 0, 1, ... in order (found " +
-                          std::to_string(config.memservers[k].id) + " at position " +
-                          std::to_string(k) + ")");
+                          std::to_string(server.id) + " at position " + std::to_string(k) + ")");
+        }
+        if (server.rpc_address.empty()) Bad(path, which + " has no rpc_interface (host:port)");
+        if (server.fabric_port.empty()) Bad(path, which + " has no libfabric_port");
+        if (server.heap_dir.empty()) {
+            Bad(path, which + " has no fam_path (persistent heap directory)");
+        }
+        if (!server.memory_type.empty() && server.memory_type != "volatile" &&
+            server.memory_type != "persistent") {
+            Bad(path, which + ": memory_type \"" + server.memory_type +
+                          "\" is not volatile or persistent");
         }
     }
-    return config;
+}
+
+namespace {
+
+// A YAML double-quoted scalar.
+std::string Quoted(const std::string &text) {
+    std::string out = "\"";
+    for (char c : text) out += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    return out + "\"";
+}
+
+}  // namespace
+
+std::string ClusterFileText(const ClusterConfig &c) {
+    std::string text = fmt::format(
+        "openfam_model: memory_server\nprovider: {}\nmetadata_address: {}\nmetadata_dir: {}\n"
+        "placement: {}\nprogress: {}\nregion_span: {}\nenable_region_spanning: {}\n"
+        "dataitem_interleave_size: {}\nrpc_timeout_ms: {}\nfabric_timeout_ms: {}\n"
+        "metadata_fabric: {}\ndelayed_free_threads: {}\n",
+        c.provider, Quoted(c.metadata_address), Quoted(c.metadata_dir), c.placement, c.progress,
+        c.region_span, c.region_spanning, c.interleave_size, c.rpc_timeout_ms,
+        c.fabric_timeout_ms, c.metadata_fabric, c.delayed_free_threads);
+    if (!c.archive_dir.empty()) text += fmt::format("archive_dir: {}\n", Quoted(c.archive_dir));
+    if (c.span_size) text += fmt::format("region_span_size_per_memoryserver: {}\n", *c.span_size);
+    if (!c.metadata_fabric_port.empty()) {
+        text += fmt::format("metadata_fabric_port: {}\n", Quoted(c.metadata_fabric_port));
+    }
+    text += "memservers:\n";
+    for (const MemoryServerConfig &m : c.memservers) {
+        text += fmt::format("  - id: {}\n    rpc_interface: {}\n    libfabric_port: {}\n"
+                            "    fam_path: {}\n    shm_path: {}\n",
+                            m.id, Quoted(m.rpc_address), Quoted(m.fabric_port),
+                            Quoted(m.heap_dir), Quoted(m.shm_dir));
+        if (!m.fabric_host.empty()) text += fmt::format("    fabric_host: {}\n", Quoted(m.fabric_host));
+        if (!m.if_device.empty()) text += fmt::format("    if_device: {}\n", Quoted(m.if_device));
+        if (!m.memory_type.empty()) text += fmt::format("    memory_type: {}\n", m.memory_type);
+    }
+    return text;
 }
 
 }  // namespace fampool

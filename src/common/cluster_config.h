@@ -14,10 +14,16 @@ namespace fampool {
 struct MemoryServerConfig {
     uint64_t id = 0;
     std::string rpc_address;           // host:port of its gRPC service
-    std::string fabric_host = "127.0.0.1";
+    // The address its libfabric endpoint binds; empty: the address of `if_device`, else
+    // 127.0.0.1.
+    std::string fabric_host;
     std::string fabric_port;           // libfabric service (port)
+    // A network interface whose address the endpoint binds, or a fabric domain ("mlx5_0").
+    std::string if_device;
     std::string heap_dir;              // persistent heaps
     std::string shm_dir = "/dev/shm";  // volatile heaps
+    // The regions it holds: "volatile", "persistent", or "" for both (OpenFAM's memory_type).
+    std::string memory_type;
 };
 
 struct ClusterConfig {
@@ -43,13 +49,25 @@ struct ClusterConfig {
     // clients learn it from the service).
     bool metadata_fabric = true;
     std::string metadata_fabric_port;
+    // OpenFAM's delayed_free_threads: 0 zeroes a deallocated item inside fam_deallocate; more
+    // leave it to the metadata service's scrubber thread (one, whatever the number).
+    int delayed_free_threads = 1;
     std::vector<MemoryServerConfig> memservers;
     std::string path;  // the file it came from
 };
 
-// Reads and checks a cluster file. Throws Failure(FAM_ERR_INVALID) naming the file and the key
-// for an unknown key, a missing required key or a bad value.
+// Reads and checks a cluster file or, when `path` is a directory, OpenFAM's service files in it
+// (openfam_config.h). Throws Failure(FAM_ERR_INVALID) naming the file and the key for an
+// unknown key, a missing required key or a bad value.
 ClusterConfig LoadClusterConfig(const std::string &path);
+
+// Checks what a cluster file, however it was read, must hold: memory server ids 0, 1, ... in
+// order, each with its addresses and heap directory, valid memory types, interleave size,
+// placement and progress.
+void CheckClusterConfig(const ClusterConfig &config);
+
+// A cluster file in fampool's own format that LoadClusterConfig reads back as `config`.
+std::string ClusterFileText(const ClusterConfig &config);
 
 }  // namespace fampool
 

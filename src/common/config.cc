@@ -124,8 +124,10 @@ Config LoadConfig(const Fam_Options *options) {
           "FAMPOOL_CONTEXT_MODEL", o.famContextModel);
     Layer(c.num_consumer, yaml, {"num_consumer"}, "FAMPOOL_NUM_CONSUMER", o.numConsumer);
     Layer(c.runtime, yaml, {"runtime"}, "FAMPOOL_RUNTIME", o.runtime);
-    Layer(c.default_memory_type, yaml, {"fam_default_memory_type"}, "FAMPOOL_DEFAULT_MEMORY_TYPE",
-          o.fam_default_memory_type);
+    Layer(c.default_memory_type, yaml, {"fam_default_memory_type", "default_memory_type"},
+          "FAMPOOL_DEFAULT_MEMORY_TYPE", o.fam_default_memory_type);
+    // OpenFAM writes an empty default_memory_type for its default.
+    if (c.default_memory_type.empty()) c.default_memory_type = "volatile";
     Layer(c.if_device, yaml, {"if_device"}, "FAMPOOL_IF_DEVICE", o.if_device);
     c.local_buf_addr = o.local_buf_addr;
     c.local_buf_size = o.local_buf_size;
@@ -174,7 +176,11 @@ Config LoadConfig(const Fam_Options *options) {
 
     RequireOneOf("openFamModel", c.model, {"shared_memory", "memory_server"});
     RequireOneOf("runtime", c.runtime, {"NONE", "PMIX", "PMI2"});
-    RequireOneOf("famThreadModel", c.thread_model, {"FAM_THREAD_SERIALIZE", "FAM_THREAD_MULTIPLE"});
+    // OpenFAM's own fam_pe_config.yaml says "single" (or "multiple").
+    if (c.thread_model == "single") c.thread_model = "FAM_THREAD_SERIALIZE";
+    if (c.thread_model == "multiple") c.thread_model = "FAM_THREAD_MULTIPLE";
+    RequireOneOf("famThreadModel", c.thread_model,
+                 {"FAM_THREAD_SERIALIZE", "FAM_THREAD_MULTIPLE", "single", "multiple"});
     RequireOneOf("famContextModel", c.context_model, {"FAM_CONTEXT_DEFAULT", "FAM_CONTEXT_REGION"});
     RequireOneOf("cisInterfaceType", c.cis_interface_type, {"rpc", "direct"});
     RequireOneOf("fam_default_memory_type", c.default_memory_type, {"volatile", "persistent"});

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <initializer_list>
 #include <set>
 
 #include "common/error.h"
@@ -19,15 +20,16 @@ const std::set<std::string> &Keys() {
         "default_region_name", "default_region_size", "fam_default_memory_type", "num_consumer",
         "if_device", "fampool_home", "fampool_shm_dir", "fampool_archive_dir", "archive_path",
         "dataitem_interleave_size", "metadata_sync", "metadata_address", "rpc_timeout_ms",
-        "fabric_timeout_ms", "metadata_fabric",
+        "fabric_timeout_ms", "metadata_fabric", "default_memory_type",
         // What the servers read (common/cluster_config.cc).
         "metadata_dir", "metadata_path", "archive_dir", "placement", "region_span",
         "enable_region_spanning", "region_span_size_per_memoryserver", "progress", "memservers",
-        "Memservers", "metadata_fabric_port", "fam_backup_path",
-        // OpenFAM's own files hold these; fampool has no use for them.
+        "Memservers", "metadata_fabric_port", "fam_backup_path", "delayed_free_threads",
+        // OpenFAM's own files hold these; CheckOpenFamValue takes the values that describe
+        // what fampool does.
         "rpc_framework_type", "resource_release", "metadata_manager", "metadata_interface_type",
-        "memsrv_interface_type", "memsrv_list", "metadata_list", "delayed_free_threads",
-        "ATL_threads", "ATL_queue_size", "ATL_data_size"};
+        "memsrv_interface_type", "memsrv_list", "metadata_list", "ATL_threads",
+        "ATL_queue_size", "ATL_data_size"};
     return keys;
 }
 
@@ -44,6 +46,61 @@ void CheckConfigKeys(const std::string &path, const YAML::Node &root) {
                  "configuration file {}: unknown key \"{}\" (docs/configuration.md lists the "
                  "keys)",
                  path, key);
+        }
+        CheckOpenFamValue(path, key, entry.second);
+    }
+}
+
+namespace {
+
+std::string ScalarOf(const YAML::Node &value) {
+    return value.IsScalar() ? value.Scalar() : std::string("(not a single value)");
+}
+
+void RequireValue(const std::string &path, const std::string &key, const YAML::Node &value,
+                  std::initializer_list<const char *> taken, const char *why) {
+    std::string text = ScalarOf(value);
+    for (const char *ok : taken) {
+        if (text == ok) return;
+    }
+    Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}: \"{}\" is not available: {}",
+         path, key, text, why);
+}
+
+void RequireCount(const std::string &path, const std::string &key, const YAML::Node &value) {
+    std::string text = ScalarOf(value);
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+        Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}: \"{}\" is not a number",
+             path, key, text);
+    }
+}
+
+}  // namespace
+
+void CheckOpenFamValue(const std::string &path, const std::string &key,
+                       const YAML::Node &value) {
+    if (key == "rpc_framework_type") {
+        RequireValue(path, key, value, {"grpc"}, "fampool's control path is gRPC");
+    } else if (key == "resource_release") {
+        RequireValue(path, key, value, {"enable"},
+                     "fampool always gives back what is freed (deallocated items are zeroed and "
+                     "reused, destroyed regions' heaps deleted)");
+    } else if (key == "metadata_manager") {
+        RequireValue(path, key, value, {"radixtree"},
+                     "OpenFAM's only metadata manager; fampool keeps metadata in LMDB in its "
+                     "place");
+    } else if (key == "metadata_interface_type" || key == "memsrv_interface_type") {
+        RequireValue(path, key, value, {"direct", "rpc"}, "expected direct or rpc");
+    } else if (key == "ATL_threads") {
+        RequireValue(path, key, value, {"0"},
+                     "OpenFAM's atomic library is not part of fampool (0 turns it off)");
+    } else if (key == "ATL_queue_size" || key == "ATL_data_size" ||
+               key == "delayed_free_threads") {
+        RequireCount(path, key, value);
+    } else if (key == "memsrv_list" || key == "metadata_list") {
+        if (!value.IsSequence()) {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "configuration file {}: {} must be a list of \"id:host:port\"", path, key);
         }
     }
 }

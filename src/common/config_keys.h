@@ -17,8 +17,16 @@ namespace fampool {
 // one of OpenFAM's own files that fampool accepts and does not need (docs/configuration.md).
 bool IsConfigKey(const std::string &key);
 
-// Throws Failure(FAM_ERR_INVALID) naming the file and the first key that is not one.
+// Throws Failure(FAM_ERR_INVALID) naming the file and the first key that is not one, or whose
+// value CheckOpenFamValue refuses.
 void CheckConfigKeys(const std::string &path, const YAML::Node &root);
+
+// For a key of OpenFAM's own files that tunes OpenFAM's internals (rpc_framework_type,
+// resource_release, metadata_manager, the interface types and lists, ATL_*): throws
+// Failure(FAM_ERR_INVALID) naming the file, key and value when the value asks for what fampool
+// does not do (docs/configuration.md says which values are taken and what each means here).
+// Other keys pass.
+void CheckOpenFamValue(const std::string &path, const std::string &key, const YAML::Node &value);
 
 }  // namespace fampool
 

@@ -216,8 +216,22 @@ MetadataStore::~MetadataStore() {
 }
 
 std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64_t size,
-                                                  bool interleaved) {
-    size_t count = servers_.size();
+                                                  bool interleaved, Fam_Memory_Type memory) {
+    // The servers that hold this kind of memory.
+    const char *kind = memory == PERSISTENT ? "persistent" : "volatile";
+    std::vector<uint64_t> candidates;
+    for (uint64_t id = 0; id < servers_.size(); ++id) {
+        const std::string &type =
+            id < options_.memory_types.size() ? options_.memory_types[id] : std::string();
+        if (type.empty() || type == kind) candidates.push_back(id);
+    }
+    if (candidates.empty()) {
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "region \"{}\" is {}, and no memory server holds {} memory (memory_type of the "
+             "cluster's memory servers)",
+             name, kind, kind);
+    }
+    size_t count = candidates.size();
     size_t span = options_.region_span ? std::min(options_.region_span, count) : count;
     uint64_t span_size = options_.span_size.value_or(interleaved ? 0 : kDefaultSpanSize);
     if (span_size) {
@@ -225,7 +239,7 @@ std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64
         span = static_cast<size_t>(std::clamp<uint64_t>(wanted, 1, span));
     }
     std::vector<uint64_t> order(count);
-    for (size_t i = 0; i < count; ++i) order[i] = (Fnv1a(name) + i) % count;
+    for (size_t i = 0; i < count; ++i) order[i] = candidates[(Fnv1a(name) + i) % count];
     if (options_.policy == "least-used") {
         std::vector<uint64_t> usage = ServerUsage();
         std::stable_sort(order.begin(), order.end(),
@@ -260,7 +274,8 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     }
     region.interleave_size =
         region.attributes.interleaveEnable == ENABLE ? options_.interleave_size : 0;
-    region.memory_servers = PlaceRegion(name, size, region.interleave_size != 0);
+    region.memory_servers = PlaceRegion(name, size, region.interleave_size != 0,
+                                        region.attributes.memoryType);
     if (size > (uint64_t{1} << kServerIndexShift) * region.memory_servers.size()) {
         Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" of {} bytes exceeds 256 TiB per memory server",
              name, size);

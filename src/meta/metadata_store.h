@@ -51,6 +51,9 @@ struct PlacementOptions {
     // striped over all its servers, takes region_span.
     std::optional<uint64_t> span_size;
     std::string policy = "hash";   // "hash" (by region name) or "least-used" (fewest bytes)
+    // By server id: the regions each holds, "volatile", "persistent" or "" (both); empty: every
+    // server holds both.
+    std::vector<std::string> memory_types;
     bool grant_keys = false;       // fill ItemInfo::access with fabric keys (memory-server model)
     // Zero deallocated items on a thread of the store (the metadata server, whose memory
     // servers are a round trip away) rather than inside fam_deallocate (embedded: a memset).
@@ -115,7 +118,8 @@ class MetadataStore : public MetadataService {
     void ForgetGrants(uint64_t region_id);
     void RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size);
     // The memory servers of a new region (ids, ascending).
-    std::vector<uint64_t> PlaceRegion(const std::string &name, uint64_t size, bool interleaved);
+    std::vector<uint64_t> PlaceRegion(const std::string &name, uint64_t size, bool interleaved,
+                                      Fam_Memory_Type memory);
     ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size,
                           uint32_t perm, const Caller &caller);
     using ItemSpan = std::pair<uint64_t, uint64_t>;  // an item's offset and size

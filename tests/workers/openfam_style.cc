@@ -8,7 +8,8 @@
 // - a small region (8 MiB, 96 KiB) takes items up to its free size, whatever the cluster;
 // - a descriptor is unusable after fam_close; fam_finalize may be called twice.
 //
-//   openfam_style NAME   (NAME: a prefix for its regions, so that runs do not collide)
+//   openfam_style NAME   (NAME_pe<PE_ID>: a prefix for its regions, so that runs and PEs do not
+//                         collide)
 //
 // Prints "PASS <step>" for each step and "FAIL <step>: <why>" for a step that went wrong.
 // Exit status: 0 when every step passed, 1 otherwise, 2 when fam_initialize threw.
@@ -167,6 +168,9 @@ int main(int argc, char **argv) {
         std::printf("FAIL initialize: %s\n", e.fam_error_msg());
         return 2;
     }
+    int *pe_id = (int *)f->fam_get_option(const_cast<char *>("PE_ID"));
+    prefix += "_pe" + std::to_string(*pe_id);  // the PEs of a job keep to regions of their own
+    free(pe_id);
     Outcome steps = Run([&] {
         Options(*f);
         SmallRegions(*f, prefix);

@@ -78,7 +78,10 @@ int Main(int argc, char **argv) {
     auto *config_option = up_command->add_option(
         "--config", up.config,
         "use this cluster file instead of writing one from the options above (it is copied to "
-        "RUN_DIR/cluster.yaml)");
+        "RUN_DIR/cluster.yaml), or a directory of OpenFAM's service files "
+        "(fam_memoryserver_config.yaml, fam_metadata_config.yaml, "
+        "fam_client_interface_config.yaml; usually $OPENFAM_ROOT/config), written to "
+        "RUN_DIR/cluster.yaml in fampool's format");
     for (const char *generated :
          {"--memservers", "--provider", "--base-port", "--interleave", "--placement",
           "--region-span", "--progress"}) {

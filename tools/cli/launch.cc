@@ -303,7 +303,9 @@ int Up(const UpOptions &options) {
     if (!options.config.empty()) {
         std::string source = fs::absolute(options.config).string();
         cluster = LoadCluster("up", source);
-        text = ReadFile(source);
+        // A directory holds OpenFAM's service files: the run directory gets them as one file in
+        // fampool's format.
+        text = fs::is_directory(source) ? ClusterFileText(cluster) : ReadFile(source);
     } else {
         text = GeneratedClusterFile(options, dir);
         std::string draft = cluster_file + ".draft";

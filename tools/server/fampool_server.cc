@@ -4,6 +4,7 @@
 //   fampool-server --config cluster.yaml --role metadata
 //   fampool-server --config cluster.yaml --role memory --id 0
 //   fampool-server --config cluster.yaml --role all --id 0
+//   fampool-server --config $OPENFAM_ROOT/config --role metadata   (OpenFAM's files)
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -73,6 +74,12 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     FabricConfig fabric;
     fabric.provider = cluster.provider;
     fabric.node = me.fabric_host;
+    if (fabric.node.empty() && !me.if_device.empty()) {
+        // if_device: an interface whose address the endpoint binds, or else a fabric domain.
+        fabric.node = InterfaceAddress(me.if_device);
+        if (fabric.node.empty()) fabric.domain = me.if_device;
+    }
+    if (fabric.node.empty() && fabric.domain.empty()) fabric.node = "127.0.0.1";
     fabric.service = me.fabric_port;
     fabric.timeout_ms = cluster.fabric_timeout_ms;
     role.fabric = std::make_unique<FabricServer>(
@@ -124,9 +131,13 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     placement.region_span = cluster.region_spanning ? cluster.region_span : 1;
     placement.span_size = cluster.span_size;
     placement.policy = cluster.placement;
+    for (const MemoryServerConfig &server : cluster.memservers) {
+        placement.memory_types.push_back(server.memory_type);
+    }
     placement.grant_keys = true;
-    // fam_deallocate returns before its item is zeroed; allocation never waits for zeroing.
-    placement.scrub_in_background = true;
+    // fam_deallocate returns before its item is zeroed (allocation never waits for zeroing),
+    // unless delayed_free_threads is 0.
+    placement.scrub_in_background = cluster.delayed_free_threads > 0;
     role.store = std::make_unique<MetadataStore>(role.env, servers, placement);
     role.service = std::make_unique<MetadataRpcService>(role.store.get(), clients);
     if (cluster.metadata_fabric) {
@@ -170,7 +181,11 @@ int Run(int argc, char **argv) {
     CLI::App app{"fampool-server: the metadata service and memory servers of a fampool cluster"};
     std::string config_path, role = "all";
     uint64_t id = 0;
-    app.add_option("--config", config_path, "cluster file (YAML)")->required();
+    app.add_option("--config", config_path,
+                   "cluster file (YAML), or a directory of OpenFAM's service files "
+                   "(fam_memoryserver_config.yaml, fam_metadata_config.yaml, "
+                   "fam_client_interface_config.yaml: usually $OPENFAM_ROOT/config)")
+        ->required();
     app.add_option("--role", role, "metadata, memory, or all (metadata and memory server --id)")
         ->check(CLI::IsMember({"metadata", "memory", "all"}));
     app.add_option("--id", id, "memory server id (its position in the cluster file)");
