@@ -291,6 +291,28 @@ TEST_F(PlainClusterTest, IfDeviceNamesTheClientsInterface) {
     EXPECT_EQ(GetBytes(item.get(), 0, bytes.size()), bytes);
 }
 
+// fam_initialize keeps trying an unreachable metadata service (a job's PEs connecting at once
+// find it slow to accept) for connect_timeout_ms, then says so.
+TEST_F(PlainClusterTest, InitializeGivesUpOnAnAbsentServiceAfterConnectTimeout) {
+    FinalizeFam();
+    std::string config = home_dir() + "/nobody-home.yaml";
+    FILE *file = fopen(config.c_str(), "w");
+    ASSERT_NE(file, nullptr);
+    fprintf(file, "openfam_model: memory_server\nprovider: tcp\nmetadata_address: 127.0.0.1:%d\n",
+            FreePort());
+    fclose(file);
+    SetEnv("FAMPOOL_CONFIG", config);
+    SetEnv("FAMPOOL_CONNECT_TIMEOUT_MS", "1500");
+    auto f = std::make_unique<openfam::fam>();
+    auto start = Clock::now();
+    CaughtError caught = CatchFamError([&] { f->fam_initialize("default", nullptr); });
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_TRUE(IsFamError(caught, FAM_ERR_RPC, {"fam_initialize"}));
+    EXPECT_NE(caught.message.find("connect_timeout_ms"), std::string::npos) << caught.message;
+    EXPECT_GE(seconds, 1.0) << "gave up before trying again";
+    EXPECT_LT(seconds, 6.0) << "kept trying past connect_timeout_ms";
+}
+
 TEST_F(PlainClusterTest, IfDeviceThatIsNeitherInterfaceNorDomainFailsInitialize) {
     SetEnv("FAMPOOL_IF_DEVICE", "nosuch0");
     FinalizeFam();

@@ -60,8 +60,8 @@ void OpenCluster(Session &session) {
     const Config &config = session.config;
     auto timeout = std::chrono::milliseconds(config.rpc_timeout_ms);
     auto metadata = std::make_unique<MetadataClient>(config.metadata_address, timeout);
-    rpc::ClusterStatus status = metadata->Status();
-    for (const rpc::ServerState &server : status.servers()) {
+    rpc::ServerList list = metadata->Servers(std::chrono::milliseconds(config.connect_timeout_ms));
+    for (const rpc::ServerState &server : list.servers()) {
         if (server.id() != session.servers.size()) {
             Fail(openfam::FAM_ERR_RPC, "metadata service {} lists memory server {} out of order",
                  config.metadata_address, server.id());

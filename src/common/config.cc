@@ -164,6 +164,9 @@ Config LoadConfig(const Fam_Options *options) {
     std::string timeout = std::to_string(c.rpc_timeout_ms);
     Layer(timeout, yaml, {"rpc_timeout_ms"}, "FAMPOOL_RPC_TIMEOUT_MS", nullptr);
     c.rpc_timeout_ms = static_cast<int>(ParseSize("rpc_timeout_ms", timeout));
+    timeout = std::to_string(c.connect_timeout_ms);
+    Layer(timeout, yaml, {"connect_timeout_ms"}, "FAMPOOL_CONNECT_TIMEOUT_MS", nullptr);
+    c.connect_timeout_ms = static_cast<int>(ParseSize("connect_timeout_ms", timeout));
     timeout = std::to_string(c.fabric_timeout_ms);
     Layer(timeout, yaml, {"fabric_timeout_ms"}, "FAMPOOL_FABRIC_TIMEOUT_MS", nullptr);
     c.fabric_timeout_ms = static_cast<int>(ParseSize("fabric_timeout_ms", timeout));

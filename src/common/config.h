@@ -38,6 +38,9 @@ struct Config {
     // Memory-server model.
     std::string metadata_address;           // host:port of the metadata service
     int rpc_timeout_ms = 10000;             // bound on every control-path call
+    // How long fam_initialize keeps trying to reach the metadata service (a job's PEs all
+    // connecting at once can find it slow to accept).
+    int connect_timeout_ms = 60000;
     int fabric_timeout_ms = 10000;          // bound on every data-path completion
     bool metadata_fabric = true;            // lookups and allocations over the fabric if offered
     std::string config_file;                // the YAML file that was read, if any

@@ -1,5 +1,9 @@
 #include "meta/metadata_client.h"
 
+#include <algorithm>
+#include <random>
+#include <thread>
+
 #include "rpc/convert.h"
 
 namespace fampool {
@@ -252,6 +256,41 @@ rpc::ClusterStatus MetadataClient::Status() {
     rpc::ClusterStatus reply;
     Call(&rpc::Metadata::Stub::Status, "Metadata.Status", request, &reply);
     return reply;
+}
+
+rpc::ServerList MetadataClient::Servers(std::chrono::milliseconds within) {
+    using Clock = std::chrono::steady_clock;
+    using std::chrono::milliseconds;
+    const auto start = Clock::now(), deadline = start + within;
+    std::minstd_rand random(std::random_device{}());
+    auto pause = milliseconds(20);
+    for (int attempt = 1;; ++attempt) {
+        auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+        rpc::Empty request;
+        rpc::ServerList reply;
+        auto context = CallContext(std::clamp(left, milliseconds(1), timeout_));
+        grpc::Status status = stub_->Servers(context.get(), request, &reply);
+        bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+        left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+        if (status.ok() || !transient || left.count() <= 0) {
+            try {
+                CheckStatus(status, "Metadata.Servers", address_);
+            } catch (const Failure &failure) {
+                if (!transient) throw;
+                auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+                Fail(openfam::FAM_ERR_RPC,
+                     "{} (tried {} times in {} ms; connect_timeout_ms bounds the wait)",
+                     failure.fam_error_msg(), attempt, waited.count());
+            }
+            return reply;
+        }
+        // Full jitter: PEs that failed together do not come back together.
+        milliseconds nap(std::uniform_int_distribution<int64_t>(pause.count() / 2,
+                                                                pause.count())(random));
+        std::this_thread::sleep_for(std::min(nap, left));
+        pause = std::min(pause * 2, milliseconds(2000));
+    }
 }
 
 std::vector<ItemInfo> MetadataClient::ListItems(uint64_t region_id, const Caller &caller) {

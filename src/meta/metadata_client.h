@@ -46,6 +46,9 @@ class MetadataClient : public MetadataService {
     void Sync() override {}
 
     rpc::ClusterStatus Status();
+    // The memory servers, asked again while the service is unreachable or slow to answer (a
+    // job's PEs connecting at once), with growing pauses, until `within` has passed.
+    rpc::ServerList Servers(std::chrono::milliseconds within);
     std::vector<ItemInfo> ListItems(uint64_t region_id, const Caller &caller);
     const std::string &address() const { return address_; }
 

@@ -184,6 +184,17 @@ grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty 
     });
 }
 
+grpc::Status MetadataRpcService::Servers(grpc::ServerContext *, const rpc::Empty *,
+                                         rpc::ServerList *reply) {
+    return Serve([&] {
+        for (MemoryServerClient *server : servers_) {
+            rpc::ServerState *state = reply->add_servers();
+            state->set_id(server->id());
+            state->set_address(server->address());
+        }
+    });
+}
+
 grpc::Status MetadataRpcService::ListItems(grpc::ServerContext *,
                                            const rpc::RegionRequest *request,
                                            rpc::ItemList *reply) {

@@ -53,6 +53,7 @@ class MetadataRpcService final : public rpc::Metadata::Service {
                                        rpc::Empty *) override;
     grpc::Status Status(grpc::ServerContext *, const rpc::Empty *,
                         rpc::ClusterStatus *) override;
+    grpc::Status Servers(grpc::ServerContext *, const rpc::Empty *, rpc::ServerList *) override;
     grpc::Status ListItems(grpc::ServerContext *, const rpc::RegionRequest *,
                            rpc::ItemList *) override;
     grpc::Status MetadataEndpoint(grpc::ServerContext *, const rpc::Empty *,

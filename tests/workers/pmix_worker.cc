@@ -7,6 +7,9 @@
 //                        "pmix_worker: OK <n> PEs".
 //   pmix_worker abort    PE 1 calls fam_abort(3); the others wait (at most 60 s) to be stopped.
 //   pmix_worker single   run without a launcher: RUNTIME is NONE, one PE, barrier returns.
+//   pmix_worker burst R  a job whose PEs start at once (RunBurst): each allocates, writes and
+//                        reads an item of its own in region R and counts itself; PE 0 checks
+//                        the count, prints "pmix_worker: OK <n> PEs" and destroys R.
 //
 // Exit status: 0 when every check of this PE passed, 1 when one failed, 2 when a call threw.
 #include <fam/fam.h>
@@ -145,6 +148,38 @@ int RunAbort(fam &f) {
     return 0;
 }
 
+// A job whose PEs all start at once: PE 0 creates region `name`, every PE allocates an item of
+// its own, writes and reads it back and adds 1 to a shared counter; PE 0 checks the count,
+// prints "pmix_worker: OK <n> PEs" and destroys the region, so that the next job can run.
+int RunBurst(fam &f, int pe_count, const std::string &name) {
+    if (pe_id == 0) {
+        std::unique_ptr<Fam_Region_Descriptor> region(
+            f.fam_create_region(name.c_str(), 16 << 20, 0700, nullptr));
+        delete f.fam_allocate("counter", 64, 0600, region.get());
+    }
+    f.fam_barrier_all();
+    std::unique_ptr<Fam_Region_Descriptor> region(f.fam_lookup_region(name.c_str()));
+    std::unique_ptr<Fam_Descriptor> mine(f.fam_allocate(64, 0600, region.get()));
+    uint64_t written = 1000 + pe_id, read = 0;
+    f.fam_put_blocking(&written, mine.get(), 0, sizeof written);
+    f.fam_get_blocking(&read, mine.get(), 0, sizeof read);
+    CHECK(read == written);
+    std::unique_ptr<Fam_Descriptor> counter(f.fam_lookup("counter", name.c_str()));
+    f.fam_add(counter.get(), 0, uint64_t{1});
+    f.fam_quiet();
+    f.fam_barrier_all();
+    if (pe_id == 0) {
+        uint64_t count = f.fam_fetch_uint64(counter.get(), 0);
+        CHECK(count == static_cast<uint64_t>(pe_count));
+        printf("pmix_worker: OK %d PEs\n", pe_count);
+        fflush(stdout);
+        mine.reset();
+        counter.reset();
+        f.fam_destroy_region(region.get());
+    }
+    return 0;
+}
+
 int RunSingle(fam &f) {
     f.fam_barrier_all();  // one PE: returns at once
     std::unique_ptr<Fam_Region_Descriptor> region(
@@ -156,7 +191,7 @@ int RunSingle(fam &f) {
     return 0;
 }
 
-int Run(const std::string &mode) {
+int Run(const std::string &mode, const std::string &region) {
     fam f;
     f.fam_initialize("default", nullptr);
     pe_id = IntOption(f, "PE_ID");
@@ -177,7 +212,9 @@ int Run(const std::string &mode) {
         const char *size = getenv("OMPI_COMM_WORLD_SIZE");
         CHECK(size == nullptr || pe_count == atoi(size));
         CHECK(pe_count >= 2);
-        rc = mode == "ok" ? RunOk(f, pe_count) : RunAbort(f);
+        rc = mode == "ok"      ? RunOk(f, pe_count)
+             : mode == "burst" ? RunBurst(f, pe_count, region)
+                               : RunAbort(f);
     }
     f.fam_finalize("default");
     return rc;
@@ -187,12 +224,12 @@ int Run(const std::string &mode) {
 
 int main(int argc, char **argv) {
     std::string mode = argc > 1 ? argv[1] : "ok";
-    if (mode != "ok" && mode != "abort" && mode != "single") {
-        fprintf(stderr, "usage: pmix_worker ok|abort|single\n");
+    if (mode != "ok" && mode != "abort" && mode != "single" && !(mode == "burst" && argc > 2)) {
+        fprintf(stderr, "usage: pmix_worker ok|abort|single|burst REGION\n");
         return 2;
     }
     try {
-        return Run(mode);
+        return Run(mode, argc > 2 ? argv[2] : "");
     } catch (const Fam_Exception &e) {
         fprintf(stderr, "pmix_worker: PE %d: Fam_Exception %d: %s\n", pe_id, e.fam_error(),
                 e.what());

@@ -1,0 +1,23 @@
+"""A job's PEs all start at once: 128 PEs on a cluster of two memory servers start, work and
+finish, three jobs in a row. Their fam_initialize calls reach the metadata service together;
+each must ride out the burst (it asks again, with growing pauses, within connect_timeout_ms)
+rather than fail."""
+import os
+
+from test_cli import BUILD_DIR, fampool, free_base_port, run_dir  # noqa: F401 (fixture)
+
+WORKER = os.path.join(BUILD_DIR, "tests", "workers", "pmix_worker")
+PES = 128
+JOBS = 3
+
+
+def test_jobs_of_128_pes_start_and_finish_three_times_in_a_row(run_dir):
+    base = free_base_port(servers=2)
+    up = fampool("up", "--memservers", "2", "--provider", "tcp", "--run-dir", run_dir,
+                 "--base-port", str(base))
+    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    for job in range(JOBS):
+        run = fampool("run", "-n", str(PES), "--run-dir", run_dir, WORKER, "burst",
+                      f"burst{job}", timeout=400)
+        assert run.returncode == 0, f"job {job}:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+        assert f"pmix_worker: OK {PES} PEs" in run.stdout, run.stdout[-3000:]
