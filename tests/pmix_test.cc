@@ -1,8 +1,10 @@
-// PEs launched by mpirun: the runtime is PMIx, PE_ID and PE_COUNT come from it, fam_barrier_all
-// spans the job, a Fam_Global_Descriptor passed between PEs is usable, and fam_abort ends the
-// whole job. Each test runs tests/workers/pmix_worker under `mpirun -n 4` (from PATH) with a
-// 120 s limit; on timeout mpirun is stopped (and through it its PEs), and any PE left behind
-// is found by its environment and killed by PID.
+// The launch runtimes. PEs launched by mpirun: the runtime is PMIx; PEs launched by a PMI2
+// process manager, as srun --mpi=pmi2 launches them (tests/support/pmi2_launch.py): the runtime
+// is PMI2. Either way PE_ID and PE_COUNT come from it, fam_barrier_all spans the job, a
+// Fam_Global_Descriptor passed between PEs is usable, and fam_abort ends the whole job. Each
+// test runs tests/workers/pmix_worker as 4 PEs with a 120 s limit; on timeout the launcher is
+// stopped (and through it its PEs), and any PE left behind is found by its environment and
+// killed by PID.
 #include <fam/fam.h>
 #include <fam/fam_exception.h>
 #include <gtest/gtest.h>
@@ -36,22 +38,26 @@ class PmixTest : public FamTest {
     // The job creates what the test later checks; the test's own fam comes afterwards.
     bool AutoInitialize() const override { return false; }
 
+    // The launcher of the PEs: mpirun (PMIx), or the PMI2 process manager of the tests.
+    virtual bool UsePmi2() const { return false; }
+
     // Runs pmix_worker `mode` as kPes PEs (`mpirun_options` go before the program); fails the
     // test for every PE left running.
     LauncherResult RunJob(const std::string &mode,
                           const std::vector<std::string> &mpirun_options = {}) {
-        std::vector<std::string> argv = {"mpirun",
-                                         "-n",
-                                         std::to_string(kPes),
-                                         "--allow-run-as-root",
-                                         "--oversubscribe",
-                                         "-x",
-                                         "FAMPOOL_HOME=" + home_dir(),
-                                         "-x",
-                                         "FAMPOOL_SHM_DIR=" + shm_dir()};
-        if (const char *config = std::getenv("FAMPOOL_CONFIG")) {  // a test cluster
-            argv.push_back("-x");
-            argv.push_back(std::string("FAMPOOL_CONFIG=") + config);
+        std::vector<std::string> argv;
+        if (UsePmi2()) {
+            // Its PEs get this process's environment (FAMPOOL_HOME, FAMPOOL_CONFIG...).
+            argv = {"python3", std::string(FAMPOOL_TEST_SUPPORT_DIR) + "/pmi2_launch.py", "-n",
+                    std::to_string(kPes), "--timeout", std::to_string(kTimeoutSeconds - 10)};
+        } else {
+            argv = {"mpirun",        "-n", std::to_string(kPes),         "--allow-run-as-root",
+                    "--oversubscribe", "-x", "FAMPOOL_HOME=" + home_dir(), "-x",
+                    "FAMPOOL_SHM_DIR=" + shm_dir()};
+            if (const char *config = std::getenv("FAMPOOL_CONFIG")) {  // a test cluster
+                argv.push_back("-x");
+                argv.push_back(std::string("FAMPOOL_CONFIG=") + config);
+            }
         }
         argv.insert(argv.end(), mpirun_options.begin(), mpirun_options.end());
         argv.push_back(WorkerPath("pmix_worker"));
@@ -154,6 +160,63 @@ TEST_F(PmixTest, WorkerWithoutLauncherIsOnePeWithRuntimeNone) {
     EXPECT_FALSE(run.timed_out);
     EXPECT_EQ(run.exit_code, 0);
     EXPECT_NE(run.output.find("pmix_worker: OK 1 PE"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PMI2: PEs launched the way srun --mpi=pmi2 launches them (tests/support/pmi2_launch.py, a PMI2
+// process manager speaking PMI2's wire protocol to SLURM's libpmi2 in each PE).
+
+class Pmi2Test : public PmixTest {
+  protected:
+    bool UsePmi2() const override { return true; }
+};
+
+TEST_F(Pmi2Test, FourPesShareAnItemThroughBarriersAndAGlobalDescriptor) {
+    ASSERT_NO_FATAL_FAILURE(RunSharingJob());
+}
+
+class ClusterPmi2Test : public Pmi2Test {
+  protected:
+    void PrepareEnvironment() override { SetEnv("FAMPOOL_TEST_CLUSTER", "3:4096"); }
+};
+
+TEST_F(ClusterPmi2Test, FourPesShareAStripedItemOnThreeMemoryServers) {
+    ASSERT_NE(std::getenv("FAMPOOL_CONFIG"), nullptr) << "no test cluster";
+    ASSERT_NO_FATAL_FAILURE(RunSharingJob());
+}
+
+TEST_F(Pmi2Test, FamAbortFromPeOneEndsTheWholeJob) {
+    LauncherResult job = RunJob("abort");
+    EXPECT_FALSE(job.timed_out);
+    EXPECT_NE(job.exit_code, 0);
+    EXPECT_LT(job.seconds, 50.0) << "the job was not ended by fam_abort";
+    EXPECT_NE(job.output.find("aborted the job: fam_abort(3) from PE 1"), std::string::npos)
+        << "the process manager was not asked to end the job";
+    EXPECT_EQ(job.output.find("survived fam_abort"), std::string::npos);
+    EXPECT_EQ(job.output.find("fam_abort returned"), std::string::npos);
+}
+
+// Without a process manager, PMI2 runs the program as a job of one (PMI2's singleton).
+TEST_F(Pmi2Test, RuntimePmi2WithoutALauncherIsAJobOfOne) {
+    SetEnv("FAMPOOL_RUNTIME", "PMI2");
+    ASSERT_NO_FATAL_FAILURE(InitializeFam());
+    char *runtime = static_cast<char *>(const_cast<void *>(fam()->fam_get_option("RUNTIME")));
+    EXPECT_STREQ(runtime, "PMI2");
+    free(runtime);
+    int *count = static_cast<int *>(const_cast<void *>(fam()->fam_get_option("PE_COUNT")));
+    EXPECT_EQ(*count, 1);
+    free(count);
+    EXPECT_NO_THROW(fam()->fam_barrier_all());
+}
+
+TEST_F(Pmi2Test, MissingPmi2LibraryFailsInitializeNamingIt) {
+    SetEnv("FAMPOOL_RUNTIME", "PMI2");
+    SetEnv("FAMPOOL_PMI2_LIBRARY", "/nonexistent/libpmi2.so.0");
+    auto f = std::make_unique<openfam::fam>();
+    CaughtError caught = CatchFamError([&] { f->fam_initialize("default", nullptr); });
+    EXPECT_TRUE(IsFamError(caught, openfam::FAM_ERR_PMI, {"fam_initialize"}));
+    EXPECT_NE(caught.message.find("/nonexistent/libpmi2.so.0"), std::string::npos)
+        << caught.message;
 }
 
 }  // namespace

@@ -104,8 +104,11 @@ Config LoadConfig(const Fam_Options *options) {
         c.model = "memory_server";
         c.libfabric_provider = "tcp";
     }
+    // The launcher's own runtime: PMIx (mpirun, srun --mpi=pmix), else PMI2 (srun --mpi=pmi2
+    // hands each process PMI_FD; Hydra may give PMI_PORT), else none.
     bool under_pmix = Env("PMIX_RANK") || Env("PMIX_NAMESPACE");
-    c.runtime = under_pmix ? "PMIX" : "NONE";
+    bool under_pmi2 = Env("PMI_FD") || Env("PMI_PORT");
+    c.runtime = under_pmix ? "PMIX" : under_pmi2 ? "PMI2" : "NONE";
 
     Layer(c.default_region_name, yaml, {"default_region_name"}, "FAMPOOL_DEFAULT_REGION",
           o.defaultRegionName);

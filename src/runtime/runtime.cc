@@ -1,5 +1,6 @@
 #include "runtime/runtime.h"
 
+#include <dlfcn.h>
 #include <pmix.h>
 #include <unistd.h>
 
@@ -70,13 +71,91 @@ class PmixRuntime : public Runtime {
     int size_ = 1;
 };
 
+// PMI2 client (srun --mpi=pmi2, MPICH's Hydra): rank and size from PMI2_Init, the barrier a
+// KVS fence, abort through the process manager. The library is loaded when the runtime is
+// chosen, not linked: it comes with the site's launcher (SLURM's libpmi2.so.0; Debian:
+// libpmi2-0), and programs that never use PMI2 do not need it. FAMPOOL_PMI2_LIBRARY names
+// another one.
+class Pmi2Runtime : public Runtime {
+  public:
+    Pmi2Runtime() {
+        const char *chosen = std::getenv("FAMPOOL_PMI2_LIBRARY");
+        for (const char *name : {chosen, "libpmi2.so.0", "libpmi2.so"}) {
+            if (!name || !*name) continue;
+            library_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+            if (library_ || name == chosen) break;
+        }
+        if (!library_) {
+            Fail(openfam::FAM_ERR_PMI,
+                 "runtime PMI2 needs the PMI2 library of the launcher: cannot load {} ({}; "
+                 "Debian: apt-get install libpmi2-0, or set FAMPOOL_PMI2_LIBRARY)",
+                 chosen && *chosen ? chosen : "libpmi2.so.0", dlerror());
+        }
+        init_ = Symbol<int (*)(int *, int *, int *, int *)>("PMI2_Init");
+        finalize_ = Symbol<int (*)()>("PMI2_Finalize");
+        abort_ = Symbol<int (*)(int, const char *)>("PMI2_Abort");
+        fence_ = Symbol<int (*)()>("PMI2_KVS_Fence");
+        int spawned = 0, appnum = 0;
+        int rc = init_(&spawned, &size_, &rank_, &appnum);
+        if (rc != 0) {
+            dlclose(library_);
+            Fail(openfam::FAM_ERR_PMI,
+                 "PMI2_Init failed (error {}): runtime PMI2 needs a PMI2 launcher such as srun "
+                 "--mpi=pmi2 (PMI_FD or PMI_PORT {})",
+                 rc, std::getenv("PMI_FD") || std::getenv("PMI_PORT") ? "is set" : "is not set");
+        }
+    }
+    ~Pmi2Runtime() override {
+        finalize_();
+        // The library stays loaded: a later fam object may use it again.
+    }
+
+    const char *name() const override { return "PMI2"; }
+    int pe_id() const override { return rank_; }
+    int pe_count() const override { return size_; }
+    void Barrier() override {
+        // A job of one (PMI2's singleton, started without a process manager) has no one to
+        // wait for, and no process manager to fence with.
+        if (size_ == 1) return;
+        int rc = fence_();
+        if (rc != 0) Fail(openfam::FAM_ERR_PMI, "PMI2_KVS_Fence failed (error {})", rc);
+    }
+    [[noreturn]] void Abort(int status) override {
+        std::fflush(nullptr);
+        char message[64];
+        std::snprintf(message, sizeof message, "fam_abort(%d) from PE %d", status, rank_);
+        abort_(1, message);  // 1: the whole job
+        _exit(status);       // if the process manager has not ended us yet
+    }
+
+  private:
+    template <typename Function>
+    Function Symbol(const char *name) {
+        void *address = dlsym(library_, name);
+        if (!address) {
+            Fail(openfam::FAM_ERR_PMI, "the PMI2 library has no {}: {}", name, dlerror());
+        }
+        return reinterpret_cast<Function>(address);
+    }
+
+    void *library_ = nullptr;
+    int (*init_)(int *, int *, int *, int *) = nullptr;
+    int (*finalize_)() = nullptr;
+    int (*abort_)(int, const char *) = nullptr;
+    int (*fence_)() = nullptr;
+    int rank_ = 0, size_ = 1;
+};
+
 }  // namespace
 
 std::unique_ptr<Runtime> MakeRuntime(const std::string &kind) {
     if (kind == "PMIX") return std::make_unique<PmixRuntime>();
+    if (kind == "PMI2") return std::make_unique<Pmi2Runtime>();
     if (kind == "NONE") return std::make_unique<NoRuntime>();
     Fail(openfam::FAM_ERR_INVALID,
-         "runtime {} is not available; use PMIX (mpirun, srun --mpi=pmix) or NONE", kind);
+         "runtime {} is not available; use PMIX (mpirun, srun --mpi=pmix), PMI2 (srun "
+         "--mpi=pmi2) or NONE",
+         kind);
 }
 
 }  // namespace fampool

@@ -17,8 +17,9 @@ class Runtime {
     [[noreturn]] virtual void Abort(int status) = 0;
 };
 
-// "NONE" (one PE) or "PMIX" (launched by mpirun, srun --mpi=pmix or prterun).
-// Throws Failure(FAM_ERR_PMI) when PMIx cannot be initialized.
+// "NONE" (one PE), "PMIX" (launched by mpirun, srun --mpi=pmix or prterun) or "PMI2" (srun
+// --mpi=pmi2, MPICH's mpiexec). Throws Failure(FAM_ERR_PMI) when the runtime cannot be
+// initialized.
 std::unique_ptr<Runtime> MakeRuntime(const std::string &kind);
 
 }  // namespace fampool

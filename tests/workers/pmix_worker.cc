@@ -1,4 +1,5 @@
-// pmix_worker: one PE of the PMIx test (tests/pmix_test.cc), launched by mpirun.
+// pmix_worker: one PE of the runtime tests (tests/pmix_test.cc), launched by mpirun (PMIx) or by
+// a PMI2 process manager (tests/support/pmi2_launch.py, as srun --mpi=pmi2).
 //
 //   pmix_worker ok       every PE checks PE_ID, PE_COUNT and RUNTIME, writes its slice of a
 //                        shared item (through a descriptor rebuilt from a Fam_Global_Descriptor
@@ -197,19 +198,21 @@ int Run(const std::string &mode, const std::string &region) {
     pe_id = IntOption(f, "PE_ID");
     int pe_count = IntOption(f, "PE_COUNT");
     std::string runtime = StringOption(f, "RUNTIME");
+    // Launched by mpirun (PMIx) or by a PMI2 process manager (srun --mpi=pmi2, pmi2_launch).
     const char *pmix_rank = getenv("PMIX_RANK");
+    const char *pmi2_rank = getenv("PMI_FD") ? getenv("PMI_RANK") : nullptr;
     int rc = 0;
     if (mode == "single") {
-        CHECK(pmix_rank == nullptr);
+        CHECK(pmix_rank == nullptr && pmi2_rank == nullptr);
         CHECK(runtime == "NONE");
         CHECK(pe_id == 0);
         CHECK(pe_count == 1);
         rc = RunSingle(f);
     } else {
-        CHECK(pmix_rank != nullptr);
-        CHECK(runtime == "PMIX");
-        CHECK(pe_id == atoi(pmix_rank));
-        const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+        CHECK(pmix_rank != nullptr || pmi2_rank != nullptr);
+        CHECK(runtime == (pmix_rank ? "PMIX" : "PMI2"));
+        CHECK(pe_id == atoi(pmix_rank ? pmix_rank : pmi2_rank));
+        const char *size = getenv(pmix_rank ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE");
         CHECK(size == nullptr || pe_count == atoi(size));
         CHECK(pe_count >= 2);
         rc = mode == "ok"      ? RunOk(f, pe_count)
