@@ -2,8 +2,9 @@
 //
 // Atomics act on one value at an offset aligned to its size, and are atomic among all PEs and
 // threads that touch the same location through them. Non-fetching forms (fam_set, fam_add,
-// fam_subtract, fam_min, fam_max, fam_and, fam_or, fam_xor) only update; fetching forms
-// (fam_fetch_<type>, fam_fetch_add, ..., fam_swap, fam_compare_swap) return the value found.
+// fam_subtract, fam_min, fam_max, fam_and, fam_or, fam_xor) only update, and report their
+// errors at the next fam_quiet; fetching forms (fam_fetch_<type>, fam_fetch_add, ...,
+// fam_swap, fam_compare_swap) return the value found and throw at once.
 // The operand's C++ type picks the overload, so write the literal's type explicitly
 // (uint64_t{5}, 2.25, int32_t{7}).
 //
@@ -120,8 +121,11 @@ void compare_swap(fam &my_fam, Fam_Descriptor *item) {
     expect(prior == wide && my_fam.fam_fetch_int128(item, kWide) == next, "int128 CAS");
     std::printf("atomics: int128 compare_swap of a 128-bit value succeeded\n");
 
+    // A non-fetching atomic reports its errors at the next fam_quiet, as OpenFAM programs
+    // expect (fetching ones throw at once).
+    my_fam.fam_add(item, kCounter + 4, uint64_t{1});  // not aligned to 8 bytes
     try {
-        my_fam.fam_add(item, kCounter + 4, uint64_t{1});  // not aligned to 8 bytes
+        my_fam.fam_quiet();
         throw std::runtime_error("a misaligned atomic was not refused");
     } catch (const Fam_Exception &e) {
         expect(e.fam_error() == FAM_ERR_INVALID, "misaligned atomic: wrong error code");

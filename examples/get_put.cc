@@ -101,9 +101,9 @@ void run(fam &my_fam) {
     expect(value == second, "fence did not order the two puts");
     std::printf("get_put: put 1.0, fence, put 2.0 -> element 0 reads %.1f\n", value);
 
-    // Errors of non-blocking calls surface at the call or at the next fam_quiet.
+    // Errors of non-blocking calls surface at the next fam_quiet.
+    my_fam.fam_get_nonblocking(in.data(), item, kItemSize - 8, 16);
     try {
-        my_fam.fam_get_nonblocking(in.data(), item, kItemSize - 8, 16);
         my_fam.fam_quiet();
         throw std::runtime_error("a non-blocking get past the end was not refused");
     } catch (const Fam_Exception &e) {

@@ -245,11 +245,21 @@ class ImmediateFreeClusterTest : public ClusterTest {
     const char *Spec() const override { return "1:0:tcp:delayed_free_threads=0"; }
 };
 
-TEST_F(ImmediateFreeClusterTest, DeallocatedSpaceIsZeroAndFreeAtOnce) {
+TEST_F(ImmediateFreeClusterTest, DeallocatedBytesAreZeroInTheHeapWhenDeallocateReturns) {
     auto region = CreateRegion("r", 1 << 20);
     std::unique_ptr<Fam_Descriptor> whole = Allocate("whole", 1 << 20, region.get());
     PutBytes(whole.get(), 0, Pattern(1 << 20, 5));
+    std::vector<FileEntry> heaps = ListFiles(VolatileHeapDirs()[0]);
+    ASSERT_EQ(heaps.size(), 1u) << "the region's heap file";
     fam()->fam_deallocate(whole.get());
+    // Read the heap file itself: the scrubber of the background path would still be waiting
+    // out its 5 ms round here.
+    std::vector<uint8_t> bytes(1 << 20);
+    FILE *heap = fopen(heaps[0].path.c_str(), "rb");
+    ASSERT_NE(heap, nullptr) << heaps[0].path;
+    EXPECT_EQ(fread(bytes.data(), 1, bytes.size(), heap), bytes.size());
+    fclose(heap);
+    EXPECT_EQ(bytes, std::vector<uint8_t>(1 << 20, 0));
     auto again = Allocate("again", 1 << 20, region.get());
     EXPECT_EQ(GetBytes(again.get(), 0, 1 << 20), std::vector<uint8_t>(1 << 20, 0));
 }

@@ -209,14 +209,24 @@ TEST_F(Pmi2Test, RuntimePmi2WithoutALauncherIsAJobOfOne) {
     EXPECT_NO_THROW(fam()->fam_barrier_all());
 }
 
+// PMI2_Abort ends the process with exit(1); fam_abort(3) must end it with 3 all the same.
+TEST_F(Pmi2Test, FamAbortOfAJobOfOneEndsTheProcessWithItsStatus) {
+    LauncherResult run = RunLauncher({WorkerPath("pmix_worker"), "abort-alone"},
+                                     {{"FAMPOOL_RUNTIME", "PMI2"}}, kTimeoutSeconds);
+    EXPECT_FALSE(run.timed_out);
+    EXPECT_EQ(run.exit_code, 3) << run.output;
+    EXPECT_EQ(run.output.find("fam_abort returned"), std::string::npos) << run.output;
+}
+
 TEST_F(Pmi2Test, MissingPmi2LibraryFailsInitializeNamingIt) {
-    SetEnv("FAMPOOL_RUNTIME", "PMI2");
-    SetEnv("FAMPOOL_PMI2_LIBRARY", "/nonexistent/libpmi2.so.0");
-    auto f = std::make_unique<openfam::fam>();
-    CaughtError caught = CatchFamError([&] { f->fam_initialize("default", nullptr); });
-    EXPECT_TRUE(IsFamError(caught, openfam::FAM_ERR_PMI, {"fam_initialize"}));
-    EXPECT_NE(caught.message.find("/nonexistent/libpmi2.so.0"), std::string::npos)
-        << caught.message;
+    // In a process of its own: the PMI2 library, once loaded, serves the whole process.
+    LauncherResult run = RunLauncher(
+        {WorkerPath("pmix_worker"), "single"},
+        {{"FAMPOOL_RUNTIME", "PMI2"}, {"FAMPOOL_PMI2_LIBRARY", "/nonexistent/libpmi2.so.0"}},
+        kTimeoutSeconds);
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_NE(run.output.find("Fam_Exception 12"), std::string::npos) << "FAM_ERR_PMI";
+    EXPECT_NE(run.output.find("/nonexistent/libpmi2.so.0"), std::string::npos) << run.output;
 }
 
 }  // namespace

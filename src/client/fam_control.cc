@@ -210,10 +210,11 @@ void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {
                                             session.caller);
     // The change revoked the keys behind this descriptor: bind it again with new ones, unless
     // the new mode leaves the owner no access at all (0, 01, ...): the descriptor then refuses
-    // every transfer until the owner gives access back.
+    // every transfer until it is given access back through this call (or looked up again).
     ItemInfo fresh = session.metadata->GetItem(state.item.region_id, state.item.offset,
                                                session.caller);
     std::lock_guard<std::mutex> lock(resolve_mutex_);
+    if (state.status != DESC_INIT_DONE) return;  // closed meanwhile by another thread
     if (fresh.can_read || fresh.can_write) state.Rebind(session.transport->Attach(fresh));
     state.item = std::move(fresh);
 }

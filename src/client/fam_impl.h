@@ -162,6 +162,7 @@ class FamImpl {
     uint64_t deferred_dropped_ = 0;
     std::atomic<bool> has_deferred_{false};
 
+    std::mutex finalize_mutex_;
     std::mutex contexts_mutex_;
     std::set<openfam::fam_context *> contexts_;
     std::mutex resolve_mutex_;

@@ -109,8 +109,9 @@ void FamImpl::Initialize(const char * /*group*/, Fam_Options *options) {
 }
 
 void FamImpl::Finalize(const char * /*group*/) {
-    // Finalizing a finalized object does nothing: OpenFAM programs call fam_finalize again
-    // (in error paths and cleanup) and expect it to return.
+    // One finalize at a time; finalizing a finalized object does nothing: OpenFAM programs
+    // call fam_finalize again (in error paths and clean-up) and expect it to return.
+    std::lock_guard<std::mutex> finalizing(finalize_mutex_);
     if (!parent_ && session_ && session_->finalized.load(std::memory_order_acquire)) return;
     Session &session = Control();
     {

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "common/config_keys.h"
@@ -17,7 +18,7 @@ const std::set<std::string> kServerKeys = {"id", "rpc_interface", "rpc_address",
                                            "shm_dir", "memory_type", "if_device"};
 
 [[noreturn]] void Bad(const std::string &path, const std::string &what) {
-    Fail(openfam::FAM_ERR_INVALID, "cluster file {}: {}", path, what);
+    Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}", path, what);
 }
 
 template <typename T>
@@ -29,18 +30,22 @@ T Read(const YAML::Node &node, const std::string &key, const std::string &path) 
     }
 }
 
-MemoryServerConfig ReadServer(const YAML::Node &node, uint64_t default_id,
-                              const std::string &path) {
-    if (!node.IsMap()) Bad(path, "each memory server must be a map of keys");
+}  // namespace
+
+MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const std::string &path) {
+    std::string which = "memory server " + std::to_string(id);
+    if (!node.IsMap()) Bad(path, which + " must be a map of keys");
     MemoryServerConfig server;
-    server.id = default_id;
+    server.id = id;
+    bool shm_given = false;
     for (const auto &entry : node) {
         std::string key = entry.first.as<std::string>();
         if (!kServerKeys.count(key)) {
-            Bad(path, "unknown memory-server key \"" + key + "\" (known: id, rpc_interface, "
+            Bad(path, which + ": unknown key \"" + key + "\" (known: id, rpc_interface, "
                       "libfabric_port, fabric_host, if_device, fam_path, shm_path, memory_type)");
         }
         const YAML::Node &value = entry.second;
+        if (!value.IsScalar()) Bad(path, which + ": " + key + " must be a single value");
         if (key == "id") server.id = Read<uint64_t>(value, key, path);
         if (key == "rpc_interface" || key == "rpc_address") {
             server.rpc_address = Read<std::string>(value, key, path);
@@ -53,13 +58,30 @@ MemoryServerConfig ReadServer(const YAML::Node &node, uint64_t default_id,
         }
         if (key == "shm_path" || key == "shm_dir") {
             server.shm_dir = Read<std::string>(value, key, path);
+            shm_given = true;
         }
         if (key == "memory_type") server.memory_type = Read<std::string>(value, key, path);
     }
+    // A server that holds volatile regions only keeps them in fam_path, as OpenFAM's does
+    // (its files put /dev/shm/... there).
+    if (server.memory_type == "volatile" && !shm_given) server.shm_dir = server.heap_dir;
     return server;
 }
 
-}  // namespace
+std::vector<MemoryServerConfig> ReadMemoryServerMap(const YAML::Node &map,
+                                                    const std::string &path) {
+    if (!map.IsMap()) Bad(path, "\"Memservers\" must be a map from id to server");
+    std::map<uint64_t, MemoryServerConfig> by_id;
+    for (const auto &entry : map) {
+        uint64_t id = Read<uint64_t>(entry.first, "Memservers", path);
+        if (!by_id.emplace(id, ReadMemoryServer(entry.second, id, path)).second) {
+            Bad(path, "memory server " + std::to_string(id) + " is listed twice");
+        }
+    }
+    std::vector<MemoryServerConfig> servers;
+    for (auto &[id, server] : by_id) servers.push_back(std::move(server));
+    return servers;
+}
 
 ClusterConfig LoadClusterConfig(const std::string &path) {
     std::error_code ec;
@@ -112,15 +134,11 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
         if (key == "memservers") {
             if (!value.IsSequence()) Bad(path, "\"memservers\" must be a list");
             for (size_t i = 0; i < value.size(); ++i) {
-                config.memservers.push_back(ReadServer(value[i], i, path));
+                config.memservers.push_back(ReadMemoryServer(value[i], i, path));
             }
         }
-        if (key == "Memservers") {  // OpenFAM's form: a map from id to server
-            if (!value.IsMap()) Bad(path, "\"Memservers\" must be a map from id to server");
-            for (const auto &server : value) {
-                config.memservers.push_back(
-                    ReadServer(server.second, Read<uint64_t>(server.first, key, path), path));
-            }
+        if (key == "Memservers") {  // OpenFAM's form: a map from id to server, in any order
+            config.memservers = ReadMemoryServerMap(value, path);
         }
     }
     CheckClusterConfig(config);
@@ -134,6 +152,9 @@ void CheckClusterConfig(const ClusterConfig &config) {
     }
     if (config.placement != "hash" && config.placement != "least-used") {
         Bad(path, "placement \"" + config.placement + "\" is not hash or least-used");
+    }
+    if (config.rpc_timeout_ms < 1 || config.fabric_timeout_ms < 1) {
+        Bad(path, "rpc_timeout_ms and fabric_timeout_ms must be at least 1");
     }
     if (config.delayed_free_threads < 0) {
         Bad(path, "delayed_free_threads " + std::to_string(config.delayed_free_threads) +
@@ -165,16 +186,20 @@ void CheckClusterConfig(const ClusterConfig &config) {
     }
 }
 
-namespace {
-
-// A YAML double-quoted scalar.
-std::string Quoted(const std::string &text) {
+std::string YamlQuoted(const std::string &text) {
     std::string out = "\"";
-    for (char c : text) out += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    for (unsigned char c : text) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+        } else if (c < 0x20 || c == 0x7f) {
+            out += fmt::format("\\x{:02x}", c);
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
     return out + "\"";
 }
-
-}  // namespace
 
 std::string ClusterFileText(const ClusterConfig &c) {
     std::string text = fmt::format(
@@ -182,22 +207,24 @@ std::string ClusterFileText(const ClusterConfig &c) {
         "placement: {}\nprogress: {}\nregion_span: {}\nenable_region_spanning: {}\n"
         "dataitem_interleave_size: {}\nrpc_timeout_ms: {}\nfabric_timeout_ms: {}\n"
         "metadata_fabric: {}\ndelayed_free_threads: {}\n",
-        c.provider, Quoted(c.metadata_address), Quoted(c.metadata_dir), c.placement, c.progress,
-        c.region_span, c.region_spanning, c.interleave_size, c.rpc_timeout_ms,
+        c.provider, YamlQuoted(c.metadata_address), YamlQuoted(c.metadata_dir), c.placement,
+        c.progress, c.region_span, c.region_spanning, c.interleave_size, c.rpc_timeout_ms,
         c.fabric_timeout_ms, c.metadata_fabric, c.delayed_free_threads);
-    if (!c.archive_dir.empty()) text += fmt::format("archive_dir: {}\n", Quoted(c.archive_dir));
+    if (!c.archive_dir.empty()) text += fmt::format("archive_dir: {}\n", YamlQuoted(c.archive_dir));
     if (c.span_size) text += fmt::format("region_span_size_per_memoryserver: {}\n", *c.span_size);
     if (!c.metadata_fabric_port.empty()) {
-        text += fmt::format("metadata_fabric_port: {}\n", Quoted(c.metadata_fabric_port));
+        text += fmt::format("metadata_fabric_port: {}\n", YamlQuoted(c.metadata_fabric_port));
     }
     text += "memservers:\n";
     for (const MemoryServerConfig &m : c.memservers) {
         text += fmt::format("  - id: {}\n    rpc_interface: {}\n    libfabric_port: {}\n"
                             "    fam_path: {}\n    shm_path: {}\n",
-                            m.id, Quoted(m.rpc_address), Quoted(m.fabric_port),
-                            Quoted(m.heap_dir), Quoted(m.shm_dir));
-        if (!m.fabric_host.empty()) text += fmt::format("    fabric_host: {}\n", Quoted(m.fabric_host));
-        if (!m.if_device.empty()) text += fmt::format("    if_device: {}\n", Quoted(m.if_device));
+                            m.id, YamlQuoted(m.rpc_address), YamlQuoted(m.fabric_port),
+                            YamlQuoted(m.heap_dir), YamlQuoted(m.shm_dir));
+        if (!m.fabric_host.empty()) {
+            text += fmt::format("    fabric_host: {}\n", YamlQuoted(m.fabric_host));
+        }
+        if (!m.if_device.empty()) text += fmt::format("    if_device: {}\n", YamlQuoted(m.if_device));
         if (!m.memory_type.empty()) text += fmt::format("    memory_type: {}\n", m.memory_type);
     }
     return text;

@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+namespace YAML {
+class Node;
+}
+
 namespace fampool {
 
 struct MemoryServerConfig {
@@ -61,10 +65,21 @@ struct ClusterConfig {
 // unknown key, a missing required key or a bad value.
 ClusterConfig LoadClusterConfig(const std::string &path);
 
+// One memory server of a cluster file (`memservers` entry or OpenFAM's `Memservers` value) with
+// id `id`; `path` names the file in messages. Throws Failure(FAM_ERR_INVALID) for an unknown
+// key or a value of the wrong kind.
+MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const std::string &path);
+// OpenFAM's `Memservers`: a map from id to server, returned in the order of the ids.
+std::vector<MemoryServerConfig> ReadMemoryServerMap(const YAML::Node &map,
+                                                    const std::string &path);
+
 // Checks what a cluster file, however it was read, must hold: memory server ids 0, 1, ... in
 // order, each with its addresses and heap directory, valid memory types, interleave size,
 // placement and progress.
 void CheckClusterConfig(const ClusterConfig &config);
+
+// `text` as a YAML double-quoted scalar: quotes, backslashes and control characters escaped.
+std::string YamlQuoted(const std::string &text);
 
 // A cluster file in fampool's own format that LoadClusterConfig reads back as `config`.
 std::string ClusterFileText(const ClusterConfig &config);

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
@@ -59,6 +60,16 @@ uint64_t ParseSize(const char *what, const std::string &text) {
     else if (suffix == "t" || suffix == "T" || suffix == "TiB") value <<= 40;
     else if (!suffix.empty()) Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" has an unknown unit", what, text);
     return value;
+}
+
+// A timeout in milliseconds: at least 1, at most what an int holds (24 days).
+int ParseMillis(const char *what, const std::string &text) {
+    uint64_t value = ParseSize(what, text);
+    if (value < 1 || value > static_cast<uint64_t>(INT32_MAX)) {
+        Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" is out of range (1 to {} milliseconds)", what,
+             text, INT32_MAX);
+    }
+    return static_cast<int>(value);
 }
 
 std::string DefaultDataDir() {
@@ -166,13 +177,13 @@ Config LoadConfig(const Fam_Options *options) {
     Layer(c.metadata_address, yaml, {"metadata_address"}, "FAMPOOL_METADATA_ADDRESS", nullptr);
     std::string timeout = std::to_string(c.rpc_timeout_ms);
     Layer(timeout, yaml, {"rpc_timeout_ms"}, "FAMPOOL_RPC_TIMEOUT_MS", nullptr);
-    c.rpc_timeout_ms = static_cast<int>(ParseSize("rpc_timeout_ms", timeout));
+    c.rpc_timeout_ms = ParseMillis("rpc_timeout_ms", timeout);
     timeout = std::to_string(c.connect_timeout_ms);
     Layer(timeout, yaml, {"connect_timeout_ms"}, "FAMPOOL_CONNECT_TIMEOUT_MS", nullptr);
-    c.connect_timeout_ms = static_cast<int>(ParseSize("connect_timeout_ms", timeout));
+    c.connect_timeout_ms = ParseMillis("connect_timeout_ms", timeout);
     timeout = std::to_string(c.fabric_timeout_ms);
     Layer(timeout, yaml, {"fabric_timeout_ms"}, "FAMPOOL_FABRIC_TIMEOUT_MS", nullptr);
-    c.fabric_timeout_ms = static_cast<int>(ParseSize("fabric_timeout_ms", timeout));
+    c.fabric_timeout_ms = ParseMillis("fabric_timeout_ms", timeout);
 
     std::string metadata_fabric = "true";
     Layer(metadata_fabric, yaml, {"metadata_fabric"}, "FAMPOOL_METADATA_FABRIC", nullptr);

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -67,66 +68,27 @@ bool Get(const File &file, const char *key, T *out) {
     return true;
 }
 
-// "id:host:port" entries of memsrv_list or metadata_list, by id.
+// "id:host:port" entries of memsrv_list or metadata_list, by id ("host:port").
 std::map<uint64_t, std::string> ServiceList(const File &file, const char *key) {
     std::map<uint64_t, std::string> list;
     if (!file.root || !file.root.IsMap() || !file.root[key]) return list;
     for (const YAML::Node &entry : file.root[key]) {
-        std::string text = entry.as<std::string>();
-        size_t colon = text.find(':');
-        std::string id = text.substr(0, colon);
-        if (colon == std::string::npos || id.empty() ||
-            id.find_first_not_of("0123456789") != std::string::npos ||
-            text.find(':', colon + 1) == std::string::npos) {
-            Bad(file.path, std::string(key) + " entry \"" + text + "\" is not id:host:port");
+        std::string text = entry.IsScalar() ? entry.Scalar() : std::string();
+        size_t first = text.find(':'), last = text.rfind(':');
+        uint64_t id = 0;
+        const char *end = text.data() + (first == std::string::npos ? 0 : first);
+        bool number = first != std::string::npos && first > 0 &&
+                      std::from_chars(text.data(), end, id).ptr == end;
+        if (!number || last == first || last == first + 1 || last + 1 == text.size()) {
+            Bad(file.path, std::string(key) + " entry \"" +
+                               (entry.IsScalar() ? text : std::string("(a map)")) +
+                               "\" is not id:host:port (write it as one string: - 0:host:8788)");
         }
-        if (!list.emplace(std::stoull(id), text.substr(colon + 1)).second) {
-            Bad(file.path, std::string(key) + " names id " + id + " twice");
+        if (!list.emplace(id, text.substr(first + 1)).second) {
+            Bad(file.path, std::string(key) + " names id " + std::to_string(id) + " twice");
         }
     }
     return list;
-}
-
-MemoryServerConfig ReadServer(const File &file, const YAML::Node &id, const YAML::Node &node,
-                              const std::string &default_port) {
-    MemoryServerConfig server;
-    try {
-        server.id = id.as<uint64_t>();
-    } catch (const YAML::Exception &) {
-        Bad(file.path, "Memservers keys must be ids 0, 1, ...");
-    }
-    std::string which = "memory server " + std::to_string(server.id);
-    if (!node.IsMap()) Bad(file.path, which + " must be a map of keys");
-    std::string fam_path;
-    server.fabric_port = default_port;
-    for (const auto &entry : node) {
-        std::string key = entry.first.as<std::string>();
-        std::string value = entry.second.IsScalar() ? entry.second.Scalar() : std::string();
-        if (key == "memory_type") {
-            server.memory_type = value;
-        } else if (key == "fam_path") {
-            fam_path = value;
-        } else if (key == "rpc_interface") {
-            server.rpc_address = value;
-        } else if (key == "libfabric_port") {
-            server.fabric_port = value;
-        } else if (key == "if_device") {
-            server.if_device = value;
-        } else {
-            Bad(file.path, which + ": unknown key \"" + key +
-                               "\" (known: memory_type, fam_path, rpc_interface, "
-                               "libfabric_port, if_device)");
-        }
-    }
-    if (server.memory_type.empty()) {
-        Bad(file.path, which + " has no memory_type (volatile or persistent)");
-    }
-    if (fam_path.empty()) Bad(file.path, which + " has no fam_path");
-    // A volatile server keeps its heaps in fam_path (OpenFAM puts /dev/shm/... there); a
-    // persistent one keeps persistent heaps there. Regions of the other kind never reach it.
-    server.heap_dir = fam_path;
-    if (server.memory_type == "volatile") server.shm_dir = fam_path;
-    return server;
 }
 
 }  // namespace
@@ -183,11 +145,15 @@ ClusterConfig LoadOpenFamClusterConfig(const std::string &dir) {
                          "libfabric_port, if_device})");
     }
     std::map<uint64_t, MemoryServerConfig> by_id;
-    for (const auto &entry : servers) {
-        MemoryServerConfig server = ReadServer(memory, entry.first, entry.second, default_port);
-        if (!by_id.emplace(server.id, server).second) {
-            Bad(memory.path, "memory server " + std::to_string(server.id) + " is listed twice");
+    for (MemoryServerConfig &server : ReadMemoryServerMap(servers, memory.path)) {
+        std::string which = "memory server " + std::to_string(server.id);
+        // OpenFAM's own reader requires these; fampool's cluster file does not.
+        if (server.memory_type.empty()) {
+            Bad(memory.path, which + " has no memory_type (volatile or persistent)");
         }
+        if (server.heap_dir.empty()) Bad(memory.path, which + " has no fam_path");
+        if (server.fabric_port.empty()) server.fabric_port = default_port;
+        by_id.emplace(server.id, std::move(server));
     }
     // The client interface's list of memory servers names the same addresses (where it calls
     // them); it may supply one a server's entry leaves out.

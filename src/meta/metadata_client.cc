@@ -268,7 +268,10 @@ rpc::ServerList MetadataClient::Servers(std::chrono::milliseconds within) {
         auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
         rpc::Empty request;
         rpc::ServerList reply;
-        auto context = CallContext(std::clamp(left, milliseconds(1), timeout_));
+        // Each attempt may take the call timeout, and at least a second (or the call timeout
+        // if shorter), even when connect_timeout_ms leaves less.
+        auto context = CallContext(std::max(std::min(left, timeout_),
+                                            std::min(timeout_, milliseconds(1000))));
         grpc::Status status = stub_->Servers(context.get(), request, &reply);
         bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;

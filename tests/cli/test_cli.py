@@ -304,11 +304,13 @@ def test_server_started_by_hand_on_a_taken_port_fails_naming_it(run_dir):
     assert f"127.0.0.1:{base}" in started.stderr, started.stderr
 
 
-def make_region_with_item(run_dir, region, item, region_size, item_size):
-    """Creates REGION with a named ITEM on the cluster, through libfampool's C API (ctypes) in
-    a child Python process, so that this process holds no fabric state."""
+def run_c_api(run_dir, body):
+    """Runs BODY (Python) in a child Python process after initializing fam, through libfampool's
+    C API (ctypes), on the cluster of RUN_DIR, and finalizing it; the child holds the fabric
+    state, not this process. BODY sees `lib` (argument types of c_fam_create_region and
+    c_fam_allocate_named set) and `fam`."""
     script = f"""
-import ctypes, sys
+import ctypes
 lib = ctypes.CDLL({os.path.join(BUILD_DIR, "src", "libfampool.so")!r})
 lib.c_fam_create.restype = ctypes.c_void_p
 lib.c_fam_initialize.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
@@ -321,15 +323,22 @@ lib.c_fam_allocate_named.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_
 lib.c_fam_finalize.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 fam = lib.c_fam_create()
 assert lib.c_fam_initialize(fam, b"default", None) == 0
-region = lib.c_fam_create_region(fam, {region!r}.encode(), {region_size}, 0o755, None)
-assert region, "create_region failed"
-assert lib.c_fam_allocate_named(fam, {item!r}.encode(), {item_size}, 0o640, region)
+{body}
 assert lib.c_fam_finalize(fam, b"default") == 0
 """
     env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
     made = subprocess.run(["python3", "-c", script], capture_output=True, text=True,
                           timeout=COMMAND_TIMEOUT_S, env=env, stdin=subprocess.DEVNULL)
     assert made.returncode == 0, made.stdout + made.stderr
+
+
+def make_region_with_item(run_dir, region, item, region_size, item_size):
+    """Creates REGION (mode 0755) with a named ITEM (mode 0640) on the cluster."""
+    run_c_api(run_dir, f"""
+region = lib.c_fam_create_region(fam, {region!r}.encode(), {region_size}, 0o755, None)
+assert region, "create_region failed"
+assert lib.c_fam_allocate_named(fam, {item!r}.encode(), {item_size}, 0o640, region)
+""")
 
 
 def test_ls_stat_and_status_show_a_region_and_its_item(cluster):

@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from test_cli import BUILD_DIR, fampool, free_base_port, run_dir  # noqa: F401 (fixture)
+from test_cli import BUILD_DIR, fampool, free_base_port, run_c_api, run_dir  # noqa: F401
 
 WORKER = os.path.join(BUILD_DIR, "tests", "workers", "openfam_style")
 
@@ -151,26 +151,11 @@ def region_servers(run_dir, region):
 
 def create_region(run_dir, name, persistent):
     """Creates region NAME (volatile or persistent) through the C API in a child process."""
-    memory_type = 2 if persistent else 1
-    script = f"""
-import ctypes
-lib = ctypes.CDLL({os.path.join(BUILD_DIR, "src", "libfampool.so")!r})
-lib.c_fam_create.restype = ctypes.c_void_p
-lib.c_fam_initialize.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-lib.c_fam_create_region.restype = ctypes.c_void_p
-lib.c_fam_create_region.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
-                                    ctypes.c_uint, ctypes.c_void_p]
-lib.c_fam_finalize.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    memory_type = 2 if persistent else 1  # Fam_Memory_Type: VOLATILE 1, PERSISTENT 2
+    run_c_api(run_dir, f"""
 attributes = (ctypes.c_int * 4)(0, {memory_type}, 0, 0)
-fam = lib.c_fam_create()
-assert lib.c_fam_initialize(fam, b"default", None) == 0
 assert lib.c_fam_create_region(fam, {name!r}.encode(), 1 << 20, 0o700, attributes)
-assert lib.c_fam_finalize(fam, b"default") == 0
-"""
-    env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
-    made = subprocess.run(["python3", "-c", script], capture_output=True, text=True, timeout=60,
-                          env=env, stdin=subprocess.DEVNULL)
-    assert made.returncode == 0, made.stdout + made.stderr
+""")
 
 
 def test_services_and_pes_start_from_openfams_files(run_dir, openfam_root):
@@ -218,3 +203,18 @@ def test_up_refuses_an_openfam_value_fampool_does_not_take(run_dir, openfam_root
     up = fampool("up", "--config", config, "--run-dir", run_dir)
     assert up.returncode == 1, up.stdout + up.stderr
     assert "fam_memoryserver_config.yaml" in up.stderr and key in up.stderr, up.stderr
+
+
+def test_up_refuses_a_memsrv_list_entry_that_is_not_id_host_port(run_dir, openfam_root):
+    base = free_base_port(servers=2)
+    config = write_openfam_config(openfam_root, base)
+    path = os.path.join(config, "fam_client_interface_config.yaml")
+    with open(path) as f:
+        text = f.read()
+    # "0: host:port" (a space after the id) is a map in YAML, not the string OpenFAM wants.
+    write(path, text.replace(f"  - 0:127.0.0.1:{base + 1}", f"  - 0: 127.0.0.1:{base + 1}"))
+    up = fampool("up", "--config", config, "--run-dir", run_dir)
+    assert up.returncode == 1, up.stdout + up.stderr
+    assert "fam_client_interface_config.yaml" in up.stderr and "memsrv_list" in up.stderr, \
+        up.stderr
+    assert "id:host:port" in up.stderr, up.stderr

@@ -8,6 +8,7 @@
 //                        "pmix_worker: OK <n> PEs".
 //   pmix_worker abort    PE 1 calls fam_abort(3); the others wait (at most 60 s) to be stopped.
 //   pmix_worker single   run without a launcher: RUNTIME is NONE, one PE, barrier returns.
+//   pmix_worker abort-alone  a job of one calls fam_abort(3); it must end with status 3.
 //   pmix_worker burst R  a job whose PEs start at once (RunBurst): each allocates, writes and
 //                        reads an item of its own in region R and counts itself; PE 0 checks
 //                        the count, prints "pmix_worker: OK <n> PEs" and destroys R.
@@ -181,6 +182,13 @@ int RunBurst(fam &f, int pe_count, const std::string &name) {
     return 0;
 }
 
+// A job of one calls fam_abort(3): the process must end with status 3.
+int RunAbortAlone(fam &f) {
+    f.fam_abort(3);
+    printf("pmix_worker: fam_abort returned\n");
+    return 1;
+}
+
 int RunSingle(fam &f) {
     f.fam_barrier_all();  // one PE: returns at once
     std::unique_ptr<Fam_Region_Descriptor> region(
@@ -208,6 +216,9 @@ int Run(const std::string &mode, const std::string &region) {
         CHECK(pe_id == 0);
         CHECK(pe_count == 1);
         rc = RunSingle(f);
+    } else if (mode == "abort-alone") {
+        CHECK(pe_count == 1);
+        rc = RunAbortAlone(f);
     } else {
         CHECK(pmix_rank != nullptr || pmi2_rank != nullptr);
         CHECK(runtime == (pmix_rank ? "PMIX" : "PMI2"));
@@ -227,8 +238,9 @@ int Run(const std::string &mode, const std::string &region) {
 
 int main(int argc, char **argv) {
     std::string mode = argc > 1 ? argv[1] : "ok";
-    if (mode != "ok" && mode != "abort" && mode != "single" && !(mode == "burst" && argc > 2)) {
-        fprintf(stderr, "usage: pmix_worker ok|abort|single|burst REGION\n");
+    if (mode != "ok" && mode != "abort" && mode != "single" && mode != "abort-alone" &&
+        !(mode == "burst" && argc > 2)) {
+        fprintf(stderr, "usage: pmix_worker ok|abort|single|abort-alone|burst REGION\n");
         return 2;
     }
     try {

@@ -35,13 +35,6 @@ std::string ShmBase(const std::string &run_dir) {
     return fmt::format("/dev/shm/fampool-{}-{:012x}", getuid(), hash & 0xffffffffffffull);
 }
 
-// A YAML double-quoted scalar.
-std::string Quoted(const std::string &text) {
-    std::string out = "\"";
-    for (char c : text) out += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
-    return out + "\"";
-}
-
 std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
     if (o.memservers < 1 || o.memservers > 99) {
         Die(1, "fampool up: --memservers {} is out of range (1 to 99)", o.memservers);
@@ -63,15 +56,15 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
         "openfam_model: memory_server\nprovider: {}\nmetadata_address: 127.0.0.1:{}\n"
         "metadata_dir: {}\narchive_dir: {}\ndataitem_interleave_size: {}\nplacement: {}\n"
         "region_span: {}\nprogress: {}\nmemservers:\n",
-        o.provider, o.base_port, Quoted(dir + "/meta"), Quoted(dir + "/backup"), o.interleave,
-        o.placement, o.region_span, o.progress);
+        o.provider, o.base_port, YamlQuoted(dir + "/meta"), YamlQuoted(dir + "/backup"),
+        o.interleave, o.placement, o.region_span, o.progress);
     for (unsigned i = 0; i < o.memservers; ++i) {
         text += fmt::format(
             "  - id: {}\n    rpc_interface: 127.0.0.1:{}\n    libfabric_port: {}\n"
             "    fam_path: {}\n    shm_path: {}\n",
             i, o.base_port + 1 + i, o.base_port + 100 + i,
-            Quoted(dir + "/heaps" + std::to_string(i)),
-            Quoted(ShmBase(dir) + "/ms" + std::to_string(i)));
+            YamlQuoted(dir + "/heaps" + std::to_string(i)),
+            YamlQuoted(ShmBase(dir) + "/ms" + std::to_string(i)));
     }
     return text;
 }

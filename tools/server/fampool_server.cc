@@ -82,9 +82,17 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     if (fabric.node.empty() && fabric.domain.empty()) fabric.node = "127.0.0.1";
     fabric.service = me.fabric_port;
     fabric.timeout_ms = cluster.fabric_timeout_ms;
-    role.fabric = std::make_unique<FabricServer>(
-        fabric, cluster.progress == "busy" ? FabricServer::Progress::kBusyPoll
-                                           : FabricServer::Progress::kBlocking);
+    try {
+        role.fabric = std::make_unique<FabricServer>(
+            fabric, cluster.progress == "busy" ? FabricServer::Progress::kBusyPoll
+                                               : FabricServer::Progress::kBlocking);
+    } catch (const Failure &failure) {
+        if (fabric.domain.empty()) throw;
+        Fail(openfam::FAM_ERR_LIBFABRIC,
+             "memory server {}: if_device \"{}\" is neither a network interface with an address "
+             "nor a fabric domain of provider {}: {}",
+             id, me.if_device, cluster.provider, failure.fam_error_msg());
+    }
     role.heaps->AttachFabric(role.fabric.get());
     role.peers = std::make_unique<FabricPeers>(fabric);
     role.heaps->AttachPeers(role.peers.get());

@@ -4,12 +4,13 @@
 // prints a stack, and a crash inside malloc (a double free, which glibc ends with abort())
 // takes the malloc lock the crash already holds, so the process hangs in a futex with every
 // signal blocked, and only SIGKILL ends it. fampool puts the default actions back when it is
-// loaded, and again after the fabric is opened (providers loaded later could do the same),
-// touching only handlers that live in libinfinipath: the application's own stay.
+// loaded, and after each fi_getinfo what was there before it (providers loaded then could do
+// the same), touching only handlers that live in libinfinipath: the application's own stay.
 #include <dlfcn.h>
 #include <signal.h>
 
 #include <cstring>
+#include <iterator>
 
 #include "transport/fabric/fabric.h"
 
@@ -26,18 +27,34 @@ bool HandlerInLibInfinipath(const struct sigaction &action) {
            std::strstr(info.dli_fname, "libinfinipath") != nullptr;
 }
 
-__attribute__((constructor)) void RestoreOnLoad() { RestoreCrashSignals(); }
+constexpr int kSignals[] = {SIGINT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGTERM, SIGQUIT};
+static_assert(std::size(kSignals) == CrashSignals::kCount);
+
+__attribute__((constructor)) void RestoreOnLoad() { RestoreCrashSignals(CrashSignals()); }
 
 }  // namespace
 
-void RestoreCrashSignals() {
-    for (int signal : {SIGINT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGTERM, SIGQUIT}) {
-        struct sigaction action {};
-        if (sigaction(signal, nullptr, &action) != 0 || !HandlerInLibInfinipath(action)) continue;
-        struct sigaction standard {};
-        standard.sa_handler = SIG_DFL;
-        sigemptyset(&standard.sa_mask);
-        sigaction(signal, &standard, nullptr);
+CrashSignals::CrashSignals() {
+    for (size_t i = 0; i < std::size(kSignals); ++i) {
+        if (sigaction(kSignals[i], nullptr, &saved_[i]) != 0) {
+            saved_[i] = {};
+            saved_[i].sa_handler = SIG_DFL;
+        }
+    }
+}
+
+void RestoreCrashSignals(const CrashSignals &before) {
+    for (size_t i = 0; i < std::size(kSignals); ++i) {
+        struct sigaction now {};
+        if (sigaction(kSignals[i], nullptr, &now) != 0 || !HandlerInLibInfinipath(now)) continue;
+        // What was there before libinfinipath came, unless that was libinfinipath's too.
+        struct sigaction back = before.saved_[i];
+        if (HandlerInLibInfinipath(back)) {
+            back = {};
+            back.sa_handler = SIG_DFL;
+            sigemptyset(&back.sa_mask);
+        }
+        sigaction(kSignals[i], &back, nullptr);
     }
 }
 

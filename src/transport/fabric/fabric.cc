@@ -58,10 +58,11 @@ fi_info *GetInfo(const FabricConfig &config, FabricDomain::Role role, bool with_
                               ? config.service.c_str()
                               : nullptr;
     fi_info *info = nullptr;
+    CrashSignals before;
     int ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node, service,
                          node || service ? FI_SOURCE : 0, hints, &info);
     fi_freeinfo(hints);
-    RestoreCrashSignals();  // a provider loaded just now may have taken them
+    RestoreCrashSignals(before);  // a provider loaded just now may have taken them
     if (ret == -FI_ENODATA) {
         // Give up wishes one at a time, the least important first.
         if (wishes.caps) return GetInfo(config, role, with_node, {0, wishes.op_flags, wishes.msg_order});

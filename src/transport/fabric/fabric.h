@@ -10,6 +10,7 @@
 #define FAMPOOL_TRANSPORT_FABRIC_FABRIC_H_
 
 #include <rdma/fabric.h>
+#include <signal.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -40,10 +41,22 @@ struct FabricConfig {
     bool register_local = false;
 };
 
-// Puts back the default actions of the crash and termination signals where a libfabric
-// provider's library installed its own handlers (crash_signals.cc says why). Runs when
-// libfampool is loaded and after each fi_getinfo.
-void RestoreCrashSignals();
+// The actions of the crash and termination signals at one moment.
+class CrashSignals {
+  public:
+    static constexpr size_t kCount = 8;  // SIGINT ILL ABRT BUS FPE SEGV TERM QUIT
+    CrashSignals();  // as they are now
+
+  private:
+    friend void RestoreCrashSignals(const CrashSignals &before);
+    struct sigaction saved_[kCount];
+};
+
+// Where a libfabric provider's library installed its own handlers for the crash and
+// termination signals since `before` (crash_signals.cc says why), puts back what was there
+// (the default action if that was such a handler too). Runs when libfampool is loaded and
+// around each fi_getinfo.
+void RestoreCrashSignals(const CrashSignals &before);
 
 // Throws Failure(FAM_ERR_LIBFABRIC, "<call>: <fi_strerror> (provider <provider>)").
 [[noreturn]] void FailFabric(const char *call, ssize_t ret, const std::string &provider);
