@@ -11,11 +11,12 @@
 //              malloc lock
 //   wait       creates the file $CRASH_WORKER_READY_FILE (when set) and keeps transferring
 //              until a signal ends it
-//   handlers   prints one line per signal, "<signal> default" or "<signal> handled", for SIGINT,
-//              SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGTERM, and exits 0
+//   handlers   prints one line per signal, "<signal> default" or "<signal> handled by <library
+//              file>", for SIGINT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGTERM; exits 0
 // Exit status 2 when fam_initialize threw.
 #include <fam/fam.h>
 #include <fam/fam_exception.h>
+#include <dlfcn.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -35,7 +36,16 @@ void PrintHandlers() {
     for (const auto &[signal, name] : signals) {
         struct sigaction action {};
         sigaction(signal, nullptr, &action);
-        std::printf("%s %s\n", name, action.sa_handler == SIG_DFL ? "default" : "handled");
+        if (action.sa_handler == SIG_DFL) {
+            std::printf("%s default\n", name);
+            continue;
+        }
+        void *address = (action.sa_flags & SA_SIGINFO)
+                            ? reinterpret_cast<void *>(action.sa_sigaction)
+                            : reinterpret_cast<void *>(action.sa_handler);
+        Dl_info info{};
+        dladdr(address, &info);
+        std::printf("%s handled by %s\n", name, info.dli_fname ? info.dli_fname : "?");
     }
 }
 
