@@ -28,10 +28,10 @@
 
 #include "common/error.h"
 #include "memserver/fabric_server.h"
-#include "memserver/memory_server.h"
+#include "common/memory_server.h"
 #include "meta/metadata_service.h"
 #include "test_support.h"
-#include "transport/atomic_apply.h"
+#include "common/atomic_apply.h"
 #include "transport/fabric/fabric_transport.h"
 
 namespace fampool {

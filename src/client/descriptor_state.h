@@ -9,20 +9,14 @@
 #include <memory>
 #include <string>
 
+#include "common/data_path.h"
+#include "common/fam_objects.h"
 #include "fam/fam.h"
-#include "meta/metadata_service.h"
 
 namespace fampool {
 
 using openfam::Fam_Descriptor;
 using openfam::Fam_Region_Descriptor;
-
-// What a transport needs to reach one item's bytes (a mapping, or keys and addresses).
-struct Binding {
-    virtual ~Binding() = default;
-    // False once the item's region was destroyed (as far as this process can tell).
-    virtual bool valid() const { return true; }
-};
 
 struct DescriptorState {
     Fam_Global_Descriptor global{};

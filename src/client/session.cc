@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/network.h"
 #include "meta/metadata_store.h"
-#include "memserver/memory_server_client.h"
+#include "rpc/memory_server_client.h"
 #include "meta/metadata_client.h"
 #include "transport/fabric/fabric_transport.h"
 #include "transport/shm/shm_transport.h"

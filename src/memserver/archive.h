@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "memserver/memory_server.h"
+#include "common/memory_server.h"
 
 namespace fampool {
 

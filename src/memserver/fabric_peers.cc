@@ -1,8 +1,8 @@
 #include "memserver/fabric_peers.h"
 
 #include "common/error.h"
-#include "transport/fabric/fabric_channel.h"
-#include "transport/fabric/fabric_transport.h"
+#include "fabric/fabric_channel.h"
+#include "fabric/fabric_context.h"
 
 namespace fampool {
 namespace {

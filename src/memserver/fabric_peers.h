@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "memserver/peers.h"
-#include "transport/fabric/fabric.h"
-#include "transport/transport.h"
+#include "fabric/fabric.h"
+#include "common/data_path.h"
 
 namespace fampool {
 

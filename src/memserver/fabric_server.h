@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "memserver/registrar.h"
-#include "transport/fabric/fabric.h"
+#include "fabric/fabric.h"
 
 namespace fampool {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "transport/atomic_apply.h"
+#include "common/atomic_apply.h"
 
 namespace fampool {
 

@@ -10,7 +10,7 @@
 
 #include "memserver/archive.h"
 #include "memserver/heap.h"
-#include "memserver/memory_server.h"
+#include "common/memory_server.h"
 #include "memserver/peers.h"
 #include "memserver/registrar.h"
 

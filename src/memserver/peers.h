@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "memserver/memory_server.h"
+#include "common/memory_server.h"
 
 namespace fampool {
 

@@ -26,7 +26,7 @@
 
 #include "meta/metadata_rpc_service.h"
 #include "rpc/fampool.pb.h"
-#include "transport/fabric/fabric.h"
+#include "fabric/fabric.h"
 
 namespace fampool {
 

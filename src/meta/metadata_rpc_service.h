@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "memserver/memory_server_client.h"
+#include "rpc/memory_server_client.h"
 #include "meta/metadata_store.h"
 #include "rpc/fampool.grpc.pb.h"
 

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "common/error.h"
-#include "memserver/extent_allocator.h"
+#include "meta/extent_allocator.h"
 #include "meta/records.h"
 
 namespace fampool {

@@ -29,7 +29,7 @@
 #include <tuple>
 #include <vector>
 
-#include "memserver/memory_server.h"
+#include "common/memory_server.h"
 #include "meta/lmdb.h"
 #include "meta/metadata_service.h"
 

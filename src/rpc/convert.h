@@ -10,8 +10,8 @@
 #include <string>
 
 #include "common/error.h"
-#include "memserver/memory_server.h"
-#include "meta/metadata_service.h"
+#include "common/memory_server.h"
+#include "common/fam_objects.h"
 #include "rpc/fampool.grpc.pb.h"
 
 namespace fampool {

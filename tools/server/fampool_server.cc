@@ -24,7 +24,7 @@
 #include "memserver/fabric_peers.h"
 #include "memserver/fabric_server.h"
 #include "memserver/local_memory_server.h"
-#include "memserver/memory_server_client.h"
+#include "rpc/memory_server_client.h"
 #include "memserver/memory_server_service.h"
 #include "meta/lmdb.h"
 #include "meta/metadata_fabric.h"

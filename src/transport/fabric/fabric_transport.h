@@ -7,81 +7,15 @@
 #define FAMPOOL_TRANSPORT_FABRIC_FABRIC_TRANSPORT_H_
 
 #include <atomic>
-#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
-#include <string>
-#include <vector>
+#include <utility>
 
-#include "memserver/memory_server.h"
-#include "transport/fabric/fabric.h"
-#include "transport/fabric/fabric_atomics.h"
+#include "fabric/fabric_context.h"
 #include "transport/transport.h"
 
 namespace fampool {
-
-// An item as the fabric data path sees it: per server index of its region, how to address
-// the server, and where the item lies in the region's (possibly interleaved) space.
-struct FabricBinding : Binding {
-    struct Server {
-        uint64_t id = 0;
-        bool reachable = false;  // false: the descriptor carries no access to this server
-        fi_addr_t address = FI_ADDR_UNSPEC;
-        uint64_t key = 0;
-        uint64_t base = 0;
-        std::string heap_path;  // for fam_map when the server runs on this node
-        std::string node;
-    };
-    // Where item byte `offset` is: the server index, the physical offset in that server's
-    // extent, and how many bytes from there stay contiguous on that server.
-    struct Place {
-        size_t server = 0;
-        uint64_t physical = 0;
-        uint64_t contiguous = 0;
-    };
-
-    Place Locate(uint64_t offset) const;
-    // `item "name"` or `item at offset N of region R`, for messages.
-    std::string Describe() const;
-
-    std::vector<Server> servers;  // in region.memory_servers order
-    uint64_t region_id = 0;
-    bool persistent = false;
-    uint64_t offset = 0;      // the item's virtual offset in its region
-    uint64_t size = 0;
-    uint64_t interleave = 0;  // block size; 0: not interleaved
-    std::string name;
-    std::shared_ptr<std::atomic<bool>> forgotten;  // set when this process destroys the region
-    bool valid() const override { return !forgotten || !forgotten->load(); }
-};
-
-// What the transport and its channels share: one fabric domain, one address vector with the
-// servers' addresses inserted once each, and what the provider's atomics table says.
-class FabricContext {
-  public:
-    using ServerLookup = std::function<MemoryServer &(uint64_t server_id)>;
-
-    FabricContext(const FabricConfig &config, ServerLookup servers);
-
-    FabricDomain &domain() { return domain_; }
-    fid_av *av() const { return av_.get(); }
-    const std::string &provider() const { return domain_.provider(); }
-    int timeout_ms() const { return domain_.config().timeout_ms; }
-    MemoryServer &server(uint64_t id) { return servers_(id); }
-
-    fi_addr_t Insert(const std::string &address);
-    // Whether the provider does `atomic` (asked once per operation, type and kind).
-    bool Supports(fid_ep *endpoint, const FabricAtomic &atomic);
-
-  private:
-    FabricDomain domain_;
-    FidPtr<fid_av> av_;
-    ServerLookup servers_;
-    std::mutex addresses_mutex_;
-    std::map<std::string, fi_addr_t> addresses_;
-    // 0: not asked yet, 1: supported, 2: not supported; by [kind][op][datatype].
-    std::atomic<uint8_t> support_[3][FI_ATOMIC_OP_LAST][FI_DATATYPE_LAST] = {};
-};
 
 class FabricTransport : public Transport {
   public:

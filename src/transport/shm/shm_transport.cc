@@ -9,7 +9,7 @@
 
 #include "transport/shm/async_queue.h"
 #include "common/error.h"
-#include "transport/atomic_apply.h"
+#include "common/atomic_apply.h"
 
 namespace fampool {
 namespace {

@@ -1,4 +1,4 @@
-#include "transport/fabric/fabric.h"
+#include "fabric/fabric.h"
 
 #include <poll.h>
 #include <rdma/fi_eq.h>

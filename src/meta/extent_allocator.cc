@@ -1,4 +1,4 @@
-#include "memserver/extent_allocator.h"
+#include "meta/extent_allocator.h"
 
 #include <string>
 

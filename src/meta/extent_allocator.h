@@ -4,8 +4,8 @@
 // free) and by (size, offset) (best fit). Because the tables are LMDB, every change is part of
 // the caller's transaction: a process killed mid-allocation leaves either the old or the new
 // state, never a leak or a double allocation, and every process of the node sees one truth.
-#ifndef FAMPOOL_MEMSERVER_EXTENT_ALLOCATOR_H_
-#define FAMPOOL_MEMSERVER_EXTENT_ALLOCATOR_H_
+#ifndef FAMPOOL_META_EXTENT_ALLOCATOR_H_
+#define FAMPOOL_META_EXTENT_ALLOCATOR_H_
 
 #include <cstdint>
 
@@ -38,4 +38,4 @@ class ExtentAllocator {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_MEMSERVER_EXTENT_ALLOCATOR_H_
+#endif  // FAMPOOL_META_EXTENT_ALLOCATOR_H_

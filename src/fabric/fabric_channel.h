@@ -8,8 +8,8 @@
 // drops the connection with the operation, shm drops the operation. For tcp the channel finds
 // out by probing, when its operations stall, the same keys and address ranges with one-byte
 // atomics, which tcp does report; for shm the operation can only time out.
-#ifndef FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_H_
-#define FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_H_
+#ifndef FAMPOOL_FABRIC_FABRIC_CHANNEL_H_
+#define FAMPOOL_FABRIC_FABRIC_CHANNEL_H_
 
 #include <chrono>
 #include <deque>
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "fam/fam_exception.h"
-#include "transport/fabric/fabric_transport.h"
+#include "fabric/fabric_context.h"
 
 namespace fampool {
 
@@ -162,4 +162,4 @@ class FabricChannel : public Channel {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_H_
+#endif  // FAMPOOL_FABRIC_FABRIC_CHANNEL_H_

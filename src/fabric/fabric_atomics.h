@@ -1,12 +1,12 @@
 // How fampool's atomics map onto libfabric's: which call (fi_atomic, fi_fetch_atomic,
 // fi_compare_atomic), which fi_op and which fi_datatype. Subtraction has no fi_op: it is a sum
 // of the negated operand.
-#ifndef FAMPOOL_TRANSPORT_FABRIC_FABRIC_ATOMICS_H_
-#define FAMPOOL_TRANSPORT_FABRIC_FABRIC_ATOMICS_H_
+#ifndef FAMPOOL_FABRIC_FABRIC_ATOMICS_H_
+#define FAMPOOL_FABRIC_FABRIC_ATOMICS_H_
 
 #include <rdma/fi_atomic.h>
 
-#include "transport/transport.h"
+#include "common/data_path.h"
 
 namespace fampool {
 
@@ -28,4 +28,4 @@ void FabricOperand(AtomicOp op, DataType type, const void *operand, void *out);
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_TRANSPORT_FABRIC_FABRIC_ATOMICS_H_
+#endif  // FAMPOOL_FABRIC_FABRIC_ATOMICS_H_

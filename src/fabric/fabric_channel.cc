@@ -1,4 +1,4 @@
-#include "transport/fabric/fabric_channel.h"
+#include "fabric/fabric_channel.h"
 
 #include <fmt/format.h>
 

@@ -2,10 +2,10 @@
 // embedded data path and by memory servers for the operations a fabric provider cannot do
 // (128-bit compare-and-swap, operations its atomics table lacks). Atomic across processes that
 // map the same memory: 128-bit operations use cmpxchg16b, never a process-local lock.
-#ifndef FAMPOOL_TRANSPORT_ATOMIC_APPLY_H_
-#define FAMPOOL_TRANSPORT_ATOMIC_APPLY_H_
+#ifndef FAMPOOL_COMMON_ATOMIC_APPLY_H_
+#define FAMPOOL_COMMON_ATOMIC_APPLY_H_
 
-#include "transport/transport.h"
+#include "common/data_path.h"
 
 namespace fampool {
 
@@ -14,4 +14,4 @@ void ApplyAtomic(char *address, AtomicOp op, DataType type, const void *operand,
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_TRANSPORT_ATOMIC_APPLY_H_
+#endif  // FAMPOOL_COMMON_ATOMIC_APPLY_H_

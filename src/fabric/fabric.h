@@ -6,8 +6,8 @@
 // memory by virtual address (FI_MR_VIRT_ADDR) and names endpoints with strings; `tcp` (which
 // libfabric layers as "tcp;ofi_rxm" for FI_EP_RDM) and `sockets` address it by offset and use
 // socket addresses; `shm` and `tcp` need the target to drive progress by hand.
-#ifndef FAMPOOL_TRANSPORT_FABRIC_FABRIC_H_
-#define FAMPOOL_TRANSPORT_FABRIC_FABRIC_H_
+#ifndef FAMPOOL_FABRIC_FABRIC_H_
+#define FAMPOOL_FABRIC_FABRIC_H_
 
 #include <rdma/fabric.h>
 #include <signal.h>
@@ -192,4 +192,4 @@ void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_TRANSPORT_FABRIC_FABRIC_H_
+#endif  // FAMPOOL_FABRIC_FABRIC_H_

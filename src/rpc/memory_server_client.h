@@ -1,13 +1,13 @@
 // A memory server reached over gRPC: the MemoryServer interface for the metadata service and
 // for clients (copy, backup, restore, fallback atomics) of the memory-server model.
-#ifndef FAMPOOL_MEMSERVER_MEMORY_SERVER_CLIENT_H_
-#define FAMPOOL_MEMSERVER_MEMORY_SERVER_CLIENT_H_
+#ifndef FAMPOOL_RPC_MEMORY_SERVER_CLIENT_H_
+#define FAMPOOL_RPC_MEMORY_SERVER_CLIENT_H_
 
 #include <chrono>
 #include <memory>
 #include <string>
 
-#include "memserver/memory_server.h"
+#include "common/memory_server.h"
 #include "rpc/fampool.grpc.pb.h"
 
 namespace fampool {
@@ -53,4 +53,4 @@ class MemoryServerClient : public MemoryServer {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_MEMSERVER_MEMORY_SERVER_CLIENT_H_
+#endif  // FAMPOOL_RPC_MEMORY_SERVER_CLIENT_H_

@@ -1,15 +1,15 @@
 // The memory server's interface: what the metadata service and the client ask of the side that
 // owns the heaps. The embedded model calls LocalMemoryServer in-process; the cluster model puts
 // the same calls behind gRPC.
-#ifndef FAMPOOL_MEMSERVER_MEMORY_SERVER_H_
-#define FAMPOOL_MEMSERVER_MEMORY_SERVER_H_
+#ifndef FAMPOOL_COMMON_MEMORY_SERVER_H_
+#define FAMPOOL_COMMON_MEMORY_SERVER_H_
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "meta/metadata_service.h"
+#include "common/fam_objects.h"
 
 namespace fampool {
 
@@ -136,4 +136,4 @@ class MemoryServer {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_MEMSERVER_MEMORY_SERVER_H_
+#endif  // FAMPOOL_COMMON_MEMORY_SERVER_H_

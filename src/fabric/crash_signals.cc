@@ -12,7 +12,7 @@
 #include <cstring>
 #include <iterator>
 
-#include "transport/fabric/fabric.h"
+#include "fabric/fabric.h"
 
 namespace fampool {
 namespace {

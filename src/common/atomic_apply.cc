@@ -1,4 +1,4 @@
-#include "transport/atomic_apply.h"
+#include "common/atomic_apply.h"
 
 #include <cstring>
 #include <type_traits>

@@ -1,4 +1,4 @@
-#include "transport/fabric/fabric_atomics.h"
+#include "fabric/fabric_atomics.h"
 
 #include <cstring>
 

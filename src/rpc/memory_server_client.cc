@@ -1,7 +1,7 @@
-#include "memserver/memory_server_client.h"
+#include "rpc/memory_server_client.h"
 
 #include "rpc/convert.h"
-#include "transport/transport.h"
+#include "common/data_path.h"
 
 namespace fampool {
 namespace {

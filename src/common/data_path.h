@@ -1,0 +1,68 @@
+// The data path's vocabulary, shared by every transport and by the memory servers: atomic
+// operations and their operand types, where the elements of a gather or scatter lie, a
+// transport's hold on an item (Binding), and one stream of data-path operations (Channel).
+#ifndef FAMPOOL_COMMON_DATA_PATH_H_
+#define FAMPOOL_COMMON_DATA_PATH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace fampool {
+
+// What a transport needs to reach one item's bytes (a mapping, or keys and addresses).
+struct Binding {
+    virtual ~Binding() = default;
+    // False once the item's region was destroyed (as far as this process can tell).
+    virtual bool valid() const { return true; }
+};
+
+enum class AtomicOp : uint8_t {
+    kSet, kAdd, kSubtract, kMin, kMax, kAnd, kOr, kXor,  // result: the previous value
+    kFetch, kSwap, kCompareSwap
+};
+
+enum class DataType : uint8_t { kInt32, kInt64, kInt128, kUint32, kUint64, kFloat, kDouble };
+
+size_t SizeOf(DataType type);
+
+// Where the elements of a gather or scatter are: strided, or listed by index.
+struct ElementPlan {
+    bool strided = true;
+    uint64_t first = 0, stride = 0;
+    std::vector<uint64_t> indices;
+    uint64_t IndexOf(uint64_t i) const { return strided ? first + i * stride : indices[i]; }
+};
+
+// One stream of data-path operations. Offsets are bytes within the item; the caller has checked
+// bounds and permissions. Unless `blocking`, a call may return before its bytes have moved (the
+// caller keeps `local` valid until Quiet); errors of such calls surface at Quiet.
+class Channel {
+  public:
+    virtual ~Channel() = default;
+    virtual void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
+                      uint64_t nbytes, bool blocking) = 0;
+    virtual void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
+                       uint64_t nbytes, bool blocking) = 0;
+    // Gather (to_fam false) or scatter: element i at plan.IndexOf(i) * element_size in the
+    // item, at i * element_size in `local`.
+    virtual void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
+                          uint64_t count, uint64_t element_size, bool to_fam, bool blocking) = 0;
+    // Applies `op` to the value of `type` at `offset`. `operand` (and for kCompareSwap,
+    // `compare`) point to values of that type; `result`, if not null, receives the old value.
+    virtual void Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type,
+                        const void *operand, const void *compare, void *result) = 0;
+    // Orders earlier non-blocking writes before later operations.
+    virtual void Fence() = 0;
+    // Waits for every earlier operation; throws the first error any of them hit.
+    virtual void Quiet() = 0;
+    // Waits like Quiet but keeps errors (for fam_finalize).
+    virtual void Drain() = 0;
+    // Operations posted and not yet complete.
+    virtual uint64_t Pending() = 0;
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_COMMON_DATA_PATH_H_
