@@ -1,0 +1,75 @@
+// What fabric_channel.cc (opening, posting, the operations) and fabric_channel_completion.cc
+// (waiting, probing, recovery) share: how long a waiter spins and naps, and the context value
+// each operation carries so that a failure in the queue can be attributed. Internal to fabric/.
+#ifndef FAMPOOL_FABRIC_FABRIC_CHANNEL_INTERNALS_H_
+#define FAMPOOL_FABRIC_FABRIC_CHANNEL_INTERNALS_H_
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace fampool::channel {
+
+// How long a waiter polls the counter before it sleeps. Sleeping saves the core the memory
+// server (or the application's other thread) needs; polling saves the wake-up latency of an
+// operation that completes within microseconds.
+constexpr auto kSpin = std::chrono::microseconds(50);
+// Longest single sleep on the counter's wait object, so that one that misses an event costs
+// latency, not a hang.
+constexpr int kSliceMs = 20;
+// Where the counter has no wait object (tcp, shm): after the spin, polls that yield the core
+// for this long (a 1 MiB transfer takes 0.1-0.2 ms; napping instead cost shm 10-15% of its
+// bandwidth at 1 MiB), then naps between polls, growing while nothing completes, up to what
+// a long operation may lose.
+constexpr auto kYieldFor = std::chrono::milliseconds(2);
+constexpr auto kFirstNap = std::chrono::microseconds(2);
+constexpr auto kLongestNap = std::chrono::microseconds(200);
+// A waiter reads the counter's failure count once in this many polls (see WaitAll).
+constexpr uint64_t kRoundsPerFailureCount = 16;
+// Operations that made no progress for this long get their keys and ranges probed.
+constexpr auto kProbeAfter = std::chrono::milliseconds(200);
+// Key and range records kept for probing; operations beyond them are not probed.
+constexpr size_t kTouchedKept = 32;
+// Local registrations kept when the provider wants local buffers registered.
+constexpr size_t kRegistrationCache = 16;
+// Failures of non-blocking operations kept word for word until Quiet; more are counted.
+constexpr size_t kDeferredKept = 16;
+
+// An operation's context value: the call it belongs to (its tag; for a probe, whether it
+// checked write or read access), the memory server, and the kind of operation, so that a
+// failure in the queue can be reported and attributed.
+constexpr int kServerBits = 24;
+constexpr int kTagShift = kServerBits + 2;
+constexpr uint64_t kServerMask = (uint64_t{1} << kServerBits) - 1;
+
+inline void *ContextOf(uint64_t tag, uint8_t kind, uint64_t server_id) {
+    uint64_t value = (tag << kTagShift) | (std::min(server_id, kServerMask) << 2) | kind;
+    return reinterpret_cast<void *>(value);
+}
+
+inline uint64_t ValueOf(void *context) { return reinterpret_cast<uint64_t>(context); }
+inline uint8_t KindOf(void *context) { return ValueOf(context) & 3; }
+inline uint64_t TagOf(void *context) { return ValueOf(context) >> kTagShift; }
+inline bool SameTag(uint64_t tag, void *context) {
+    return (tag & (~uint64_t{0} >> kTagShift)) == TagOf(context);
+}
+
+inline std::string ServerOf(void *context) {
+    uint64_t id = (ValueOf(context) >> 2) & kServerMask;
+    return id == kServerMask ? std::string("?") : std::to_string(id);
+}
+
+inline const char *CallOf(void *context) {
+    switch (KindOf(context)) {
+        case 1: return "fi_read";
+        case 2: return "fi_write";
+        case 3: return "fi_atomic";
+        default: return TagOf(context) == 1 ? "fi_write" : "fi_read";  // what a probe stood for
+    }
+}
+
+}  // namespace fampool::channel
+
+#endif  // FAMPOOL_FABRIC_FABRIC_CHANNEL_INTERNALS_H_

@@ -1,0 +1,67 @@
+// MetadataStore: the fabric keys handed out after the permission check, and their revocation.
+#include "meta/metadata_store.h"
+
+#include "common/error.h"
+#include "meta/store_internals.h"
+
+namespace fampool {
+
+using namespace store;
+
+ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
+    Govern(item, caller);
+    if (!options_.grant_keys || (!item.can_read && !item.can_write)) return item;
+    // Hand out the keys the permission check allows: read-only unless the caller may write.
+    const RegionInfo &region = item.region;
+    Layout layout = LayoutOf(region);
+    bool per_item = region.attributes.permissionLevel == DATAITEM;
+    item.access.resize(layout.servers);
+    for (uint64_t index = 0; index < layout.servers; ++index) {
+        auto [begin, end] = PhysicalRange(layout, item.offset, item.size, index);
+        if (end <= begin) continue;  // the item has no bytes there
+        uint64_t offset = per_item ? begin : 0, size = per_item ? end - begin : 0;
+        auto key = std::make_tuple(region.id, index, offset, size, item.can_write);
+        KeyGrant grant;
+        {
+            std::lock_guard<std::mutex> lock(grants_mutex_);
+            auto found = grants_.find(key);
+            if (found != grants_.end()) grant = found->second;
+        }
+        uint64_t server = region.memory_servers[index];
+        if (grant.fabric_address.empty()) {
+            grant = servers_[server]->GrantKey(ExtentOf(region), offset, size, item.can_write);
+            std::lock_guard<std::mutex> lock(grants_mutex_);
+            grants_[key] = grant;
+        }
+        item.access[index] = ServerAccess{server,         grant.fabric_address, grant.key,
+                                          grant.base,     grant.heap_path,      grant.node};
+    }
+    return item;
+}
+
+void MetadataStore::ForgetGrants(uint64_t region_id) {
+    std::lock_guard<std::mutex> lock(grants_mutex_);
+    auto first = grants_.lower_bound(std::make_tuple(region_id, 0, 0, 0, false));
+    auto last = grants_.lower_bound(std::make_tuple(region_id + 1, 0, 0, 0, false));
+    grants_.erase(first, last);
+}
+
+void MetadataStore::RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size) {
+    Layout layout = LayoutOf(region);
+    for (uint64_t index = 0; index < layout.servers; ++index) {
+        auto [begin, end] = PhysicalRange(layout, offset, size, index);
+        if (end <= begin) continue;
+        {
+            std::lock_guard<std::mutex> lock(grants_mutex_);
+            grants_.erase(std::make_tuple(region.id, index, begin, end - begin, false));
+            grants_.erase(std::make_tuple(region.id, index, begin, end - begin, true));
+        }
+        try {
+            servers_[region.memory_servers[index]]->RevokeKeys(ExtentOf(region), begin);
+        } catch (const Failure &) {
+            // An unreachable server has lost its registrations already.
+        }
+    }
+}
+
+}  // namespace fampool

@@ -1,0 +1,145 @@
+#include "meta/store_internals.h"
+
+#include <fstream>
+
+#include "common/error.h"
+#include "meta/extent_allocator.h"
+#include "meta/records.h"
+
+namespace fampool::store {
+
+std::string Key(uint64_t a) {
+    std::string key;
+    AppendU64(key, a);
+    return key;
+}
+
+std::string Key(uint64_t a, uint64_t b) {
+    std::string key = Key(a);
+    AppendU64(key, b);
+    return key;
+}
+
+std::string NameKey(uint64_t region_id, const std::string &name) { return Key(region_id) + name; }
+
+std::string BootId() {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    std::getline(in, id);
+    return id;
+}
+
+void CheckName(const char *what, const std::string &name) {
+    if (name.empty()) Fail(openfam::FAM_ERR_INVALID, "{} name is empty", what);
+    if (name.size() > kMaxNameLength) {
+        Fail(openfam::FAM_ERR_NAME_TOO_LONG, "{} name of {} bytes exceeds the limit of {}", what,
+             name.size(), kMaxNameLength);
+    }
+}
+
+uint32_t CheckedMode(uint32_t perm, const char *what, const std::string &name) {
+    if (perm & ~uint32_t{07777}) {
+        Fail(openfam::FAM_ERR_INVALID, "mode {:o} of {} \"{}\" has bits outside 07777", perm,
+             what, name);
+    }
+    return perm;
+}
+
+bool StartsWith(std::string_view key, std::string_view prefix) {
+    return key.substr(0, prefix.size()) == prefix;
+}
+
+void DeletePrefix(Txn &txn, Table table, const std::string &prefix) {
+    Cursor cursor(txn, table);
+    while (cursor.Seek(prefix) && StartsWith(cursor.key(), prefix)) cursor.Delete();
+}
+
+RegionInfo ReadRegion(const Txn &txn, uint64_t region_id) {
+    std::string_view bytes;
+    if (!txn.Get(Table::kRegions, Key(region_id), &bytes)) {
+        Fail(openfam::FAM_ERR_NOTFOUND, "region {} not found (destroyed?)", region_id);
+    }
+    return DecodeRegion(region_id, bytes);
+}
+
+ExtentRef ExtentOf(const RegionInfo &region) {
+    return ExtentRef{region.id, region.attributes.memoryType == PERSISTENT};
+}
+
+uint64_t AllocatorOf(uint64_t region_id, uint64_t index) { return region_id * 256 + index; }
+
+uint64_t RoundUp(uint64_t value, uint64_t unit) { return (value + unit - 1) / unit * unit; }
+
+Layout LayoutOf(const RegionInfo &region, uint64_t size) {
+    Layout layout;
+    layout.servers = std::max<uint64_t>(1, region.memory_servers.size());
+    if (region.interleave_size && layout.servers > 1) {
+        layout.interleave = region.interleave_size;
+        layout.extent_size = RoundUp(size, layout.unit()) / layout.servers;
+    } else {
+        layout.extent_size = ExtentAllocator::Rounded((size + layout.servers - 1) / layout.servers);
+    }
+    return layout;
+}
+
+Layout LayoutOf(const RegionInfo &region) { return LayoutOf(region, region.size); }
+
+std::pair<uint64_t, uint64_t> PhysicalRange(const Layout &layout, uint64_t offset, uint64_t size,
+                                            uint64_t index) {
+    if (!layout.interleaved()) {
+        if (ServerIndexOf(offset) != index) return {0, 0};
+        return {PhysicalOf(offset), PhysicalOf(offset) + ExtentAllocator::Rounded(size)};
+    }
+    uint64_t span = RoundUp(size, layout.unit());
+    return {offset / layout.unit() * layout.interleave,
+            (offset + span) / layout.unit() * layout.interleave};
+}
+
+uint64_t Fnv1a(const std::string &text) {
+    uint64_t hash = 1469598103934665603ull;
+    for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+    return hash;
+}
+
+void Govern(ItemInfo &item, const Caller &caller) {
+    const bool region_level = item.region.attributes.permissionLevel != DATAITEM;
+    uint32_t mode = region_level ? item.region.perm : item.perm;
+    uint32_t owner = region_level ? item.region.uid : item.uid;
+    uint32_t group = region_level ? item.region.gid : item.gid;
+    item.can_read = Allowed(mode, owner, group, caller, kRead);
+    item.can_write = Allowed(mode, owner, group, caller, kWrite);
+}
+
+void RequireAnyAccess(const RegionInfo &region, const Caller &caller) {
+    if (caller.uid == region.uid) return;
+    if (!Allowed(region.perm, region.uid, region.gid, caller, kRead) &&
+        !Allowed(region.perm, region.uid, region.gid, caller, kWrite)) {
+        Fail(openfam::FAM_ERR_NOPERM, "no read or write permission on region \"{}\" (mode {:o})",
+             region.name, region.perm);
+    }
+}
+
+bool Owns(const ItemInfo &item, const Caller &caller) {
+    return caller.uid == item.uid || caller.uid == item.region.uid;
+}
+
+void RequireOwner(const RegionInfo &region, const Caller &caller, const char *action) {
+    if (caller.uid != region.uid) {
+        Fail(openfam::FAM_ERR_NOPERM, "only the owner (uid {}) of region \"{}\" may {} it",
+             region.uid, region.name, action);
+    }
+}
+
+void RemoveRegionRecords(Txn &txn, const RegionInfo &region) {
+    DeletePrefix(txn, Table::kItems, Key(region.id));
+    DeletePrefix(txn, Table::kItemNames, Key(region.id));
+    DeletePrefix(txn, Table::kScrub, Key(region.id));
+    for (uint64_t index = 0; index < region.memory_servers.size(); ++index) {
+        ExtentAllocator::DropExtent(txn, AllocatorOf(region.id, index));
+    }
+    ExtentAllocator::DropExtent(txn, AllocatorOf(region.id, kVirtualExtent));
+    txn.Del(Table::kRegions, Key(region.id));
+    txn.Del(Table::kRegionNames, region.name);
+}
+
+}  // namespace fampool::store

@@ -1,0 +1,88 @@
+// What the metadata store's files share (metadata_store.cc: regions and placement;
+// metadata_items.cc: items; metadata_grants.cc: keys; metadata_scrub.cc: zeroing freed
+// space): the keys of its tables, a region's layout on its servers, and the permission checks.
+// Internal to meta/.
+#ifndef FAMPOOL_META_STORE_INTERNALS_H_
+#define FAMPOOL_META_STORE_INTERNALS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "common/fam_objects.h"
+#include "common/memory_server.h"
+#include "meta/lmdb.h"
+
+namespace fampool::store {
+
+constexpr uint64_t kVirtualExtent = 255;  // allocator of an interleaved region's virtual space
+
+// How a region's bytes sit on its servers (see ServerIndexOf in common/fam_objects.h).
+struct Layout {
+    uint64_t servers = 1;       // K
+    uint64_t interleave = 0;    // I; 0 when items are not striped
+    uint64_t extent_size = 0;   // bytes of the region on each server
+    bool interleaved() const { return interleave != 0; }
+    uint64_t unit() const { return interleave * servers; }
+};
+
+// Table keys: big-endian ids (so that keys sort as numbers), and a region's id before a name.
+std::string Key(uint64_t a);
+std::string Key(uint64_t a, uint64_t b);
+std::string NameKey(uint64_t region_id, const std::string &name);
+
+// This boot of the machine (volatile heaps do not outlive it).
+std::string BootId();
+
+// Throws FAM_ERR_INVALID for an empty name, FAM_ERR_NAME_TOO_LONG past kMaxNameLength.
+void CheckName(const char *what, const std::string &name);
+
+// The permission bits of a region or item: any mode chmod(2) takes (0 to 07777; setuid,
+// setgid and sticky are kept and shown, and grant nothing). Other bits are refused.
+uint32_t CheckedMode(uint32_t perm, const char *what, const std::string &name);
+
+bool StartsWith(std::string_view key, std::string_view prefix);
+// Deletes every key of `table` that starts with `prefix`.
+void DeletePrefix(Txn &txn, Table table, const std::string &prefix);
+
+// The region's record; throws FAM_ERR_NOTFOUND when it is gone.
+RegionInfo ReadRegion(const Txn &txn, uint64_t region_id);
+// The region's extent on each of its servers.
+ExtentRef ExtentOf(const RegionInfo &region);
+// The extent allocator of server `index` of a region (kVirtualExtent: its virtual space).
+uint64_t AllocatorOf(uint64_t region_id, uint64_t index);
+uint64_t RoundUp(uint64_t value, uint64_t unit);
+
+// The layout of the region at `size` bytes (or at its size).
+Layout LayoutOf(const RegionInfo &region, uint64_t size);
+Layout LayoutOf(const RegionInfo &region);
+
+// Where an item's bytes are on server `index`: [begin, end) of that server's extent.
+std::pair<uint64_t, uint64_t> PhysicalRange(const Layout &layout, uint64_t offset, uint64_t size,
+                                            uint64_t index);
+
+// FNV-1a of a name: where hash placement starts.
+uint64_t Fnv1a(const std::string &text);
+
+// The permission bits that govern an item: the region's in a REGION-level region.
+void Govern(ItemInfo &item, const Caller &caller);
+
+// Looking a region up, or its record, needs read or write permission; its owner needs none (a
+// file's owner may stat it and chmod it whatever its mode), so that a region of mode 0 can be
+// found again and opened up.
+void RequireAnyAccess(const RegionInfo &region, const Caller &caller);
+
+// Whether `caller` owns the item or its region: its record is theirs to see whatever the mode
+// (fam_lookup and fam_stat then work; reads and writes follow the bits).
+bool Owns(const ItemInfo &item, const Caller &caller);
+
+// Throws FAM_ERR_NOPERM unless `caller` owns the region, naming `action`.
+void RequireOwner(const RegionInfo &region, const Caller &caller, const char *action);
+
+// Deletes the region's records: items, names, pending zeroing, allocators, the region.
+void RemoveRegionRecords(Txn &txn, const RegionInfo &region);
+
+}  // namespace fampool::store
+
+#endif  // FAMPOOL_META_STORE_INTERNALS_H_
