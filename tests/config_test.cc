@@ -1,0 +1,252 @@
+// config_test.cc: the configuration loaders (common/config.h, common/cluster_config.h,
+// common/openfam_config.h): what wins among options, environment and file; the values of
+// OpenFAM's own files; cluster files in both server-list forms; a cluster written back by
+// ClusterFileText reading as what it was; and errors that name the file, key and value.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cluster_config.h"
+#include "common/config.h"
+#include "common/openfam_config.h"
+#include "test_support.h"
+
+namespace fampool_test {
+namespace {
+
+using fampool::ClusterConfig;
+using fampool::Config;
+
+void Write(const std::string &path, const std::string &text) {
+    std::ofstream out(path);
+    out << text;
+}
+
+class ConfigTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        for (const std::string &name : FampoolVariablesInEnvironment()) Unset(name);
+        for (const char *name : {"PMIX_RANK", "PMIX_NAMESPACE", "PMI_FD", "PMI_PORT"}) {
+            Unset(name);
+        }
+    }
+    void Unset(const std::string &name) {
+        env_.push_back(std::make_unique<ScopedEnv>(name, std::nullopt));
+    }
+    void Set(const std::string &name, const std::string &value) {
+        env_.push_back(std::make_unique<ScopedEnv>(name, value));
+    }
+    std::string File(const std::string &name, const std::string &text) {
+        std::string path = dir_.path() + "/" + name;
+        Write(path, text);
+        return path;
+    }
+
+    TempDir dir_{"/tmp", "fampool-config-"};
+    std::vector<std::unique_ptr<ScopedEnv>> env_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Client configuration
+
+TEST_F(ConfigTest, DefaultsWithoutAnyFile) {
+    Config c = fampool::LoadConfig(nullptr);
+    EXPECT_EQ(c.model, "shared_memory");
+    EXPECT_EQ(c.runtime, "NONE");
+    EXPECT_EQ(c.thread_model, "FAM_THREAD_SERIALIZE");
+    EXPECT_EQ(c.connect_timeout_ms, 60000);
+}
+
+TEST_F(ConfigTest, OptionBeatsEnvironmentWhichBeatsTheFile) {
+    Set("FAMPOOL_CONFIG", File("pe.yaml", "default_region_name: from_file\n"));
+    EXPECT_EQ(fampool::LoadConfig(nullptr).default_region_name, "from_file");
+    Set("FAMPOOL_DEFAULT_REGION", "from_env");
+    EXPECT_EQ(fampool::LoadConfig(nullptr).default_region_name, "from_env");
+    Fam_Options options{};
+    options.defaultRegionName = const_cast<char *>("from_option");
+    EXPECT_EQ(fampool::LoadConfig(&options).default_region_name, "from_option");
+}
+
+TEST_F(ConfigTest, OpenFamsOwnPeFileIsTaken) {
+    std::string root = dir_.path() + "/root";
+    std::filesystem::create_directories(root + "/config");
+    Write(root + "/config/fam_pe_config.yaml",
+          "FamThreadModel: single\nprovider: sockets\nopenfam_model: memory_server\n"
+          "runtime: PMIX\nclient_interface_type: rpc\n"
+          "fam_client_interface_service_address: 10.0.0.1:9000\ndefault_memory_type: \"\"\n"
+          "resource_release: enable\nrpc_framework_type: grpc\n");
+    Set("OPENFAM_ROOT", root);
+    Config c = fampool::LoadConfig(nullptr);
+    EXPECT_EQ(c.thread_model, "FAM_THREAD_SERIALIZE");
+    EXPECT_EQ(c.model, "memory_server");
+    EXPECT_EQ(c.runtime, "PMIX");
+    EXPECT_EQ(c.metadata_address, "10.0.0.1:9000");
+    EXPECT_EQ(c.default_memory_type, "volatile");
+    Write(root + "/config/fam_pe_config.yaml", "FamThreadModel: multiple\n");
+    EXPECT_EQ(fampool::LoadConfig(nullptr).thread_model, "FAM_THREAD_MULTIPLE");
+}
+
+TEST_F(ConfigTest, RuntimeFollowsTheLauncher) {
+    Set("PMI_FD", "5");
+    EXPECT_EQ(fampool::LoadConfig(nullptr).runtime, "PMI2");
+    Set("PMIX_RANK", "0");
+    EXPECT_EQ(fampool::LoadConfig(nullptr).runtime, "PMIX") << "PMIx first";
+}
+
+TEST_F(ConfigTest, BadValuesNameTheOptionAndTheValue) {
+    Set("FAMPOOL_THREAD_MODEL", "several");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "\"several\"");
+}
+
+TEST_F(ConfigTest, TimeoutsOfZeroOrBeyondAnIntAreRefused) {
+    Set("FAMPOOL_CONNECT_TIMEOUT_MS", "0");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID,
+                     "connect_timeout_ms");
+    Set("FAMPOOL_CONNECT_TIMEOUT_MS", "5000000000");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID,
+                     "connect_timeout_ms");
+}
+
+TEST_F(ConfigTest, MisspeltKeyNamesTheKeyAndTheFile) {
+    std::string path = File("pe.yaml", "FamThreadMode: single\n");
+    Set("FAMPOOL_CONFIG", path);
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "FamThreadMode");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, path.c_str());
+}
+
+TEST_F(ConfigTest, OpenFamKeyWithAValueFampoolDoesNotTakeIsRefused) {
+    Set("FAMPOOL_CONFIG", File("pe.yaml", "rpc_framework_type: thallium\n"));
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "thallium");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster files
+
+const char *kCluster =
+    "provider: tcp\nmetadata_address: 127.0.0.1:9000\nmetadata_dir: /tmp/m\n"
+    "memservers:\n"
+    "  - {rpc_interface: 127.0.0.1:9001, libfabric_port: \"9100\", fam_path: /tmp/h0}\n"
+    "  - {rpc_interface: 127.0.0.1:9002, libfabric_port: \"9101\", fam_path: /tmp/h1,\n"
+    "     memory_type: volatile}\n";
+
+TEST_F(ConfigTest, ClusterFileListsItsServersInOrder) {
+    ClusterConfig c = fampool::LoadClusterConfig(File("c.yaml", kCluster));
+    ASSERT_EQ(c.memservers.size(), 2u);
+    EXPECT_EQ(c.memservers[1].id, 1u);
+    EXPECT_EQ(c.memservers[1].rpc_address, "127.0.0.1:9002");
+    EXPECT_EQ(c.memservers[1].memory_type, "volatile");
+    EXPECT_EQ(c.memservers[1].shm_dir, "/tmp/h1") << "a volatile server keeps heaps in fam_path";
+    EXPECT_EQ(c.memservers[0].shm_dir, "/dev/shm");
+    EXPECT_FALSE(c.span_size.has_value());
+}
+
+TEST_F(ConfigTest, OpenFamsMapOfServersMayListIdsInAnyOrder) {
+    ClusterConfig c = fampool::LoadClusterConfig(File(
+        "c.yaml", "metadata_dir: /tmp/m\nMemservers:\n"
+                  "  1: {rpc_interface: h:2, libfabric_port: \"3\", fam_path: /b}\n"
+                  "  0: {rpc_interface: h:1, libfabric_port: \"4\", fam_path: /a}\n"));
+    ASSERT_EQ(c.memservers.size(), 2u);
+    EXPECT_EQ(c.memservers[0].heap_dir, "/a");
+    EXPECT_EQ(c.memservers[1].heap_dir, "/b");
+}
+
+TEST_F(ConfigTest, ClusterFileErrorsNameTheServerAndTheKey) {
+    EXPECT_FAM_ERROR(
+        fampool::LoadClusterConfig(File("c.yaml", "memservers:\n  - {libfabric_port: \"1\", "
+                                                  "fam_path: /a}\n")),
+        openfam::FAM_ERR_INVALID, "memory server 0 has no rpc_interface");
+    EXPECT_FAM_ERROR(
+        fampool::LoadClusterConfig(File("c.yaml", "memservers:\n  - {rpc_interface: h:1, "
+                                                  "libfabric_port: \"1\", fam_path: /a, "
+                                                  "memory_type: dram}\n")),
+        openfam::FAM_ERR_INVALID, "memory_type \"dram\"");
+    EXPECT_FAM_ERROR(fampool::LoadClusterConfig(File("c.yaml", "rpc_timeout_ms: 0\n")),
+                     openfam::FAM_ERR_INVALID, "rpc_timeout_ms");
+}
+
+TEST_F(ConfigTest, ClusterWrittenBackReadsAsWhatItWas) {
+    ClusterConfig c = fampool::LoadClusterConfig(File("c.yaml", kCluster));
+    c.span_size = 1 << 20;
+    c.region_spanning = false;
+    c.delayed_free_threads = 0;
+    c.archive_dir = "/tmp/with \"quotes\"\tand a tab\nand a line";
+    c.memservers[0].if_device = "lo";
+    ClusterConfig back =
+        fampool::LoadClusterConfig(File("back.yaml", fampool::ClusterFileText(c)));
+    EXPECT_EQ(back.provider, c.provider);
+    EXPECT_EQ(back.metadata_address, c.metadata_address);
+    EXPECT_EQ(back.archive_dir, c.archive_dir);
+    EXPECT_EQ(back.span_size, c.span_size);
+    EXPECT_EQ(back.region_spanning, false);
+    EXPECT_EQ(back.delayed_free_threads, 0);
+    ASSERT_EQ(back.memservers.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(back.memservers[i].rpc_address, c.memservers[i].rpc_address);
+        EXPECT_EQ(back.memservers[i].fabric_port, c.memservers[i].fabric_port);
+        EXPECT_EQ(back.memservers[i].heap_dir, c.memservers[i].heap_dir);
+        EXPECT_EQ(back.memservers[i].shm_dir, c.memservers[i].shm_dir);
+        EXPECT_EQ(back.memservers[i].if_device, c.memservers[i].if_device);
+        EXPECT_EQ(back.memservers[i].memory_type, c.memservers[i].memory_type);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenFAM's service files
+
+TEST_F(ConfigTest, OpenFamServiceFilesBecomeACluster) {
+    File("fam_client_interface_config.yaml",
+         "memsrv_interface_type: rpc\nmetadata_interface_type: direct\n"
+         "rpc_interface: 127.0.0.1:8787\nmemsrv_list:\n  - 0:127.0.0.1:8793\n"
+         "metadata_list:\n  - 0:127.0.0.1:8788\n");
+    File("fam_memoryserver_config.yaml",
+         "provider: tcp\nlibfabric_port: 7500\ndelayed_free_threads: 0\nATL_threads: 0\n"
+         "resource_release: enable\nfam_backup_path: /tmp/backup\nMemservers:\n"
+         "  0:\n    memory_type: persistent\n    fam_path: /tmp/pmem\n");
+    File("fam_metadata_config.yaml",
+         "metadata_manager: radixtree\nmetadata_path: /tmp/meta\nenable_region_spanning: true\n"
+         "region_span_size_per_memoryserver: 1073741824\ndataitem_interleave_size: 1048576\n");
+    ClusterConfig c = fampool::LoadOpenFamClusterConfig(dir_.path());
+    EXPECT_EQ(c.provider, "tcp");
+    EXPECT_EQ(c.metadata_address, "127.0.0.1:8787");
+    EXPECT_EQ(c.metadata_dir, "/tmp/meta");
+    EXPECT_EQ(c.archive_dir, "/tmp/backup");
+    EXPECT_EQ(c.delayed_free_threads, 0);
+    EXPECT_EQ(c.span_size, 1073741824u);
+    EXPECT_EQ(c.interleave_size, 1048576u);
+    ASSERT_EQ(c.memservers.size(), 1u);
+    EXPECT_EQ(c.memservers[0].rpc_address, "127.0.0.1:8793") << "from memsrv_list";
+    EXPECT_EQ(c.memservers[0].fabric_port, "7500") << "the file's default port";
+    EXPECT_EQ(c.memservers[0].memory_type, "persistent");
+    EXPECT_EQ(fampool::LoadClusterConfig(dir_.path()).metadata_dir, "/tmp/meta")
+        << "a directory given as the cluster file";
+}
+
+TEST_F(ConfigTest, OpenFamServiceFilesRefuseWhatFampoolDoesNotDo) {
+    File("fam_memoryserver_config.yaml",
+         "Memservers:\n  0: {memory_type: volatile, fam_path: /a, rpc_interface: h:1, "
+         "libfabric_port: 2}\nATL_threads: 2\n");
+    EXPECT_FAM_ERROR(fampool::LoadOpenFamClusterConfig(dir_.path()), openfam::FAM_ERR_INVALID,
+                     "ATL_threads");
+    File("fam_memoryserver_config.yaml",
+         "Memservers:\n  0: {fam_path: /a, rpc_interface: h:1, libfabric_port: 2}\n");
+    EXPECT_FAM_ERROR(fampool::LoadOpenFamClusterConfig(dir_.path()), openfam::FAM_ERR_INVALID,
+                     "has no memory_type");
+    File("fam_memoryserver_config.yaml",
+         "Memservers:\n  0: {memory_type: volatile, fam_path: /a, rpc_interface: h:1, "
+         "libfabric_port: 2}\n");
+    File("fam_client_interface_config.yaml", "memsrv_list:\n  - 0:h:9\n");
+    EXPECT_FAM_ERROR(fampool::LoadOpenFamClusterConfig(dir_.path()), openfam::FAM_ERR_INVALID,
+                     "memsrv_list gives memory server 0 at h:9");
+}
+
+TEST_F(ConfigTest, DirectoryWithoutTheMemoryServerFileIsNamed) {
+    EXPECT_FAM_ERROR(fampool::LoadOpenFamClusterConfig(dir_.path()), openfam::FAM_ERR_INVALID,
+                     "fam_memoryserver_config.yaml");
+}
+
+}  // namespace
+}  // namespace fampool_test
