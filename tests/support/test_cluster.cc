@@ -106,6 +106,27 @@ bool EmbeddedModel() {
 TestCluster::TestCluster(const TestClusterSpec &spec, const std::string &dir,
                          const std::string &archive_dir)
     : dir_(dir), config_path_(dir + "/cluster.yaml"), archive_dir_(archive_dir) {
+    // Ports are free when chosen, but a test running alongside may take one before our servers
+    // bind it (or have chosen the same): then a server exits, or, worse, the cluster found at
+    // our addresses is the other test's. Start again on other ports, a few times.
+    constexpr int kAttempts = 3;
+    for (int attempt = 1;; ++attempt) {
+        try {
+            Start(spec, dir, archive_dir);
+            return;
+        } catch (const PortClash &clash) {
+            StopServers();
+            if (attempt == kAttempts) throw std::runtime_error(clash.what());
+        }
+    }
+}
+
+void TestCluster::Start(const TestClusterSpec &spec, const std::string &dir,
+                        const std::string &archive_dir) {
+    commands_.clear();
+    logs_.clear();
+    pids_.clear();
+    rpc_addresses_.clear();
     std::vector<int> ports = FreePorts(1 + 2 * spec.servers);
     size_t next_port = 0;
     int metadata_port = ports[next_port++];
@@ -129,8 +150,9 @@ TestCluster::TestCluster(const TestClusterSpec &spec, const std::string &dir,
     for (int i = 0; i < spec.servers; ++i) {
         int rpc_port = ports[next_port++];
         int fabric_port = ports[next_port++];
+        rpc_addresses_.push_back("127.0.0.1:" + std::to_string(rpc_port));
         config << "  - id: " << i << "\n"
-               << "    rpc_interface: 127.0.0.1:" << rpc_port << "\n"
+               << "    rpc_interface: " << rpc_addresses_.back() << "\n"
                << "    libfabric_port: \"" << fabric_port << "\"\n"
                << "    fam_path: " << dir << "/heaps" << i << "\n"
                << "    shm_path: " << dir << "/shm" << i << "\n";
@@ -147,7 +169,9 @@ TestCluster::TestCluster(const TestClusterSpec &spec, const std::string &dir,
     WaitReady();
 }
 
-TestCluster::~TestCluster() {
+TestCluster::~TestCluster() { StopServers(); }
+
+void TestCluster::StopServers() {
     for (pid_t pid : pids_) {
         if (pid > 0) kill(pid, SIGTERM);
     }
@@ -198,24 +222,42 @@ std::string TestCluster::MetadataAddress() const {
 void TestCluster::WaitReady() {
     const int servers = servers_;
     std::string address = MetadataAddress();
+    // Throws when one of our servers has exited: PortClash when it could not bind its port.
+    auto check_exits = [&] {
+        for (size_t i = 0; i < pids_.size(); ++i) {
+            int status;
+            if (pids_[i] <= 0 || waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
+            pids_[i] = 0;
+            std::string log = ReadFile(logs_[i]);
+            std::string why =
+                "fampool-server " + std::to_string(i) + " exited during start-up:\n" + log;
+            if (log.find("cannot listen") != std::string::npos ||
+                log.find("in use") != std::string::npos) {
+                throw PortClash(why);
+            }
+            throw std::runtime_error(why);
+        }
+    };
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     std::string last_error;
     while (std::chrono::steady_clock::now() < deadline) {
-        for (size_t i = 0; i < pids_.size(); ++i) {
-            int status;
-            if (pids_[i] > 0 && waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
-                pids_[i] = 0;
-                throw std::runtime_error("fampool-server " + std::to_string(i) +
-                                         " exited during start-up:\n" + ReadFile(logs_[i]));
-            }
-        }
+        check_exits();
         try {
             // A new channel each time: a refused first attempt must not leave us in backoff.
             fampool::MetadataClient client(address, std::chrono::milliseconds(1000));
             fampool::rpc::ClusterStatus status = client.Status();
             int reachable = 0;
             for (const auto &server : status.servers()) reachable += server.reachable();
-            if (reachable == servers) return;
+            if (reachable == servers) {
+                // Ours, not a cluster another test started on a port we also chose.
+                bool ours = status.servers_size() == static_cast<int>(rpc_addresses_.size());
+                for (int i = 0; ours && i < status.servers_size(); ++i) {
+                    ours = status.servers(i).address() == rpc_addresses_[i];
+                }
+                if (!ours) throw PortClash("another test's cluster answers at " + address);
+                check_exits();
+                return;
+            }
             last_error = std::to_string(reachable) + " of " + std::to_string(servers) +
                          " memory servers reachable";
         } catch (const openfam::Fam_Exception &e) {

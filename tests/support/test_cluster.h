@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,14 @@ class TestCluster {
     const std::string &archive_dir() const { return archive_dir_; }
 
   private:
+    // A chosen port turned out to be taken (a server could not bind it, or another test's
+    // cluster answers there): the constructor starts again on other ports.
+    struct PortClash : std::runtime_error {
+        using std::runtime_error::runtime_error;
+    };
+    void Start(const TestClusterSpec &spec, const std::string &dir,
+               const std::string &archive_dir);
+    void StopServers();
     std::string MetadataAddress() const;
     pid_t Spawn(const std::vector<std::string> &args, const std::string &log);
 
@@ -67,6 +76,7 @@ class TestCluster {
     std::vector<std::vector<std::string>> commands_;
     std::vector<std::string> logs_;
     std::vector<pid_t> pids_;
+    std::vector<std::string> rpc_addresses_;  // memory server i's gRPC address
 };
 
 // A loopback port nobody listens on now (the kernel's choice for an ephemeral bind).
