@@ -110,6 +110,9 @@ class TempDir {
     std::string path_;
 };
 
+// "what: <strerror(errno)>".
+std::string ErrnoText(const char *what);
+
 // Removes `path` and everything below it; a missing path is not an error.
 void RemoveTree(const std::string &path);
 
