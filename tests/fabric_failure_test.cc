@@ -285,16 +285,9 @@ TEST_P(ShmFabricTest, ChannelThatCannotReopenFailsClearlyAndOpensOnTheNextCall) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Shm, ShmFabricTest, ::testing::Values(std::string("shm")),
-                         [](const ::testing::TestParamInfo<std::string> &info) {
-                             return info.param;
-                         });
+                         ProviderName);
 
-INSTANTIATE_TEST_SUITE_P(Providers, FabricTest,
-                         ::testing::Values(std::string("tcp"), std::string("shm"),
-                                           std::string("sockets")),
-                         [](const ::testing::TestParamInfo<std::string> &info) {
-                             return info.param;
-                         });
+INSTANTIATE_TEST_SUITE_P(Providers, FabricTest, Providers(), ProviderName);
 
 }  // namespace
 }  // namespace fampool

@@ -319,12 +319,7 @@ TEST_P(FabricTest, RegisteredLocalBuffersWorkLikeUnregistered) {
     EXPECT_EQ(first, old);
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, FabricTest,
-                         ::testing::Values(std::string("tcp"), std::string("shm"),
-                                           std::string("sockets")),
-                         [](const ::testing::TestParamInfo<std::string> &info) {
-                             return info.param;
-                         });
+INSTANTIATE_TEST_SUITE_P(Providers, FabricTest, Providers(), ProviderName);
 
 }  // namespace
 }  // namespace fampool

@@ -404,6 +404,14 @@ class FabricTest : public ::testing::TestWithParam<std::string> {
     std::unique_ptr<Channel> channel_;
 };
 
+// The providers the tests run on, and their names as test-name suffixes.
+inline auto Providers() {
+    return ::testing::Values(std::string("tcp"), std::string("shm"), std::string("sockets"));
+}
+inline std::string ProviderName(const ::testing::TestParamInfo<std::string> &info) {
+    return info.param;
+}
+
 }  // namespace fampool::fabric_fixture
 
 #endif  // FAMPOOL_TESTS_SUPPORT_FABRIC_FIXTURE_H_
