@@ -88,12 +88,7 @@ ItemInfo MetadataStore::AllocateOnce(uint64_t region_id, const std::string &name
 void MetadataStore::DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
     Txn txn(*env_, /*write=*/true);
     RegionInfo region = ReadRegion(txn, region_id);
-    std::string_view bytes;
-    if (!txn.Get(Table::kItems, Key(region_id, offset), &bytes)) {
-        Fail(openfam::FAM_ERR_NOTFOUND, "no item at offset {} of region \"{}\" (deallocated?)",
-             offset, region.name);
-    }
-    ItemInfo item = DecodeItem(region_id, offset, bytes);
+    ItemInfo item = ReadItem(txn, region, offset);
     if (!Allowed(region.perm, region.uid, region.gid, caller, kWrite)) {
         Fail(openfam::FAM_ERR_NOPERM, "no write permission on region \"{}\" (mode {:o})",
              region.name, region.perm);
@@ -157,13 +152,7 @@ ItemInfo MetadataStore::LookupItem(const std::string &item_name, const std::stri
 ItemInfo MetadataStore::GetItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
     Txn txn(*env_, /*write=*/false);
     RegionInfo region = ReadRegion(txn, region_id);
-    std::string_view bytes;
-    if (!txn.Get(Table::kItems, Key(region_id, offset), &bytes)) {
-        Fail(openfam::FAM_ERR_NOTFOUND, "no item at offset {} of region \"{}\"", offset,
-             region.name);
-    }
-    ItemInfo item = DecodeItem(region_id, offset, bytes);
-    item.region = region;
+    ItemInfo item = ReadItem(txn, region, offset);
     Govern(item, caller);
     if (!item.can_read && !item.can_write && !Owns(item, caller)) {
         Fail(openfam::FAM_ERR_NOPERM, "no read or write permission on item at offset {} of \"{}\"",
@@ -177,12 +166,7 @@ void MetadataStore::ChangeItemPermissions(uint64_t region_id, uint64_t offset, u
                                           const Caller &caller) {
     Txn txn(*env_, /*write=*/true);
     RegionInfo region = ReadRegion(txn, region_id);
-    std::string_view bytes;
-    if (!txn.Get(Table::kItems, Key(region_id, offset), &bytes)) {
-        Fail(openfam::FAM_ERR_NOTFOUND, "no item at offset {} of region \"{}\"", offset,
-             region.name);
-    }
-    ItemInfo item = DecodeItem(region_id, offset, bytes);
+    ItemInfo item = ReadItem(txn, region, offset);
     if (region.attributes.permissionLevel != DATAITEM) {
         Fail(openfam::FAM_ERR_INVALIDOP,
              "item \"{}\" is in region \"{}\" whose permission level is REGION; change the "

@@ -62,6 +62,17 @@ RegionInfo ReadRegion(const Txn &txn, uint64_t region_id) {
     return DecodeRegion(region_id, bytes);
 }
 
+ItemInfo ReadItem(const Txn &txn, const RegionInfo &region, uint64_t offset) {
+    std::string_view bytes;
+    if (!txn.Get(Table::kItems, Key(region.id, offset), &bytes)) {
+        Fail(openfam::FAM_ERR_NOTFOUND, "no item at offset {} of region \"{}\" (deallocated?)",
+             offset, region.name);
+    }
+    ItemInfo item = DecodeItem(region.id, offset, bytes);
+    item.region = region;
+    return item;
+}
+
 ExtentRef ExtentOf(const RegionInfo &region) {
     return ExtentRef{region.id, region.attributes.memoryType == PERSISTENT};
 }

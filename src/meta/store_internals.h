@@ -48,6 +48,9 @@ void DeletePrefix(Txn &txn, Table table, const std::string &prefix);
 
 // The region's record; throws FAM_ERR_NOTFOUND when it is gone.
 RegionInfo ReadRegion(const Txn &txn, uint64_t region_id);
+// The record of the item at `offset` of `region` (its `region` filled in); throws
+// FAM_ERR_NOTFOUND when there is none.
+ItemInfo ReadItem(const Txn &txn, const RegionInfo &region, uint64_t offset);
 // The region's extent on each of its servers.
 ExtentRef ExtentOf(const RegionInfo &region);
 // The extent allocator of server `index` of a region (kVirtualExtent: its virtual space).
