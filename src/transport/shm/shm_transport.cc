@@ -26,13 +26,22 @@ void MoveElements(Binding &item, const ElementPlan &plan, char *local, uint64_t 
     }
 }
 
-// Blocking calls copy in the caller's thread; non-blocking ones run in order on the channel's
-// background queue, so they return before the copy is done.
+// Non-blocking transfers up to this size are done at once in the caller, like blocking ones:
+// handing an operation to the background thread costs 0.7-1.5 us (a wake-up, a queue entry
+// and a closure), more than copying 64 KiB's worth of small transfers, and the caller then
+// waits for the copy at fam_quiet anyway. Larger ones go to the queue and overlap the caller's
+// work (fam_microbench: a 1 MiB transfer handed over costs under 2% of its copy).
+constexpr uint64_t kInlineBytes = 64 * 1024;
+
+// Blocking calls and small non-blocking ones copy in the caller's thread; larger non-blocking
+// ones run in order on the channel's background queue, so they return before the copy is done.
+// Non-blocking operations are unordered until a fence or quiet, so a small one may land before
+// a large one posted earlier.
 class ShmChannel : public Channel {
   public:
     void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
               uint64_t nbytes, bool blocking) override {
-        if (blocking) {
+        if (blocking || nbytes <= kInlineBytes) {
             std::memcpy(local, Base(*item) + offset, nbytes);
             return;
         }
@@ -43,7 +52,7 @@ class ShmChannel : public Channel {
 
     void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
                uint64_t nbytes, bool blocking) override {
-        if (blocking) {
+        if (blocking || nbytes <= kInlineBytes) {
             std::memcpy(Base(*item) + offset, local, nbytes);
             return;
         }
@@ -54,7 +63,9 @@ class ShmChannel : public Channel {
 
     void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
                   uint64_t count, uint64_t element_size, bool to_fam, bool blocking) override {
-        if (blocking) return MoveElements(*item, plan, local, count, element_size, to_fam);
+        if (blocking || count * element_size <= kInlineBytes) {
+            return MoveElements(*item, plan, local, count, element_size, to_fam);
+        }
         queue_.Post([item, plan = std::move(plan), local, count, element_size, to_fam] {
             MoveElements(*item, plan, local, count, element_size, to_fam);
         });
