@@ -111,6 +111,19 @@ TEST_F(ConfigTest, TimeoutsOfZeroOrBeyondAnIntAreRefused) {
                      "connect_timeout_ms");
 }
 
+TEST_F(ConfigTest, SwitchesTakeYesOrNoFromTheFileOrTheEnvironment) {
+    EXPECT_FALSE(fampool::LoadConfig(nullptr).fabric_checked_reads);
+    EXPECT_TRUE(fampool::LoadConfig(nullptr).metadata_fabric);
+    Set("FAMPOOL_CONFIG", File("pe.yaml", "fabric_checked_reads: yes\nmetadata_fabric: no\n"));
+    EXPECT_TRUE(fampool::LoadConfig(nullptr).fabric_checked_reads);
+    EXPECT_FALSE(fampool::LoadConfig(nullptr).metadata_fabric);
+    Set("FAMPOOL_FABRIC_CHECKED_READS", "0");
+    EXPECT_FALSE(fampool::LoadConfig(nullptr).fabric_checked_reads);
+    Set("FAMPOOL_FABRIC_CHECKED_READS", "sometimes");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID,
+                     "fabric_checked_reads");
+}
+
 TEST_F(ConfigTest, MisspeltKeyNamesTheKeyAndTheFile) {
     std::string path = File("pe.yaml", "FamThreadMode: single\n");
     Set("FAMPOOL_CONFIG", path);

@@ -61,6 +61,26 @@ TEST_P(FabricTest, ForgedKeyFailsAndServerKeepsServing) {
     EXPECT_EQ(1, servers_[0]->extent.bytes()[0]);
 }
 
+TEST_P(FabricTest, CheckedReadsRefuseAForgedKeyAtEverySize) {
+    // fabric_checked_reads keeps shm's large reads on the path that checks the key.
+    StartServers(1);
+    OpenClient(kRefusalTimeoutMs, /*register_local=*/false, /*checked_reads=*/true);
+    ItemInfo info = Region();
+    info.size = kMiB;
+    info.access.push_back(AccessTo(*servers_[0], true));
+    info.access[0].key ^= 0x5555;
+    auto forged = transport_->Attach(info);
+    std::vector<char> buffer(kMiB, 1);
+    for (uint64_t size : {uint64_t{256}, uint64_t{65536}}) {
+        SCOPED_TRACE(size);
+        EXPECT_TRUE(Refused([&] { channel_->Read(forged, 0, buffer.data(), size, true); },
+                            "fi_read"));
+    }
+    auto good = Plain(0, 0, kMiB);
+    channel_->Read(good, 0, buffer.data(), 65536, true);
+    EXPECT_EQ(servers_[0]->extent.bytes()[0], buffer[0]);
+}
+
 TEST_P(FabricTest, OffsetPastRegistrationFailsAndServerKeepsServing) {
     StartServers(1);
     OpenClient(kRefusalTimeoutMs);

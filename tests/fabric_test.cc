@@ -42,6 +42,40 @@ TEST_P(FabricTest, NonBlockingPutThenGetCompleteAtQuiet) {
     }
 }
 
+TEST_P(FabricTest, ReadsOfEverySizeSeeTheChannelsEarlierNonBlockingWrites) {
+    // On shm, reads from 16 KiB are copied by the reader itself unless the channel's writes
+    // may be in flight: then they queue behind those writes at the server.
+    StartServers(1);
+    OpenClient();
+    auto item = Plain(0, 0, kMiB);
+    for (uint64_t size : {uint64_t{4096}, uint64_t{16384}, uint64_t{65536}, kMiB}) {
+        SCOPED_TRACE(size);
+        std::vector<char> out = Pattern(size, static_cast<unsigned>(size / 4096));
+        channel_->Write(item, 0, out.data(), size, false);
+        std::vector<char> in(size, 0);
+        channel_->Read(item, 0, in.data(), size, true);
+        EXPECT_EQ(out, in);
+        channel_->Quiet();
+    }
+}
+
+TEST_P(FabricTest, LargeReadsAfterQuietMatchTheServersBytes) {
+    StartServers(1);
+    OpenClient();
+    auto item = Plain(0, 0, kMiB);
+    std::memcpy(servers_[0]->extent.bytes(), Pattern(kMiB, 9).data(), kMiB);
+    for (uint64_t size : {uint64_t{16384}, uint64_t{65536}, kMiB}) {
+        SCOPED_TRACE(size);
+        std::vector<char> in(size, 0);
+        channel_->Read(item, kMiB - size, in.data(), size, true);
+        EXPECT_EQ(0, std::memcmp(servers_[0]->extent.bytes() + kMiB - size, in.data(), size));
+        std::vector<char> again(size, 0);
+        channel_->Read(item, 0, again.data(), size, false);
+        channel_->Quiet();
+        EXPECT_EQ(0, std::memcmp(servers_[0]->extent.bytes(), again.data(), size));
+    }
+}
+
 TEST_P(FabricTest, InterleavedPutSpreadsBlocksOverServersByFormula) {
     StartServers(3);
     OpenClient();

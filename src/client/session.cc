@@ -76,6 +76,7 @@ void OpenCluster(Session &session) {
     FabricConfig fabric;
     fabric.provider = config.libfabric_provider;
     fabric.timeout_ms = config.fabric_timeout_ms;
+    fabric.checked_reads = config.fabric_checked_reads;
     ChooseClientInterface(config, &fabric);
     if (config.metadata_fabric) metadata->UseFabric(fabric);
     session.metadata = std::move(metadata);

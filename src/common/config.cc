@@ -46,6 +46,14 @@ void RequireOneOf(const char *what, const std::string &value,
          list);
 }
 
+// A yes/no setting from the YAML key `key` or the environment variable `env`.
+bool LayerSwitch(const YAML::Node &yaml, const char *key, const char *env, bool fallback) {
+    std::string value = fallback ? "true" : "false";
+    Layer(value, yaml, {key}, env, nullptr);
+    RequireOneOf(key, value, {"true", "false", "yes", "no", "1", "0"});
+    return value == "true" || value == "yes" || value == "1";
+}
+
 uint64_t ParseSize(const char *what, const std::string &text) {
     char *end = nullptr;
     errno = 0;
@@ -185,11 +193,9 @@ Config LoadConfig(const Fam_Options *options) {
     Layer(timeout, yaml, {"fabric_timeout_ms"}, "FAMPOOL_FABRIC_TIMEOUT_MS", nullptr);
     c.fabric_timeout_ms = ParseMillis("fabric_timeout_ms", timeout);
 
-    std::string metadata_fabric = "true";
-    Layer(metadata_fabric, yaml, {"metadata_fabric"}, "FAMPOOL_METADATA_FABRIC", nullptr);
-    RequireOneOf("metadata_fabric", metadata_fabric, {"true", "false", "yes", "no", "1", "0"});
-    c.metadata_fabric = metadata_fabric == "true" || metadata_fabric == "yes" ||
-                        metadata_fabric == "1";
+    c.metadata_fabric = LayerSwitch(yaml, "metadata_fabric", "FAMPOOL_METADATA_FABRIC", true);
+    c.fabric_checked_reads =
+        LayerSwitch(yaml, "fabric_checked_reads", "FAMPOOL_FABRIC_CHECKED_READS", false);
 
     RequireOneOf("openFamModel", c.model, {"shared_memory", "memory_server"});
     RequireOneOf("runtime", c.runtime, {"NONE", "PMIX", "PMI2"});

@@ -89,7 +89,9 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
         // nothing beyond sending and receiving
     } else if (client) {
         wishes.op_flags = FI_DELIVERY_COMPLETE;
-        wishes.msg_order = FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW;
+        // shm orders nothing it is not asked to, and ordering would keep every read off its
+        // fast path (see ReadFlags); other providers keep reads and writes in order.
+        if (config.provider != "shm") wishes.msg_order = FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW;
     } else {
         // A server with manual progress and no wait object that wakes on incoming operations
         // (shm) can still tell busy from idle by counting them (FI_RMA_EVENT).
@@ -127,6 +129,8 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
     }
     write_flags_ = chosen->tx_attr->op_flags & FI_DELIVERY_COMPLETE;
     chosen->tx_attr->op_flags &= ~FI_DELIVERY_COMPLETE;
+    two_read_paths_ = client && std::strcmp(chosen->fabric_attr->prov_name, "shm") == 0 &&
+                      write_flags_ != 0 && (chosen->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
     if (chosen != info_ || info_->next) {
         fi_info *all = info_;
         info_ = fi_dupinfo(chosen);

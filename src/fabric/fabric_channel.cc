@@ -66,6 +66,7 @@ void FabricChannel::Open() {
     }
     counter_waits_ = options.counter_wait != FI_WAIT_NONE;
     posted_ = reported_ = failures_seen_ = 0;
+    writes_in_flight_ = false;
     call_ends_.clear();
     busy_servers_.clear();
     touched_.clear();
@@ -160,16 +161,14 @@ void FabricChannel::PostPieces(const FabricBinding &item, size_t index, uint64_t
     void *context = ContextOf(current_tag_, write ? kWrite : kRead, server.id);
     Post(
         [&]() -> ssize_t {
-            if (!write && count == 1) {
-                return fi_read(endpoint, pieces[0].iov_base, length, descs[0], server.address,
-                               remote, server.key, context);
-            }
             fi_rma_iov rma{remote, length, server.key};
             fi_msg_rma message{pieces, descs, count, server.address, &rma, 1, context, 0};
             return write ? fi_writemsg(endpoint, &message, domain_.write_flags())
-                         : fi_readmsg(endpoint, &message, 0);
+                         : fi_readmsg(endpoint, &message,
+                                      domain_.ReadFlags(length, writes_in_flight_));
         },
         write ? "fi_write" : "fi_read", server.id, deadline);
+    writes_in_flight_ |= write;
     Touch(server, write, remote, length);
 }
 

@@ -146,6 +146,7 @@ class FabricChannel : public Channel {
     uint64_t posted_ = 0;    // operations posted
     uint64_t reported_ = 0;  // failures read from the queue
     uint64_t failures_seen_ = 0;
+    bool writes_in_flight_ = false;  // writes or atomics posted since all last completed
     // posted_ at the end of each non-blocking call not known to be complete, oldest first:
     // Pending counts calls, not the operations they were split into.
     std::deque<uint64_t> call_ends_;

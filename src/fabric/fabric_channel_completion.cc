@@ -41,6 +41,7 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
             touched_.clear();
             refusals_.clear();
             busy_servers_.clear();
+            writes_in_flight_ = false;
             return Outcome::kDone;
         }
         if (!refusals_.empty()) return Outcome::kRefused;
