@@ -1,7 +1,10 @@
 // The libfabric data path (tests/support/fabric_fixture.h): gets and puts, striped over
 // servers by the interleaving formula, gathers and scatters, every atomic against the CPU's,
 // ordering, pending counts, channels and threads, registered local buffers.
+#include <atomic>
+
 #include "fabric_fixture.h"
+#include "transport/thread_channels.h"
 
 namespace fampool {
 namespace {
@@ -330,6 +333,54 @@ TEST_P(FabricTest, ThreadsShareOneChannel) {
     uint64_t sum;
     std::memcpy(&sum, servers_[0]->extent.bytes(), 8);
     EXPECT_EQ(2u * rounds, sum);
+}
+
+TEST_P(FabricTest, EachThreadOfAChannelPostsOnItsOwnEndpoint) {
+    // The transport's channels give each thread its own FabricChannel (up to a cap), so that
+    // threads do not wait for one another's round trips; one quiet still covers them all.
+    StartServers(1);
+    OpenClient();
+    auto *threaded = dynamic_cast<ThreadChannels *>(channel_.get());
+    ASSERT_NE(threaded, nullptr);
+    auto item = Plain(0, 0, kMiB);
+    constexpr int kThreads = 3;
+    std::vector<std::vector<char>> data;
+    for (int t = 0; t < kThreads; ++t) data.push_back(Pattern(4096, 70 + t));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            channel_->Write(item, t * 4096, data[t].data(), 4096, false);
+        });
+    }
+    for (std::thread &thread : threads) thread.join();
+    EXPECT_EQ(threaded->opened(), static_cast<size_t>(kThreads + 1)) << "the opener's, and one each";
+    channel_->Quiet();
+    EXPECT_EQ(0u, channel_->Pending());
+    for (int t = 0; t < kThreads; ++t) {
+        EXPECT_EQ(0, std::memcmp(servers_[0]->extent.bytes() + t * 4096, data[t].data(), 4096));
+    }
+}
+
+TEST_P(FabricTest, ThreadsBeyondTheCapShareChannels) {
+    StartServers(1);
+    OpenClient();
+    auto *threaded = dynamic_cast<ThreadChannels *>(channel_.get());
+    ASSERT_NE(threaded, nullptr);
+    auto item = Plain(0, 0, kMiB);
+    const int threads_count = static_cast<int>(ThreadChannels::kMostChannels) + 4;
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < threads_count; ++t) {
+        threads.emplace_back([&, t] {
+            std::vector<char> out = Pattern(256, t), in(256);
+            channel_->Write(item, t * 256, out.data(), 256, true);
+            channel_->Read(item, t * 256, in.data(), 256, true);
+            if (in != out) ++wrong;
+        });
+    }
+    for (std::thread &thread : threads) thread.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_EQ(threaded->opened(), ThreadChannels::kMostChannels);
 }
 
 TEST_P(FabricTest, RegisteredLocalBuffersWorkLikeUnregistered) {

@@ -341,8 +341,11 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
     auto deadline = Deadline();
     fid_ep *endpoint = endpoint_.endpoint.get();
     FabricAtomic atomic;
-    if (!ToFabric(op, type, result != nullptr, &atomic) ||
-        !context_->Supports(endpoint, atomic)) {
+    bool known = ToFabric(op, type, result != nullptr, &atomic);
+    if (atomic.kind == FabricAtomic::kPlain && context_->plain_atomics_fetch()) {
+        atomic.kind = FabricAtomic::kFetch;
+    }
+    if (!known || !context_->Supports(endpoint, atomic)) {
         return Fallback(item, place, op, type, operand, compare, result, deadline);
     }
     const FabricBinding::Server &server = Reachable(item, place.server);

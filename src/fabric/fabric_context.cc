@@ -19,6 +19,7 @@ std::string FabricBinding::Describe() const {
 FabricContext::FabricContext(const FabricConfig &config, ServerLookup servers)
     : domain_(config, FabricDomain::Role::kClient), servers_(std::move(servers)) {
     av_ = domain_.OpenAddressVector();
+    plain_atomics_fetch_ = std::string(domain_.provider_reported()) == "shm";
 }
 
 fi_addr_t FabricContext::Insert(const std::string &address) {

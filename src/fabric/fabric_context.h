@@ -71,6 +71,12 @@ class FabricContext {
     MemoryServer &server(uint64_t id) { return servers_(id); }
 
     fi_addr_t Insert(const std::string &address);
+    // Whether non-fetching atomics must go as fetching ones. shm 1.17 loses track of the
+    // buffer that carries the operand of a non-fetching atomic asked to complete on delivery:
+    // with several endpoints adding at once, operands came from other operations' buffers
+    // (4 threads x 500 adds of 1-4 summed to garbage). Its fetching atomics, which return
+    // the buffer themselves, add up exactly; they complete at the same moment.
+    bool plain_atomics_fetch() const { return plain_atomics_fetch_; }
     // Whether the provider does `atomic` (asked once per operation, type and kind).
     bool Supports(fid_ep *endpoint, const FabricAtomic &atomic);
 
@@ -80,6 +86,7 @@ class FabricContext {
     ServerLookup servers_;
     std::mutex addresses_mutex_;
     std::map<std::string, fi_addr_t> addresses_;
+    bool plain_atomics_fetch_ = false;
     // 0: not asked yet, 1: supported, 2: not supported; by [kind][op][datatype].
     std::atomic<uint8_t> support_[3][FI_ATOMIC_OP_LAST][FI_DATATYPE_LAST] = {};
 };

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "fabric/fabric_channel.h"
+#include "transport/thread_channels.h"
 
 namespace fampool {
 
@@ -69,7 +70,10 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
 }
 
 std::unique_ptr<Channel> FabricTransport::OpenChannel() {
-    return std::make_unique<FabricChannel>(context_);
+    // A channel per thread: a FabricChannel holds its lock for a whole blocking round trip.
+    std::shared_ptr<FabricContext> context = context_;
+    return std::make_unique<ThreadChannels>(
+        [context]() -> std::unique_ptr<Channel> { return std::make_unique<FabricChannel>(context); });
 }
 
 void *FabricTransport::Map(Binding &item, bool writable) {
