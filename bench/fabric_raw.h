@@ -201,8 +201,9 @@ class RawTarget {
     std::thread thread_;
 };
 
-// What a client posts: a read, a write, or a non-fetching 8-byte atomic add.
-enum class Op { kRead, kWrite, kAdd };
+// What a client posts: a read, a write, or an 8-byte atomic add (kFetchAdd: fetching the old
+// value, into the second half of the client's buffer).
+enum class Op { kRead, kWrite, kAdd, kFetchAdd };
 
 // Posts fi_read / fi_write / fi_atomic operations of `size` bytes against one target: one at a
 // time, polling until each completes (Run), or with up to `window` of them in flight, reaping
@@ -230,15 +231,23 @@ class RawClient {
                        size_t warmup = 10) {
         if (size > buffer_.size()) throw std::runtime_error("size larger than the buffer");
         fi_addr_t peer = endpoint_.Insert(target.address);
-        const size_t slots = buffer_.size() / size;
+        const size_t slots = buffer_.size() / size / (op == Op::kFetchAdd ? 2 : 1);
         auto run = [&](size_t total) {
             size_t posted = 0, done = 0;
+            auto progress_at = std::chrono::steady_clock::now();
             while (done < total) {
                 while (posted < total && posted - done < window &&
                        Post(peer, target, op, (posted % slots) * size, size) == 0) {
                     ++posted;
                 }
-                done += static_cast<size_t>(endpoint_.Poll());
+                int completed = endpoint_.Poll();
+                done += static_cast<size_t>(completed);
+                auto now = std::chrono::steady_clock::now();
+                if (completed > 0) {
+                    progress_at = now;
+                } else if (now - progress_at > std::chrono::seconds(30)) {
+                    throw std::runtime_error("no completion for 30 s");
+                }
             }
         };
         run(warmup);
@@ -265,6 +274,10 @@ class RawClient {
             fi_rma_ioc rma{remote, 1, target.key};
             fi_msg_atomic message{&ioc, &desc, 1, peer, &rma, 1, FI_UINT64, FI_SUM, nullptr, 0};
             ret = fi_atomicmsg(endpoint_.ep(), &message, flags);
+        } else if (op == Op::kFetchAdd) {
+            ret = fi_fetch_atomic(endpoint_.ep(), local, 1, desc,
+                                  local + buffer_.size() / 2, desc, peer, remote, target.key,
+                                  FI_UINT64, FI_SUM, nullptr);
         } else {
             iovec iov{local, size};
             fi_rma_iov rma{remote, size, target.key};
@@ -273,9 +286,9 @@ class RawClient {
                                    : fi_readmsg(endpoint_.ep(), &message, flags);
         }
         if (ret != 0 && ret != -FI_EAGAIN) {
-            Check(static_cast<int>(ret), op == Op::kAdd     ? "fi_atomic"
-                                         : op == Op::kWrite ? "fi_write"
-                                                            : "fi_read");
+            Check(static_cast<int>(ret), op == Op::kWrite  ? "fi_write"
+                                         : op == Op::kRead ? "fi_read"
+                                                           : "fi_atomic");
         }
         return ret;
     }

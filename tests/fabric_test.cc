@@ -1,6 +1,8 @@
 // The libfabric data path (tests/support/fabric_fixture.h): gets and puts, striped over
 // servers by the interleaving formula, gathers and scatters, every atomic against the CPU's,
 // ordering, pending counts, channels and threads, registered local buffers.
+#include <fcntl.h>
+
 #include <atomic>
 
 #include "fabric_fixture.h"
@@ -381,6 +383,70 @@ TEST_P(FabricTest, ThreadsBeyondTheCapShareChannels) {
     for (std::thread &thread : threads) thread.join();
     EXPECT_EQ(wrong.load(), 0);
     EXPECT_EQ(threaded->opened(), ThreadChannels::kMostChannels);
+}
+
+// An item on a heap file of this node, reached over shm with loads and stores: its server's
+// registration stands for the fabric path, the file for the heap the server would map.
+class DirectHeap {
+  public:
+    explicit DirectHeap(uint64_t size) : size_(size) {
+        path_ = "/dev/shm/fampool-direct-test-" + std::to_string(getpid());
+        int fd = open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+        EXPECT_GE(fd, 0);
+        EXPECT_EQ(0, ftruncate(fd, static_cast<off_t>(size)));
+        bytes_ = static_cast<char *>(
+            mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+        close(fd);
+    }
+    ~DirectHeap() {
+        munmap(bytes_, size_);
+        unlink(path_.c_str());
+    }
+    const std::string &path() const { return path_; }
+    char *bytes() const { return bytes_; }
+
+  private:
+    std::string path_;
+    uint64_t size_;
+    char *bytes_ = nullptr;
+};
+
+TEST_P(FabricTest, SameNodeHeapOverShmIsReachedWithLoadsAndStores) {
+    StartServers(1);
+    for (bool direct : {true, false}) {
+        SCOPED_TRACE(direct ? "fabric_direct" : "no fabric_direct");
+        OpenClient(10000, false, false, direct);
+        DirectHeap heap(2 * kMiB);
+        ItemInfo info = Region();
+        info.size = 2 * kMiB;
+        info.access.push_back(AccessTo(*servers_[0], true));
+        info.access[0].heap_path = heap.path();
+        info.access[0].node = NodeIdentity();
+        auto item = transport_->Attach(info);
+        bool mapped = static_cast<FabricBinding &>(*item).direct;
+        EXPECT_EQ(mapped, direct && provider() == "shm");
+        // Where the bytes land says which path moved them: the heap file, or the extent the
+        // server registered.
+        char *landed = mapped ? heap.bytes() : servers_[0]->extent.bytes();
+        std::vector<char> small = Pattern(4096, 1), large = Pattern(kMiB, 2);
+        channel_->Write(item, 64, small.data(), small.size(), false);
+        channel_->Write(item, kMiB, large.data(), large.size(), false);
+        channel_->Quiet();
+        EXPECT_EQ(0u, channel_->Pending());
+        EXPECT_EQ(0, std::memcmp(landed + 64, small.data(), small.size()));
+        EXPECT_EQ(0, std::memcmp(landed + kMiB, large.data(), large.size()));
+        std::vector<char> back(kMiB);
+        channel_->Read(item, kMiB, back.data(), kMiB, true);
+        EXPECT_EQ(back, large);
+        uint64_t add = 5, old = 0;
+        channel_->Atomic(*item, 0, AtomicOp::kAdd, DataType::kUint64, &add, nullptr, nullptr);
+        channel_->Atomic(*item, 0, AtomicOp::kAdd, DataType::kUint64, &add, nullptr, &old);
+        uint64_t now = 0;
+        std::memcpy(&now, landed, 8);
+        EXPECT_EQ(old, now - 5);
+        channel_.reset();
+        transport_.reset();
+    }
 }
 
 TEST_P(FabricTest, RegisteredLocalBuffersWorkLikeUnregistered) {

@@ -77,6 +77,7 @@ void OpenCluster(Session &session) {
     fabric.provider = config.libfabric_provider;
     fabric.timeout_ms = config.fabric_timeout_ms;
     fabric.checked_reads = config.fabric_checked_reads;
+    fabric.direct = config.fabric_direct;
     ChooseClientInterface(config, &fabric);
     if (config.metadata_fabric) metadata->UseFabric(fabric);
     session.metadata = std::move(metadata);

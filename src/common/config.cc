@@ -196,6 +196,7 @@ Config LoadConfig(const Fam_Options *options) {
     c.metadata_fabric = LayerSwitch(yaml, "metadata_fabric", "FAMPOOL_METADATA_FABRIC", true);
     c.fabric_checked_reads =
         LayerSwitch(yaml, "fabric_checked_reads", "FAMPOOL_FABRIC_CHECKED_READS", false);
+    c.fabric_direct = LayerSwitch(yaml, "fabric_direct", "FAMPOOL_FABRIC_DIRECT", true);
 
     RequireOneOf("openFamModel", c.model, {"shared_memory", "memory_server"});
     RequireOneOf("runtime", c.runtime, {"NONE", "PMIX", "PMI2"});

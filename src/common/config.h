@@ -44,6 +44,7 @@ struct Config {
     int fabric_timeout_ms = 10000;          // bound on every data-path completion
     bool metadata_fabric = true;            // lookups and allocations over the fabric if offered
     bool fabric_checked_reads = false;      // every read checks its key (shm: no fast reads)
+    bool fabric_direct = true;              // shm: loads and stores on same-node heaps
     std::string config_file;                // the YAML file that was read, if any
 };
 

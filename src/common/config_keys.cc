@@ -21,7 +21,7 @@ const std::set<std::string> &Keys() {
         "if_device", "fampool_home", "fampool_shm_dir", "fampool_archive_dir", "archive_path",
         "dataitem_interleave_size", "metadata_sync", "metadata_address", "rpc_timeout_ms",
         "fabric_timeout_ms", "metadata_fabric", "default_memory_type", "connect_timeout_ms",
-        "fabric_checked_reads",
+        "fabric_checked_reads", "fabric_direct",
         // What the servers read (common/cluster_config.cc).
         "metadata_dir", "metadata_path", "archive_dir", "placement", "region_span",
         "enable_region_spanning", "region_span_size_per_memoryserver", "progress", "memservers",

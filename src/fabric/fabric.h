@@ -39,8 +39,12 @@ struct FabricConfig {
     // Register local buffers even when the provider does not ask for it (FI_MR_LOCAL): lets
     // tests exercise that path on providers that do not need it.
     bool register_local = false;
-    // Keep every read on the provider's key-checking path (shm: see FabricDomain::ReadFlags).
+    // Keep every read on the provider's key-checking path (shm: see FabricDomain::ReadFlags),
+    // and every transfer and atomic on the fabric.
     bool checked_reads = false;
+    // Over shm, reach an item whose memory servers' heaps this process can open with loads
+    // and stores on those heaps (FabricBinding::direct).
+    bool direct = true;
 };
 
 // The actions of the crash and termination signals at one moment.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/atomic_apply.h"
 #include "common/error.h"
 #include "fabric/fabric_channel_internals.h"
 
@@ -16,11 +17,11 @@ namespace fampool {
 
 using namespace channel;
 
-FabricChannel::FabricChannel(std::shared_ptr<FabricContext> context)
+FabricChannel::FabricChannel(std::shared_ptr<FabricContext> context, bool lazily)
     : context_(std::move(context)), domain_(context_->domain()) {
     scratch_ = std::make_unique<Scratch>();
     std::memset(scratch_.get(), 0, sizeof(Scratch));
-    Open();
+    if (!lazily) Open();
 }
 
 FabricChannel::~FabricChannel() {
@@ -65,7 +66,7 @@ void FabricChannel::Open() {
         }
     }
     counter_waits_ = options.counter_wait != FI_WAIT_NONE;
-    posted_ = reported_ = failures_seen_ = 0;
+    posted_ = settled_ = reported_ = failures_seen_ = 0;
     writes_in_flight_ = false;
     call_ends_.clear();
     busy_servers_.clear();
@@ -84,9 +85,18 @@ void FabricChannel::Open() {
 }
 
 void FabricChannel::Begin(bool blocking) {
-    // An endpoint that could not be reopened after a failure is opened again by the next call.
+    // An endpoint that could not be reopened after a failure is opened again by the next call;
+    // a lazily opened one by the first.
     if (!endpoint_.endpoint) Open();
     current_tag_ = blocking ? ++next_tag_ : 0;
+    mine_.clear();
+}
+
+void FabricChannel::BeginWait() {
+    // Nothing posted since all completed: a channel without an endpoint (opened lazily, never
+    // used on the fabric) needs none to wait for nothing.
+    if (endpoint_.endpoint || posted_ != settled_) return Begin(false);
+    current_tag_ = 0;
     mine_.clear();
 }
 
@@ -265,9 +275,43 @@ void *FabricChannel::LocalDescriptor(const void *local, uint64_t length,
 
 // --- operations ----------------------------------------------------------------------------
 
+namespace {
+
+// Moves item bytes [offset, offset + nbytes) of an item whose servers' heaps are mapped here.
+void CopyDirect(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
+                bool write) {
+    while (nbytes > 0) {
+        FabricBinding::Place place = item.Locate(offset);
+        uint64_t length = std::min(nbytes, place.contiguous);
+        char *fam = item.servers[place.server].direct + place.physical;
+        std::memcpy(write ? fam : local, write ? local : fam, length);
+        offset += length;
+        local += length;
+        nbytes -= length;
+    }
+}
+
+}  // namespace
+
+void FabricChannel::CopyDirect(const std::shared_ptr<Binding> &binding, uint64_t offset,
+                               char *local, uint64_t nbytes, bool write, bool blocking) {
+    const auto &item = static_cast<const FabricBinding &>(*binding);
+    if (blocking || nbytes <= kDirectInline) {
+        return fampool::CopyDirect(item, offset, local, nbytes, write);
+    }
+    // The queue holds the binding, and with it the heap mappings, until the copy is done.
+    direct_queue_.Post([binding, offset, local, nbytes, write] {
+        fampool::CopyDirect(static_cast<const FabricBinding &>(*binding), offset, local, nbytes,
+                            write);
+    });
+}
+
 void FabricChannel::Read(const std::shared_ptr<Binding> &binding, uint64_t offset, void *local,
                          uint64_t nbytes, bool blocking) {
     const auto &item = static_cast<const FabricBinding &>(*binding);
+    if (item.direct) {
+        return CopyDirect(binding, offset, static_cast<char *>(local), nbytes, false, blocking);
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     Begin(blocking);
     auto deadline = Deadline();
@@ -286,6 +330,9 @@ void FabricChannel::Read(const std::shared_ptr<Binding> &binding, uint64_t offse
 void FabricChannel::Write(const std::shared_ptr<Binding> &binding, uint64_t offset,
                           const void *local, uint64_t nbytes, bool blocking) {
     const auto &item = static_cast<const FabricBinding &>(*binding);
+    // libfabric takes a writable pointer for both directions; a write only reads it.
+    char *source = const_cast<char *>(static_cast<const char *>(local));
+    if (item.direct) return CopyDirect(binding, offset, source, nbytes, true, blocking);
     std::lock_guard<std::mutex> lock(mutex_);
     Begin(blocking);
     auto deadline = Deadline();
@@ -296,8 +343,6 @@ void FabricChannel::Write(const std::shared_ptr<Binding> &binding, uint64_t offs
         return;
     }
     void *desc = LocalDescriptor(local, nbytes, deadline);
-    // libfabric takes a writable pointer for both directions; a write only reads it.
-    char *source = const_cast<char *>(static_cast<const char *>(local));
     Transfer(item, offset, source, nbytes, desc, true, deadline);
     if (blocking) Finish(deadline);
     EndNonBlocking(blocking);
@@ -307,6 +352,17 @@ void FabricChannel::Elements(const std::shared_ptr<Binding> &binding, ElementPla
                              char *local, uint64_t count, uint64_t element_size, bool to_fam,
                              bool blocking) {
     const auto &item = static_cast<const FabricBinding &>(*binding);
+    if (item.direct) {
+        auto move = [binding, plan = std::move(plan), local, count, element_size, to_fam] {
+            const auto &mapped = static_cast<const FabricBinding &>(*binding);
+            for (uint64_t i = 0; i < count; ++i) {
+                fampool::CopyDirect(mapped, plan.IndexOf(i) * element_size,
+                                    local + i * element_size, element_size, to_fam);
+            }
+        };
+        if (blocking || count * element_size <= kDirectInline) return move();
+        return direct_queue_.Post(std::move(move));
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     Begin(blocking);
     auto deadline = Deadline();
@@ -336,6 +392,10 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
     const auto &item = static_cast<const FabricBinding &>(binding);
     // An aligned value never crosses an interleave block: one server, one operation.
     FabricBinding::Place place = item.Locate(offset);
+    if (item.direct) {
+        char *word = item.servers[place.server].direct + place.physical;
+        return ApplyAtomic(word, op, type, operand, compare, result);
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     Begin(true);
     auto deadline = Deadline();
@@ -408,15 +468,17 @@ void FabricChannel::Fallback(const FabricBinding &item, const FabricBinding::Pla
 }
 
 void FabricChannel::Fence() {
+    direct_queue_.Drain();
     std::lock_guard<std::mutex> lock(mutex_);
-    Begin(false);
+    BeginWait();
     // FI_FENCE is rare among providers (sockets only here): complete what came first.
     Settle(Deadline(), true);
 }
 
 void FabricChannel::Quiet() {
+    direct_queue_.Quiet();
     std::lock_guard<std::mutex> lock(mutex_);
-    Begin(false);
+    BeginWait();
     Settle(Deadline(), true);
     if (deferred_.empty()) return;
     std::vector<Failed> failures = std::move(deferred_);
@@ -427,18 +489,20 @@ void FabricChannel::Quiet() {
 }
 
 void FabricChannel::Drain() {
+    direct_queue_.Drain();
     std::lock_guard<std::mutex> lock(mutex_);
-    Begin(false);
+    BeginWait();
     Settle(Deadline(), false);
 }
 
 uint64_t FabricChannel::Pending() {
+    uint64_t direct = direct_queue_.Pending();
     std::lock_guard<std::mutex> lock(mutex_);
     fid_cntr *counter = endpoint_.counter.get();
-    if (!counter) return 0;  // closed: nothing can be in flight
+    if (!counter) return direct;  // closed: nothing can be in flight on the fabric
     uint64_t done = fi_cntr_read(counter) + fi_cntr_readerr(counter);
     while (!call_ends_.empty() && call_ends_.front() <= done) call_ends_.pop_front();
-    return call_ends_.size();
+    return direct + call_ends_.size();
 }
 
 }  // namespace fampool

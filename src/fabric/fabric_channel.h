@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/async_queue.h"
 #include "fam/fam_exception.h"
 #include "fabric/fabric_context.h"
 
@@ -27,7 +28,9 @@ namespace fampool {
 
 class FabricChannel : public Channel {
   public:
-    explicit FabricChannel(std::shared_ptr<FabricContext> context);
+    // Opens the endpoint at once unless `lazily`: then the first fabric operation opens it
+    // (a channel whose items all lie on mapped heaps never needs one).
+    explicit FabricChannel(std::shared_ptr<FabricContext> context, bool lazily = false);
     ~FabricChannel() override;
 
     void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
@@ -82,6 +85,8 @@ class FabricChannel : public Channel {
     void Open();
     // Starts a call: `blocking` calls collect their own failures; others leave them to Quiet.
     void Begin(bool blocking);
+    // Starts a fence, quiet or drain.
+    void BeginWait();
     Clock::time_point Deadline() const;
     // Posts the transfer of item bytes [offset, offset + nbytes), split at interleave blocks.
     void Transfer(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
@@ -132,8 +137,15 @@ class FabricChannel : public Channel {
     void Finish(Clock::time_point deadline);
     [[noreturn]] void ThrowFirst(std::vector<Failed> failures, uint64_t dropped = 0);
 
+    // Non-blocking copies larger than kDirectInline for items on same-node heaps
+    // (FabricBinding::direct): they overlap the caller, as on the embedded model.
+    static constexpr uint64_t kDirectInline = 64 * 1024;
+    void CopyDirect(const std::shared_ptr<Binding> &item, uint64_t offset, char *local,
+                    uint64_t nbytes, bool write, bool blocking);
+
     std::shared_ptr<FabricContext> context_;
     FabricDomain &domain_;
+    AsyncQueue direct_queue_;
     std::mutex mutex_;
     FabricEndpoint endpoint_;
     std::unique_ptr<Scratch> scratch_;
@@ -144,6 +156,7 @@ class FabricChannel : public Channel {
 
     // On the current endpoint:
     uint64_t posted_ = 0;    // operations posted
+    uint64_t settled_ = 0;   // posted_ when all had last completed
     uint64_t reported_ = 0;  // failures read from the queue
     uint64_t failures_seen_ = 0;
     bool writes_in_flight_ = false;  // writes or atomics posted since all last completed

@@ -32,6 +32,9 @@ struct FabricBinding : Binding {
         uint64_t base = 0;
         std::string heap_path;  // for fam_map when the server runs on this node
         std::string node;
+        // The server's heap mapped in this process (byte `physical` of the item's extents on
+        // it is direct[physical]), or null: see FabricBinding::direct.
+        char *direct = nullptr;
     };
     // Where item byte `offset` is: the server index, the physical offset in that server's
     // extent, and how many bytes from there stay contiguous on that server.
@@ -53,6 +56,10 @@ struct FabricBinding : Binding {
     uint64_t interleave = 0;  // block size; 0: not interleaved
     std::string name;
     std::shared_ptr<std::atomic<bool>> forgotten;  // set when this process destroys the region
+    // Every server's heap is mapped here (FabricTransport, same-node servers over shm): the
+    // channel's transfers and atomics are loads, stores and CPU atomics, done at once.
+    bool direct = false;
+    std::vector<std::shared_ptr<void>> mapped;  // keeps those mappings alive
     bool valid() const override { return !forgotten || !forgotten->load(); }
 };
 

@@ -22,40 +22,13 @@ constexpr size_t kCacheEntries = 4;
 thread_local CacheEntry cache[kCacheEntries];
 thread_local size_t cache_next = 0;
 
-// Runs `step` on every channel; throws the first failure after all ran, saying how many other
-// channels failed too.
-template <typename Step>
-void OnEvery(const std::vector<Channel *> &channels, Step &&step) {
-    std::exception_ptr first;
-    size_t more = 0;
-    for (Channel *channel : channels) {
-        try {
-            step(*channel);
-        } catch (...) {
-            if (first) {
-                ++more;
-            } else {
-                first = std::current_exception();
-            }
-        }
-    }
-    if (!first) return;
-    if (more == 0) std::rethrow_exception(first);
-    try {
-        std::rethrow_exception(first);
-    } catch (const Failure &failure) {
-        throw Failure(static_cast<openfam::Fam_Error>(failure.fam_error()),
-                      fmt::format("{} (operations of {} more threads failed too)",
-                                  failure.fam_error_msg(), more));
-    }
-}
-
 }  // namespace
 
 ThreadChannels::ThreadChannels(Opener open)
     : open_(std::move(open)), serial_(next_serial.fetch_add(1)) {
-    channels_.push_back(open_());
-    by_thread_[std::this_thread::get_id()] = channels_.front().get();
+    channels_[0] = open_(true);
+    by_thread_[std::this_thread::get_id()] = channels_[0].get();
+    opened_.store(1, std::memory_order_release);
 }
 
 ThreadChannels::~ThreadChannels() = default;
@@ -75,45 +48,63 @@ Channel &ThreadChannels::Lookup() {
     auto id = std::this_thread::get_id();
     auto found = by_thread_.find(id);
     if (found != by_thread_.end()) return *found->second;
+    size_t opened = opened_.load(std::memory_order_relaxed);
     Channel *channel;
-    if (channels_.size() < kMostChannels) {
-        channels_.push_back(open_());
-        channel = channels_.back().get();
+    if (opened < kMostChannels) {
+        channels_[opened] = open_(false);
+        channel = channels_[opened].get();
+        opened_.store(opened + 1, std::memory_order_release);
     } else {
-        channel = channels_[by_thread_.size() % channels_.size()].get();
+        channel = channels_[by_thread_.size() % kMostChannels].get();
     }
     by_thread_[id] = channel;
     return *channel;
 }
 
-std::vector<Channel *> ThreadChannels::All() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<Channel *> all;
-    all.reserve(channels_.size());
-    for (const auto &channel : channels_) all.push_back(channel.get());
-    return all;
-}
+size_t ThreadChannels::opened() { return opened_.load(std::memory_order_acquire); }
 
-size_t ThreadChannels::opened() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return channels_.size();
+void ThreadChannels::OnEvery(const std::function<void(Channel &)> &step) {
+    std::exception_ptr first;
+    size_t more = 0;
+    const size_t opened = opened_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < opened; ++i) {
+        try {
+            step(*channels_[i]);
+        } catch (...) {
+            if (first) {
+                ++more;
+            } else {
+                first = std::current_exception();
+            }
+        }
+    }
+    if (!first) return;
+    if (more == 0) std::rethrow_exception(first);
+    try {
+        std::rethrow_exception(first);
+    } catch (const Failure &failure) {
+        throw Failure(static_cast<openfam::Fam_Error>(failure.fam_error()),
+                      fmt::format("{} (operations of {} more threads failed too)",
+                                  failure.fam_error_msg(), more));
+    }
 }
 
 void ThreadChannels::Fence() {
-    OnEvery(All(), [](Channel &channel) { channel.Fence(); });
+    OnEvery([](Channel &channel) { channel.Fence(); });
 }
 
 void ThreadChannels::Quiet() {
-    OnEvery(All(), [](Channel &channel) { channel.Quiet(); });
+    OnEvery([](Channel &channel) { channel.Quiet(); });
 }
 
 void ThreadChannels::Drain() {
-    OnEvery(All(), [](Channel &channel) { channel.Drain(); });
+    OnEvery([](Channel &channel) { channel.Drain(); });
 }
 
 uint64_t ThreadChannels::Pending() {
     uint64_t pending = 0;
-    for (Channel *channel : All()) pending += channel->Pending();
+    const size_t opened = opened_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < opened; ++i) pending += channels_[i]->Pending();
     return pending;
 }
 

@@ -11,13 +11,14 @@
 #ifndef FAMPOOL_TRANSPORT_THREAD_CHANNELS_H_
 #define FAMPOOL_TRANSPORT_THREAD_CHANNELS_H_
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "common/data_path.h"
 
@@ -26,9 +27,10 @@ namespace fampool {
 class ThreadChannels : public Channel {
   public:
     static constexpr size_t kMostChannels = 16;
-    using Opener = std::function<std::unique_ptr<Channel>()>;
+    // Opens a channel; `first`: the one opened at construction, which should show a failure
+    // to open at once (the others may open their resources when first used).
+    using Opener = std::function<std::unique_ptr<Channel>(bool first)>;
 
-    // Opens the first channel at once, so that a failure to open shows at construction.
     explicit ThreadChannels(Opener open);
     ~ThreadChannels() override;
 
@@ -61,13 +63,16 @@ class ThreadChannels : public Channel {
     // opened) under the lock.
     Channel &Mine();
     Channel &Lookup();
-    // Every channel opened so far (they are never closed before this object).
-    std::vector<Channel *> All();
+    // Runs `step` on every channel opened so far; throws the first failure after all ran.
+    void OnEvery(const std::function<void(Channel &)> &step);
 
     Opener open_;
     const uint64_t serial_;  // tells this object from one later built at the same address
-    std::mutex mutex_;
-    std::vector<std::unique_ptr<Channel>> channels_;
+    std::mutex mutex_;       // opening channels, by_thread_
+    // Channels [0, opened_) are open; they are never closed before this object, so that
+    // OnEvery reads them without the lock.
+    std::array<std::unique_ptr<Channel>, kMostChannels> channels_;
+    std::atomic<size_t> opened_{0};
     std::map<std::thread::id, Channel *> by_thread_;
 };
 

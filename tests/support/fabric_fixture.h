@@ -291,12 +291,13 @@ class FabricTest : public ::testing::TestWithParam<std::string> {
     }
 
     void OpenClient(int timeout_ms = 10000, bool register_local = false,
-                    bool checked_reads = false) {
+                    bool checked_reads = false, bool direct = true) {
         FabricConfig config;
         config.provider = provider();
         config.timeout_ms = timeout_ms;
         config.register_local = register_local;
         config.checked_reads = checked_reads;
+        config.direct = direct;
         transport_ = std::make_unique<FabricTransport>(config, [this](uint64_t id) -> MemoryServer & {
             for (auto &server : servers_) {
                 if (server->id == id) return *server->fallback;

@@ -15,7 +15,46 @@ namespace fampool {
 
 FabricTransport::FabricTransport(const FabricConfig &config,
                                  FabricContext::ServerLookup servers_for_fallback)
-    : context_(std::make_shared<FabricContext>(config, std::move(servers_for_fallback))) {}
+    : context_(std::make_shared<FabricContext>(config, std::move(servers_for_fallback))) {
+    direct_ = config.direct && !config.checked_reads &&
+              std::string(context_->domain().provider_reported()) == "shm";
+}
+
+void FabricTransport::MapDirect(FabricBinding &binding) {
+    if (binding.servers.empty()) return;
+    // The highest heap offset of the item on any server: one contiguous range when it is not
+    // interleaved; else up to the end of the stripe row that holds its last byte.
+    uint64_t end;
+    if (binding.interleave == 0 || binding.servers.size() == 1) {
+        FabricBinding::Place place = binding.Locate(0);
+        end = place.physical + binding.size;
+    } else {
+        uint64_t row = binding.interleave * binding.servers.size();
+        end = ((binding.offset + binding.size - 1) / row + 1) * binding.interleave;
+    }
+    const std::string here = NodeIdentity();
+    std::vector<std::shared_ptr<void>> mapped;
+    std::lock_guard<std::mutex> lock(heaps_mutex_);
+    for (const FabricBinding::Server &server : binding.servers) {
+        if (!server.reachable || server.heap_path.empty() || server.node != here) return;
+        std::shared_ptr<HeapMapping> heap = heaps_[server.heap_path].lock();
+        if (!heap || heap->length() < end) {
+            try {
+                heap = heap::Map(server.heap_path);  // another user's heap fails: fabric it is
+            } catch (const Failure &) {
+                return;
+            }
+            if (heap->length() < end) return;
+            heaps_[server.heap_path] = heap;
+        }
+        mapped.push_back(heap);
+    }
+    for (size_t i = 0; i < binding.servers.size(); ++i) {
+        binding.servers[i].direct = static_cast<HeapMapping *>(mapped[i].get())->base();
+    }
+    binding.mapped = std::move(mapped);
+    binding.direct = true;
+}
 
 std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
     auto binding = std::make_shared<FabricBinding>();
@@ -66,6 +105,7 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
         Fail(openfam::FAM_ERR_INVALID, "{} is interleaved over no memory server",
              binding->Describe());
     }
+    if (direct_) MapDirect(*binding);
     return binding;
 }
 
@@ -73,7 +113,9 @@ std::unique_ptr<Channel> FabricTransport::OpenChannel() {
     // A channel per thread: a FabricChannel holds its lock for a whole blocking round trip.
     std::shared_ptr<FabricContext> context = context_;
     return std::make_unique<ThreadChannels>(
-        [context]() -> std::unique_ptr<Channel> { return std::make_unique<FabricChannel>(context); });
+        [context](bool first) -> std::unique_ptr<Channel> {
+            return std::make_unique<FabricChannel>(context, /*lazily=*/!first);
+        });
 }
 
 void *FabricTransport::Map(Binding &item, bool writable) {

@@ -3,6 +3,8 @@
 // and base address, so that reads and writes (split across servers for interleaved items) go
 // straight to the servers with no metadata call. Atomics the provider cannot do (128-bit ones,
 // or ones missing from its table) go to the memory server's CPU through MemoryServer::Atomic.
+// Over shm (memory servers on this node) an item whose heaps this process can open is reached
+// with loads and stores instead (docs/semantics.md, "Same-node memory servers").
 #ifndef FAMPOOL_TRANSPORT_FABRIC_FABRIC_TRANSPORT_H_
 #define FAMPOOL_TRANSPORT_FABRIC_FABRIC_TRANSPORT_H_
 
@@ -13,6 +15,7 @@
 #include <utility>
 
 #include "fabric/fabric_context.h"
+#include "memserver/heap.h"
 #include "transport/transport.h"
 
 namespace fampool {
@@ -33,7 +36,14 @@ class FabricTransport : public Transport {
     void Forget(uint64_t region_id) override;
 
   private:
+    // Maps the heaps of the item's servers when they run on this node and the provider is shm
+    // (FabricBinding::direct); leaves the item on the fabric when any of them cannot be.
+    void MapDirect(FabricBinding &binding);
+
     std::shared_ptr<FabricContext> context_;
+    bool direct_ = false;
+    std::mutex heaps_mutex_;
+    std::map<std::string, std::weak_ptr<HeapMapping>> heaps_;  // by heap path
     std::mutex regions_mutex_;
     std::map<uint64_t, std::shared_ptr<std::atomic<bool>>> regions_;  // live regions' flags
     std::mutex maps_mutex_;

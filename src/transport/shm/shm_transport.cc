@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "transport/shm/async_queue.h"
+#include "common/async_queue.h"
 #include "common/error.h"
 #include "common/atomic_apply.h"
 

@@ -1,4 +1,4 @@
-#include "transport/shm/async_queue.h"
+#include "common/async_queue.h"
 
 namespace fampool {
 

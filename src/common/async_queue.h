@@ -1,8 +1,10 @@
-// The non-blocking engine of one embedded-model channel: operations posted here run in order on the context's
-// own background thread, so the posting call returns before the copy is done. Progress counts
-// what is posted and not yet complete; Quiet waits for all of it and reports the first error.
-#ifndef FAMPOOL_TRANSPORT_SHM_ASYNC_QUEUE_H_
-#define FAMPOOL_TRANSPORT_SHM_ASYNC_QUEUE_H_
+// The non-blocking engine of a channel whose memory it can load and store (an embedded-model
+// channel; a fabric channel's items on same-node heaps): operations posted here run in order on
+// the channel's own background thread, so the posting call returns before the copy is done.
+// Pending counts what is posted and not yet complete; Quiet waits for all of it and reports
+// the first error.
+#ifndef FAMPOOL_COMMON_ASYNC_QUEUE_H_
+#define FAMPOOL_COMMON_ASYNC_QUEUE_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -51,4 +53,4 @@ class AsyncQueue {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_TRANSPORT_SHM_ASYNC_QUEUE_H_
+#endif  // FAMPOOL_COMMON_ASYNC_QUEUE_H_
