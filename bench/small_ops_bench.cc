@@ -29,12 +29,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -81,25 +83,70 @@ std::string Option(fam &f, const char *name) {
     return text;
 }
 
-// Runs body(t) on `threads` threads released together; returns the seconds from the release to
-// the last thread's end.
-double Timed(int threads, const std::function<void(int)> &body) {
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] {
-            ++ready;
-            while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-            body(t);
-        });
+// Threads that live across measurements, as an application's do: each keeps what it opened
+// (its channel of the fam object, its context). Run(body) runs body(t) on each, releases them
+// together, and returns the seconds from the release to the last one's end.
+class Crew {
+  public:
+    explicit Crew(int size) : size_(size) {
+        for (int t = 0; t < size; ++t) threads_.emplace_back([this, t] { Work(t); });
     }
-    while (ready.load() < threads) std::this_thread::yield();
-    auto start = Clock::now();
-    go.store(true, std::memory_order_release);
-    for (std::thread &thread : pool) thread.join();
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
+    ~Crew() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread &thread : threads_) thread.join();
+    }
+    int size() const { return size_; }
+
+    double Run(const std::function<void(int)> &body) {
+        ready_ = 0;
+        done_ = 0;
+        go_ = false;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            body_ = &body;
+            ++generation_;
+        }
+        wake_.notify_all();
+        while (ready_.load() < size_) std::this_thread::yield();
+        auto start = Clock::now();
+        go_.store(true, std::memory_order_release);
+        while (done_.load(std::memory_order_acquire) < size_) std::this_thread::yield();
+        return std::chrono::duration<double>(Clock::now() - start).count();
+    }
+
+  private:
+    void Work(int t) {
+        uint64_t seen = 0;
+        for (;;) {
+            const std::function<void(int)> *body;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+                if (stop_) return;
+                seen = generation_;
+                body = body_;
+            }
+            ++ready_;
+            while (!go_.load(std::memory_order_acquire)) std::this_thread::yield();
+            (*body)(t);
+            done_.fetch_add(1, std::memory_order_release);
+        }
+    }
+
+    const int size_;
+    std::vector<std::thread> threads_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    uint64_t generation_ = 0;
+    bool stop_ = false;
+    const std::function<void(int)> *body_ = nullptr;
+    std::atomic<int> ready_{0}, done_{0};
+    std::atomic<bool> go_{false};
+};
 
 class Bench {
   public:
@@ -119,20 +166,26 @@ class Bench {
 
     std::vector<Row> Run() {
         std::vector<Row> rows;
-        for (Op op : {Op::kGet, Op::kPut, Op::kAdd}) {
-            for (uint64_t size : kSizes) {
-                if (op == Op::kAdd && size != 8) continue;
-                for (int threads : s_.threads) {
-                    for (bool contexts : {false, true}) {
-                        rows.push_back(Rate(op, size, threads, contexts));
+        for (int threads : s_.threads) {
+            Crew crew(threads);
+            // Each thread opens its own context, as a program with a context per thread does.
+            std::vector<fam_context *> contexts(threads);
+            crew.Run([&](int t) { contexts[t] = f_.fam_context_open(); });
+            for (Op op : {Op::kGet, Op::kPut, Op::kAdd}) {
+                for (uint64_t size : kSizes) {
+                    if (op == Op::kAdd && size != 8) continue;
+                    for (bool per_thread : {false, true}) {
+                        rows.push_back(Rate(crew, per_thread ? &contexts : nullptr, op, size));
                         Print(rows.back());
                     }
                 }
             }
+            crew.Run([&](int t) { f_.fam_context_close(contexts[t]); });
         }
+        Crew one(1);
         for (Op op : {Op::kGet, Op::kPut}) {
             for (uint64_t size : kLargeSizes) {
-                rows.push_back(Bandwidth(op, size));
+                rows.push_back(Bandwidth(one, op, size));
                 Print(rows.back());
             }
         }
@@ -176,26 +229,25 @@ class Bench {
         if (!blocking) f.fam_quiet();
     }
 
-    Row Rate(Op op, uint64_t size, int threads, bool contexts) {
+    // `contexts`: each thread's context; null: every thread on the fam object.
+    Row Rate(Crew &crew, const std::vector<fam_context *> *contexts, Op op, uint64_t size) {
+        const int threads = crew.size();
         Row row{"rate", Name(op), size, threads, contexts ? "per-thread" : "default"};
-        std::vector<fam_context *> opened;
-        for (int t = 0; contexts && t < threads; ++t) opened.push_back(f_.fam_context_open());
-        auto on = [&](int t) -> fam & { return contexts ? *opened[t] : f_; };
+        auto on = [&](int t) -> fam & { return contexts ? *(*contexts)[t] : f_; };
         auto run = [&](bool blocking) {
             return [&, blocking](uint64_t count) {
-                return Timed(threads, [&](int t) { Loop(on(t), t, op, size, count, blocking); });
+                return crew.Run([&](int t) { Loop(on(t), t, op, size, count, blocking); });
             };
         };
         uint64_t count = Calibrated(run(false));
         row.fampool = static_cast<double>(count) * threads / run(false)(count) / 1e6;
         count = Calibrated(run(true));
         row.blocking = static_cast<double>(count) * threads / run(true)(count) / 1e6;
-        for (fam_context *context : opened) f_.fam_context_close(context);
-        if (s_.cluster) row.raw = RawRate(op, size, threads, kWindow) / 1e6;
+        if (s_.cluster) row.raw = RawRate(crew, op, size, kWindow) / 1e6;
         return row;
     }
 
-    Row Bandwidth(Op op, uint64_t size) {
+    Row Bandwidth(Crew &crew, Op op, uint64_t size) {
         Row row{"bandwidth", Name(op), size, 1, "default"};
         char *local = locals_[0].data();
         const uint64_t total = s_.quick ? 64 * kMiB : 256 * kMiB;
@@ -221,13 +273,14 @@ class Bench {
         row.blocking = sweep(true);
         row.fampool = size < kMiB ? sweep(false) : row.blocking;
         if (s_.cluster) {
-            row.raw = RawRate(op, size, 1, kLargeWindow) * static_cast<double>(size) / 1e9;
+            row.raw = RawRate(crew, op, size, kLargeWindow) * static_cast<double>(size) / 1e9;
         }
         return row;
     }
 
     // Operations per second of `threads` raw endpoints against one polling target.
-    double RawRate(Op op, uint64_t size, int threads, size_t window) {
+    double RawRate(Crew &crew, Op op, uint64_t size, size_t window) {
+        const int threads = crew.size();
         auto once = [&](fabric_raw::Semantics semantics) {
             uint64_t span = std::max<uint64_t>(window * size, kSlice);
             fabric_raw::RawTarget target(provider_, "127.0.0.1", std::to_string(NextPort()),
@@ -243,7 +296,7 @@ class Bench {
                                                          : fabric_raw::Op::kAdd;
             fabric_raw::Target where = target.target();
             auto run = [&](uint64_t count) {
-                return Timed(threads, [&](int t) {
+                return crew.Run([&](int t) {
                     fabric_raw::Target mine = where;
                     mine.base += t * span;
                     clients[t]->RunWindowed(mine, raw_op, size, count, window);

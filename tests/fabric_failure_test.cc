@@ -36,16 +36,20 @@ TEST_P(FabricTest, NonBlockingWriteThroughReadOnlyKeyFailsAtQuiet) {
 }
 
 TEST_P(FabricTest, AtomicThroughReadOnlyKeyFails) {
+    // A fetching atomic fails at once; a non-fetching one, like a non-blocking put, at quiet.
     StartServers(1);
     OpenClient(kRefusalTimeoutMs);
     auto item = Plain(0, 0, 4096, /*writable=*/false);
-    uint64_t add = 1;
+    uint64_t add = 1, old = 0;
     EXPECT_TRUE(Refused(
         [&] {
-            channel_->Atomic(*item, 0, AtomicOp::kAdd, DataType::kUint64, &add, nullptr, nullptr);
+            channel_->Atomic(*item, 0, AtomicOp::kAdd, DataType::kUint64, &add, nullptr, &old);
         },
         "fi_atomic"));
+    channel_->Atomic(*item, 0, AtomicOp::kAdd, DataType::kUint64, &add, nullptr, nullptr);
+    EXPECT_TRUE(Refused([&] { channel_->Quiet(); }, "fi_atomic"));
     EXPECT_EQ(0x5a, servers_[0]->extent.bytes()[0]);
+    channel_->Quiet();  // reported once
 }
 
 TEST_P(FabricTest, ForgedKeyFailsAndServerKeepsServing) {

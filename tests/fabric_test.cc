@@ -167,6 +167,7 @@ void ExpectAtomicsMatchCpu(Channel &channel, Binding &item, char *fam, const cha
     T shadow = T(1234567);
     T start = shadow;
     channel.Atomic(item, 64, AtomicOp::kSet, type, &start, nullptr, nullptr);
+    channel.Quiet();
     for (AtomicOp op : ops) {
         for (T operand : operands) {
             for (bool fetching : {false, true}) {
@@ -184,6 +185,8 @@ void ExpectAtomicsMatchCpu(Channel &channel, Binding &item, char *fam, const cha
                 channel.Atomic(item, 64, op, type, &operand, &compare, fetching ? &old : nullptr);
                 if (fetching) {
                     EXPECT_EQ(expected_old, old);
+                } else {
+                    channel.Quiet();  // a non-fetching atomic completes by the next quiet
                 }
                 T now;
                 std::memcpy(&now, fam + 64, sizeof(T));

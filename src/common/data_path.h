@@ -51,6 +51,8 @@ class Channel {
                           uint64_t count, uint64_t element_size, bool to_fam, bool blocking) = 0;
     // Applies `op` to the value of `type` at `offset`. `operand` (and for kCompareSwap,
     // `compare`) point to values of that type; `result`, if not null, receives the old value.
+    // Without `result` the atomic may complete later, by the next Fence or Quiet (whose
+    // failures it then reports), as a non-blocking write does; the operand is copied first.
     virtual void Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type,
                         const void *operand, const void *compare, void *result) = 0;
     // Orders earlier non-blocking writes before later operations.

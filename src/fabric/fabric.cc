@@ -27,9 +27,9 @@ namespace {
 struct Wishes {
     uint64_t caps = 0;       // servers: FI_RMA_EVENT (FabricDomain::remote_events)
     uint64_t op_flags = 0;   // clients: FI_DELIVERY_COMPLETE (FabricDomain::write_flags)
-    // Clients: reads after writes and writes after writes to one server in order. It also
-    // keeps shm off its "fast RMA" path, on which the client copies from and to the server's
-    // memory itself (process_vm_readv/writev) and nobody checks the key.
+    // Clients: reads after writes and writes after writes to one server in order, atomics
+    // after atomics too (a non-fetching atomic completes by the next quiet, a fetch after it
+    // must see it). Not asked of shm (FabricDomain::ReadFlags says why).
     uint64_t msg_order = 0;
 };
 
@@ -91,7 +91,10 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
         wishes.op_flags = FI_DELIVERY_COMPLETE;
         // shm orders nothing it is not asked to, and ordering would keep every read off its
         // fast path (see ReadFlags); other providers keep reads and writes in order.
-        if (config.provider != "shm") wishes.msg_order = FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW;
+        if (config.provider != "shm") {
+            wishes.msg_order = FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW | FI_ORDER_ATOMIC_RAW |
+                               FI_ORDER_ATOMIC_WAW;
+        }
     } else {
         // A server with manual progress and no wait object that wakes on incoming operations
         // (shm) can still tell busy from idle by counting them (FI_RMA_EVENT).

@@ -68,6 +68,7 @@ void FabricChannel::Open() {
     counter_waits_ = options.counter_wait != FI_WAIT_NONE;
     posted_ = settled_ = reported_ = failures_seen_ = 0;
     writes_in_flight_ = false;
+    atomics_in_flight_ = 0;
     call_ends_.clear();
     busy_servers_.clear();
     touched_.clear();
@@ -90,6 +91,15 @@ void FabricChannel::Begin(bool blocking) {
     if (!endpoint_.endpoint) Open();
     current_tag_ = blocking ? ++next_tag_ : 0;
     mine_.clear();
+}
+
+void FabricChannel::AfterAtomics(Clock::time_point deadline) {
+    // Providers order atomics among themselves, not reads and writes after them: a transfer
+    // waits for the channel's non-fetching atomics (their failures wait for Quiet), so that a
+    // get after fam_add sees the sum, as it does on the embedded model.
+    if (atomics_in_flight_ == 0) return;
+    Settle(deadline, false);
+    if (!endpoint_.endpoint) Open();
 }
 
 void FabricChannel::BeginWait() {
@@ -315,6 +325,7 @@ void FabricChannel::Read(const std::shared_ptr<Binding> &binding, uint64_t offse
     std::lock_guard<std::mutex> lock(mutex_);
     Begin(blocking);
     auto deadline = Deadline();
+    AfterAtomics(deadline);
     if (blocking && domain_.local_registration() && nbytes <= kBounce) {
         Transfer(item, offset, scratch_->bounce, nbytes, scratch_desc_, false, deadline);
         Finish(deadline);
@@ -336,6 +347,7 @@ void FabricChannel::Write(const std::shared_ptr<Binding> &binding, uint64_t offs
     std::lock_guard<std::mutex> lock(mutex_);
     Begin(blocking);
     auto deadline = Deadline();
+    AfterAtomics(deadline);
     if (blocking && domain_.local_registration() && nbytes <= kBounce) {
         std::memcpy(scratch_->bounce, local, nbytes);
         Transfer(item, offset, scratch_->bounce, nbytes, scratch_desc_, true, deadline);
@@ -366,6 +378,7 @@ void FabricChannel::Elements(const std::shared_ptr<Binding> &binding, ElementPla
     std::lock_guard<std::mutex> lock(mutex_);
     Begin(blocking);
     auto deadline = Deadline();
+    AfterAtomics(deadline);
     if (count == 0 || element_size == 0) return;
     void *desc = LocalDescriptor(local, count * element_size, deadline);
     // Elements adjacent in the item (stride 1, consecutive indices) move as one run.
@@ -396,22 +409,29 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
         char *word = item.servers[place.server].direct + place.physical;
         return ApplyAtomic(word, op, type, operand, compare, result);
     }
+    // A non-fetching atomic completes by the next fence or quiet, as a non-blocking put does.
+    const bool blocking = result != nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
-    Begin(true);
+    Begin(blocking);
     auto deadline = Deadline();
-    fid_ep *endpoint = endpoint_.endpoint.get();
     FabricAtomic atomic;
     bool known = ToFabric(op, type, result != nullptr, &atomic);
     if (atomic.kind == FabricAtomic::kPlain && context_->plain_atomics_fetch()) {
         atomic.kind = FabricAtomic::kFetch;
     }
-    if (!known || !context_->Supports(endpoint, atomic)) {
+    if (!known || !context_->Supports(endpoint_.endpoint.get(), atomic)) {
         return Fallback(item, place, op, type, operand, compare, result, deadline);
     }
     const FabricBinding::Server &server = Reachable(item, place.server);
+    // Every operand slot in use: wait for those atomics (their failures wait for Quiet).
+    if (!blocking && atomics_in_flight_ == kOperandSlots) Settle(deadline, false);
+    if (!endpoint_.endpoint) Open();  // a failure there replaced it; reopening may fail
+    fid_ep *endpoint = endpoint_.endpoint.get();
     size_t size = SizeOf(type);
     Scratch &scratch = *scratch_;
-    FabricOperand(op, type, operand, scratch.operand);
+    unsigned char *operand_slot =
+        blocking ? scratch.operand : scratch.operands[atomics_in_flight_];
+    FabricOperand(op, type, operand, operand_slot);
     if (compare) std::memcpy(scratch.compare, compare, size);
     uint64_t remote = server.base + place.physical;
     void *context = ContextOf(current_tag_, kAtomic, server.id);
@@ -420,14 +440,14 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
         [&]() -> ssize_t {
             switch (atomic.kind) {
                 case FabricAtomic::kPlain: {
-                    fi_ioc ioc{scratch.operand, 1};
+                    fi_ioc ioc{operand_slot, 1};
                     fi_rma_ioc rma{remote, 1, server.key};
                     fi_msg_atomic message{&ioc,        &desc,     1,       server.address, &rma,
                                           1,           atomic.type, atomic.op, context,      0};
                     return fi_atomicmsg(endpoint, &message, domain_.write_flags());
                 }
                 case FabricAtomic::kFetch:
-                    return fi_fetch_atomic(endpoint, scratch.operand, 1, desc, scratch.result,
+                    return fi_fetch_atomic(endpoint, operand_slot, 1, desc, scratch.result,
                                            desc, server.address, remote, server.key,
                                            atomic.type, atomic.op, context);
                 default:
@@ -438,8 +458,13 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
             }
         },
         "fi_atomic", server.id, deadline);
+    writes_in_flight_ = true;
+    if (!blocking) {
+        ++atomics_in_flight_;
+        return EndNonBlocking(false);
+    }
     Finish(deadline);
-    if (result) std::memcpy(result, scratch.result, size);
+    std::memcpy(result, scratch.result, size);
 }
 
 void FabricChannel::Fallback(const FabricBinding &item, const FabricBinding::Place &place,

@@ -68,7 +68,10 @@ class FabricChannel : public Channel {
     // buffer of small blocking transfers when the provider wants local buffers registered.
     static constexpr size_t kBounce = 4096;
     static constexpr size_t kProbeSlots = 64;
+    // Non-fetching atomics in flight at most: each keeps its operand in a slot of its own.
+    static constexpr size_t kOperandSlots = 64;
     struct alignas(64) Scratch {
+        unsigned char operands[kOperandSlots][16];
         unsigned char operand[16];
         unsigned char compare[16];
         unsigned char result[16];
@@ -87,6 +90,8 @@ class FabricChannel : public Channel {
     void Begin(bool blocking);
     // Starts a fence, quiet or drain.
     void BeginWait();
+    // Before a transfer: waits for the channel's non-fetching atomics in flight.
+    void AfterAtomics(Clock::time_point deadline);
     Clock::time_point Deadline() const;
     // Posts the transfer of item bytes [offset, offset + nbytes), split at interleave blocks.
     void Transfer(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
@@ -160,6 +165,7 @@ class FabricChannel : public Channel {
     uint64_t reported_ = 0;  // failures read from the queue
     uint64_t failures_seen_ = 0;
     bool writes_in_flight_ = false;  // writes or atomics posted since all last completed
+    size_t atomics_in_flight_ = 0;   // non-fetching atomics posted since all last completed
     // posted_ at the end of each non-blocking call not known to be complete, oldest first:
     // Pending counts calls, not the operations they were split into.
     std::deque<uint64_t> call_ends_;

@@ -45,6 +45,7 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
             refusals_.clear();
             busy_servers_.clear();
             writes_in_flight_ = false;
+            atomics_in_flight_ = 0;
             settled_ = posted_;
             return Outcome::kDone;
         }
