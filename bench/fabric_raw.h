@@ -227,8 +227,11 @@ class RawClient {
 
     // `count` operations, at most `window` in flight; operation i works on the i-th `size`
     // bytes of the buffers (cycling), so that operations in flight touch different bytes.
+    // `batches`: post `window` operations, wait for all of them, and so on (what a program
+    // that issues non-blocking calls and then quiets does) instead of keeping `window` in
+    // flight.
     Result RunWindowed(const Target &target, Op op, size_t size, size_t count, size_t window,
-                       size_t warmup = 10) {
+                       size_t warmup = 10, bool batches = false) {
         if (size > buffer_.size()) throw std::runtime_error("size larger than the buffer");
         fi_addr_t peer = endpoint_.Insert(target.address);
         const size_t slots = buffer_.size() / size / (op == Op::kFetchAdd ? 2 : 1);
@@ -236,7 +239,8 @@ class RawClient {
             size_t posted = 0, done = 0;
             auto progress_at = std::chrono::steady_clock::now();
             while (done < total) {
-                while (posted < total && posted - done < window &&
+                bool may_post = !batches || posted == done;  // a batch starts when all are done
+                while (may_post && posted < total && posted - done < window &&
                        Post(peer, target, op, (posted % slots) * size, size) == 0) {
                     ++posted;
                 }

@@ -4,26 +4,32 @@
 // shape). Runs the model the configuration names: the embedded model by default, a cluster's
 // memory-server model with --cluster (FAMPOOL_CONFIG of `fampool up`).
 //
-//   small_ops_bench [--cluster] [--quick] [--threads 1,2,4,8] [--csv PATH]
+//   small_ops_bench [--cluster] [--quick] [--threads 1,2,4,8] [--model NAME] [--csv PATH]
 //
-// Message rate (kind "rate"): each thread issues `count` operations on its own 256 KiB of one
-// item, kWindow at a time: kWindow non-blocking calls (fam_get_nonblocking, fam_put_nonblocking,
-// or fam_add of a uint64), then fam_quiet on the object the thread uses. Columns:
-//   fampool_mops   operations per second, all threads together (millions)
-//   blocking_mops  the same operations as blocking calls (atomics: fam_fetch_add), same threads
-//   raw_mops       cluster only: each thread its own libfabric endpoint (fabric_raw.h) against
-//                  a target thread that polls without sleeping, keeping kWindow operations in
-//                  flight (posting as completions free slots). Reads take the faster of
-//                  libfabric's default flags and FI_DELIVERY_COMPLETE; writes and atomics
-//                  complete on delivery (what a quiet must mean). Atomics over shm are fetching
-//                  adds (docs/semantics.md says why fampool's are too).
-//   nb_vs_blocking, vs_raw   fampool_mops / blocking_mops, fampool_mops / raw_mops
+// Message rate (kind "rate"): threads that live for the whole run (each opens its own context
+// once) issue operations on their own 256 KiB of one item, kWindow at a time: kWindow
+// non-blocking calls (fam_get_nonblocking, fam_put_nonblocking, or fam_add of a uint64), then
+// fam_quiet on the object the thread uses. Each measured run lasts about 0.1 s (--quick:
+// 0.02 s), sized from a short probe run. Columns:
+//   fampool   operations per second, all threads together (millions)
+//   blocking  the same operations as blocking calls (atomics: fam_fetch_add), same threads
+//   raw       cluster only: each thread its own libfabric endpoint (fabric_raw.h) against a
+//             target thread that polls without sleeping, keeping kWindow operations in flight
+//             (posting as completions free slots). Reads take the faster of libfabric's
+//             default flags and FI_DELIVERY_COMPLETE; writes and atomics complete on delivery
+//             (what a quiet must mean). Atomics over shm are fetching adds (docs/semantics.md
+//             says why fampool's are too).
+//   raw_batch cluster only: the same raw loop shaped as fampool's: kWindow operations posted,
+//             then all waited for (a quiet), then the next kWindow
+//   nb/bl, vs raw   fampool / blocking, fampool / raw
+// Every figure is the median of kTrials runs; the trials of one row alternate fampool and raw.
 // Bandwidth (kind "bandwidth", one thread): 64 KiB as kLargeWindow non-blocking calls then a
 // quiet; 1 MiB and 4 MiB as single blocking calls; raw: kLargeWindow operations of the same
-// size in flight. Columns as above in GB/s (blocking_mops holds fampool's blocking GB/s).
+// size in flight. The same columns in GB/s (`blocking` holds fampool's blocking GB/s).
 //
-// Writes PATH (default small_ops.csv):
-// model,kind,op,size_bytes,threads,context,fampool,blocking,raw,nb_vs_blocking,vs_raw
+// Writes PATH (default small_ops.csv), one line per row:
+// model,kind,op,size_bytes,threads,context,fampool,blocking,raw,raw_batch,nb_vs_blocking,vs_raw
+// (model: NAME, default "embedded" or "cluster-<provider>").
 #include <fam/fam.h>
 
 #include <algorithm>
@@ -53,7 +59,8 @@ constexpr uint64_t kKiB = 1024, kMiB = 1024 * kKiB;
 constexpr uint64_t kSlice = 256 * kKiB;  // each thread's part of the item
 constexpr size_t kWindow = 64;           // operations between quiets (raw: in flight)
 constexpr size_t kLargeWindow = 16;
-constexpr double kRunSeconds = 0.1;      // each measured run, about
+constexpr double kRunSeconds = 0.05;     // each measured run, about
+constexpr int kTrials = 3;
 constexpr uint64_t kSizes[] = {8, 64, 256, 1024, 4096};
 constexpr uint64_t kLargeSizes[] = {64 * kKiB, kMiB, 4 * kMiB};
 
@@ -62,6 +69,7 @@ struct Settings {
     bool quick = false;
     std::vector<int> threads = {1, 2, 4, 8};
     std::string csv = "small_ops.csv";
+    std::string model;  // the CSV's model column; empty: embedded or cluster-<provider>
 };
 
 enum class Op { kGet, kPut, kAdd };
@@ -72,8 +80,13 @@ struct Row {
     uint64_t size = 0;
     int threads = 1;
     std::string context;
-    double fampool = 0, blocking = 0, raw = NAN;
+    double fampool = 0, blocking = 0, raw = NAN, raw_batch = NAN;
 };
+
+double Median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
 
 // A fam option as a string (fam_get_option hands out a copy the caller frees).
 std::string Option(fam &f, const char *name) {
@@ -239,11 +252,23 @@ class Bench {
                 return crew.Run([&](int t) { Loop(on(t), t, op, size, count, blocking); });
             };
         };
-        uint64_t count = Calibrated(run(false));
-        row.fampool = static_cast<double>(count) * threads / run(false)(count) / 1e6;
-        count = Calibrated(run(true));
-        row.blocking = static_cast<double>(count) * threads / run(true)(count) / 1e6;
-        if (s_.cluster) row.raw = RawRate(crew, op, size, kWindow) / 1e6;
+        uint64_t nb_count = Calibrated(run(false)), blocking_count = Calibrated(run(true));
+        std::vector<double> nb, blocking, raw, raw_batch;
+        for (int trial = 0; trial < kTrials; ++trial) {
+            nb.push_back(static_cast<double>(nb_count) * threads / run(false)(nb_count) / 1e6);
+            blocking.push_back(static_cast<double>(blocking_count) * threads /
+                               run(true)(blocking_count) / 1e6);
+            if (s_.cluster) {
+                raw.push_back(RawRate(crew, op, size, kWindow, false) / 1e6);
+                raw_batch.push_back(RawRate(crew, op, size, kWindow, true) / 1e6);
+            }
+        }
+        row.fampool = Median(nb);
+        row.blocking = Median(blocking);
+        if (s_.cluster) {
+            row.raw = Median(raw);
+            row.raw_batch = Median(raw_batch);
+        }
         return row;
     }
 
@@ -273,13 +298,13 @@ class Bench {
         row.blocking = sweep(true);
         row.fampool = size < kMiB ? sweep(false) : row.blocking;
         if (s_.cluster) {
-            row.raw = RawRate(crew, op, size, kLargeWindow) * static_cast<double>(size) / 1e9;
+            row.raw = RawRate(crew, op, size, kLargeWindow, false) * static_cast<double>(size) / 1e9;
         }
         return row;
     }
 
     // Operations per second of `threads` raw endpoints against one polling target.
-    double RawRate(Crew &crew, Op op, uint64_t size, size_t window) {
+    double RawRate(Crew &crew, Op op, uint64_t size, size_t window, bool batches) {
         const int threads = crew.size();
         auto once = [&](fabric_raw::Semantics semantics) {
             uint64_t span = std::max<uint64_t>(window * size, kSlice);
@@ -299,7 +324,7 @@ class Bench {
                 return crew.Run([&](int t) {
                     fabric_raw::Target mine = where;
                     mine.base += t * span;
-                    clients[t]->RunWindowed(mine, raw_op, size, count, window);
+                    clients[t]->RunWindowed(mine, raw_op, size, count, window, 10, batches);
                 });
             };
             uint64_t count = Calibrated(run);
@@ -314,10 +339,11 @@ class Bench {
 
     void Print(const Row &row) {
         bool bw = row.kind == "bandwidth";
-        std::printf("%-9s %-4s %8lu %2d %-10s | %9.3f %9.3f %9.3f | %6.2f %6.2f  %s\n",
+        std::printf("%-9s %-4s %8lu %2d %-10s | %9.3f %9.3f %9.3f %9.3f | %6.2f %6.2f  %s\n",
                     row.kind.c_str(), row.op.c_str(), static_cast<unsigned long>(row.size),
                     row.threads, row.context.c_str(), row.fampool, row.blocking, row.raw,
-                    row.fampool / row.blocking, row.fampool / row.raw, bw ? "GB/s" : "Mops");
+                    row.raw_batch, row.fampool / row.blocking, row.fampool / row.raw,
+                    bw ? "GB/s" : "Mops");
         std::fflush(stdout);
     }
 
@@ -344,6 +370,8 @@ Settings Parse(int argc, char **argv) {
             s.quick = true;
         } else if (arg == "--csv") {
             s.csv = value();
+        } else if (arg == "--model") {
+            s.model = value();
         } else if (arg == "--threads") {
             s.threads.clear();
             std::stringstream list(value());
@@ -353,7 +381,7 @@ Settings Parse(int argc, char **argv) {
             }
         } else {
             throw std::runtime_error("unknown argument " + arg +
-                                     " (use --cluster, --quick, --threads 1,2,4,8, --csv PATH)");
+                                     " (use --cluster, --quick, --threads 1,2,4,8, --model NAME, --csv PATH)");
         }
     }
     return s;
@@ -368,11 +396,13 @@ int main(int argc, char **argv) {
         options.famThreadModel = const_cast<char *>("FAM_THREAD_MULTIPLE");
         fam f;
         f.fam_initialize("small_ops_bench", &options);
-        std::string model =
-            settings.cluster ? "cluster-" + Option(f, "LIBFABRIC_PROVIDER") : "embedded";
+        std::string model = !settings.model.empty() ? settings.model
+                            : settings.cluster     ? "cluster-" + Option(f, "LIBFABRIC_PROVIDER")
+                                                   : "embedded";
         std::printf("model %s; window %zu (large: %zu)\n", model.c_str(), kWindow, kLargeWindow);
-        std::printf("%-9s %-4s %8s %2s %-10s | %9s %9s %9s | %6s %6s\n", "kind", "op", "size",
-                    "th", "context", "fampool", "blocking", "raw", "nb/bl", "vs raw");
+        std::printf("%-9s %-4s %8s %2s %-10s | %9s %9s %9s %9s | %6s %6s\n", "kind", "op",
+                    "size", "th", "context", "fampool", "blocking", "raw", "raw_batch", "nb/bl",
+                    "vs raw");
         std::vector<Row> rows;
         {
             Bench bench(f, settings);
@@ -382,11 +412,12 @@ int main(int argc, char **argv) {
         FILE *csv = std::fopen(settings.csv.c_str(), "w");
         if (!csv) throw std::runtime_error("cannot write " + settings.csv);
         std::fprintf(csv, "model,kind,op,size_bytes,threads,context,fampool,blocking,raw,"
-                          "nb_vs_blocking,vs_raw\n");
+                          "raw_batch,nb_vs_blocking,vs_raw\n");
         for (const Row &row : rows) {
-            std::fprintf(csv, "%s,%s,%s,%lu,%d,%s,%.4f,%.4f,%.4f,%.3f,%.3f\n", model.c_str(),
-                         row.kind.c_str(), row.op.c_str(), static_cast<unsigned long>(row.size),
-                         row.threads, row.context.c_str(), row.fampool, row.blocking, row.raw,
+            std::fprintf(csv, "%s,%s,%s,%lu,%d,%s,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f\n",
+                         model.c_str(), row.kind.c_str(), row.op.c_str(),
+                         static_cast<unsigned long>(row.size), row.threads, row.context.c_str(),
+                         row.fampool, row.blocking, row.raw, row.raw_batch,
                          row.fampool / row.blocking, row.fampool / row.raw);
         }
         std::fclose(csv);

@@ -115,4 +115,8 @@ void ApplyAtomic(char *address, AtomicOp op, DataType type, const void *operand,
     }
 }
 
+__attribute__((noinline)) void CopyFamBytes(void *to, const void *from, size_t nbytes) {
+    std::memcpy(to, from, nbytes);
+}
+
 }  // namespace fampool

@@ -9,6 +9,11 @@
 
 namespace fampool {
 
+// Copies `nbytes` between FAM (a mapped heap) and local memory. FAM is memory other threads and
+// processes read and write at the same time (a flag polled in FAM, say): its copies are kept in
+// this one function, which scripts/sanitize's ThreadSanitizer run leaves out (tests/tsan.supp).
+void CopyFamBytes(void *to, const void *from, size_t nbytes);
+
 void ApplyAtomic(char *address, AtomicOp op, DataType type, const void *operand,
                  const void *compare, void *result);
 

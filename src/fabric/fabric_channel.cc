@@ -294,7 +294,7 @@ void CopyDirect(const FabricBinding &item, uint64_t offset, char *local, uint64_
         FabricBinding::Place place = item.Locate(offset);
         uint64_t length = std::min(nbytes, place.contiguous);
         char *fam = item.servers[place.server].direct + place.physical;
-        std::memcpy(write ? fam : local, write ? local : fam, length);
+        CopyFamBytes(write ? fam : local, write ? local : fam, length);
         offset += length;
         local += length;
         nbytes -= length;

@@ -22,7 +22,7 @@ void MoveElements(Binding &item, const ElementPlan &plan, char *local, uint64_t 
     for (uint64_t i = 0; i < count; ++i) {
         char *fam = base + plan.IndexOf(i) * element_size;
         char *mine = local + i * element_size;
-        std::memcpy(to_fam ? fam : mine, to_fam ? mine : fam, element_size);
+        CopyFamBytes(to_fam ? fam : mine, to_fam ? mine : fam, element_size);
     }
 }
 
@@ -42,22 +42,22 @@ class ShmChannel : public Channel {
     void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
               uint64_t nbytes, bool blocking) override {
         if (blocking || nbytes <= kInlineBytes) {
-            std::memcpy(local, Base(*item) + offset, nbytes);
+            CopyFamBytes(local, Base(*item) + offset, nbytes);
             return;
         }
         queue_.Post([item, offset, local, nbytes] {
-            std::memcpy(local, Base(*item) + offset, nbytes);
+            CopyFamBytes(local, Base(*item) + offset, nbytes);
         });
     }
 
     void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
                uint64_t nbytes, bool blocking) override {
         if (blocking || nbytes <= kInlineBytes) {
-            std::memcpy(Base(*item) + offset, local, nbytes);
+            CopyFamBytes(Base(*item) + offset, local, nbytes);
             return;
         }
         queue_.Post([item, offset, local, nbytes] {
-            std::memcpy(Base(*item) + offset, local, nbytes);
+            CopyFamBytes(Base(*item) + offset, local, nbytes);
         });
     }
 
