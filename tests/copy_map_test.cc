@@ -193,6 +193,7 @@ TEST_F(MapTest, AtomicsAreSeenThroughMap) {
     auto *mapped = static_cast<uint8_t *>(fam()->fam_map(a_.get()));
     ASSERT_NE(mapped, nullptr);
     fam()->fam_set(a_.get(), 64, uint64_t{0x1122334455667788ull});
+    fam()->fam_quiet();  // fam_set is non-blocking: done by the next quiet
     uint64_t seen;
     std::memcpy(&seen, mapped + 64, sizeof(seen));
     EXPECT_EQ(seen, 0x1122334455667788ull);

@@ -130,7 +130,14 @@ void FamImpl::Abort(int status) {
     std::_Exit(status);  // Runtime::Abort does not return; this keeps the promise visible
 }
 
-void FamImpl::Barrier() { Control().runtime->Barrier(); }
+void FamImpl::Barrier() {
+    Session &session = Control();
+    // As shmem_barrier_all does: this PE's operations on the object (non-blocking puts,
+    // non-fetching atomics) are complete before the others pass. Their errors wait for
+    // fam_quiet.
+    channel_->Drain();
+    session.runtime->Barrier();
+}
 
 const char **FamImpl::ListOptions() {
     Control();

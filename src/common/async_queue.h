@@ -33,6 +33,9 @@ class AsyncQueue {
     void Drain();
 
   private:
+    // Every posted operation complete and no error kept: what Quiet and Drain check first,
+    // without the lock.
+    bool Idle() const;
     void Run();
     // Waits until every operation posted so far is complete: a short spin, then the condition.
     void WaitAllDone(std::unique_lock<std::mutex> &lock);
@@ -46,6 +49,7 @@ class AsyncQueue {
     uint64_t completed_ = 0;
     std::atomic<uint64_t> completed_hint_{0};  // completed_, readable without the lock
     std::exception_ptr first_error_;
+    std::atomic<bool> error_hint_{false};  // first_error_ is set, readable without the lock
     bool stopping_ = false;
     bool worker_idle_ = false;  // the worker waits for work: Post must wake it
     std::thread worker_;  // started on the first Post
