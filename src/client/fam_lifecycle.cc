@@ -135,8 +135,14 @@ void FamImpl::Barrier() {
     // As shmem_barrier_all does: this PE's operations on the object (non-blocking puts,
     // non-fetching atomics) are complete before the others pass. Their errors wait for
     // fam_quiet.
-    channel_->Drain();
+    std::exception_ptr drain_failure;
+    try {
+        channel_->Drain();
+    } catch (...) {
+        drain_failure = std::current_exception();  // the other PEs still need this one
+    }
     session.runtime->Barrier();
+    if (drain_failure) std::rethrow_exception(drain_failure);
 }
 
 const char **FamImpl::ListOptions() {

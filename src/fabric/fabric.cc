@@ -66,6 +66,11 @@ fi_info *GetInfo(const FabricConfig &config, FabricDomain::Role role, bool with_
     if (ret == -FI_ENODATA) {
         // Give up wishes one at a time, the least important first.
         if (wishes.caps) return GetInfo(config, role, with_node, {0, wishes.op_flags, wishes.msg_order});
+        constexpr uint64_t kAtomicOrder = FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAW;
+        if (wishes.msg_order & kAtomicOrder) {  // keep RMA's order at least
+            return GetInfo(config, role, with_node,
+                           {0, wishes.op_flags, wishes.msg_order & ~kAtomicOrder});
+        }
         if (wishes.msg_order) return GetInfo(config, role, with_node, {0, wishes.op_flags, 0});
         if (wishes.op_flags) return GetInfo(config, role, with_node, {});
     }

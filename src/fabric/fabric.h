@@ -137,6 +137,11 @@ class FabricDomain {
     // processes allowed to ptrace the server (the same user, or CAP_SYS_PTRACE) can take it
     // at all: for them the key was never a boundary.
     static constexpr uint64_t kFastReadBytes = 16 * 1024;
+    // Whether the provider keeps atomics after atomics in order (FI_ORDER_ATOMIC_RAW, _WAW).
+    bool atomics_ordered() const {
+        constexpr uint64_t kBoth = FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAW;
+        return (info_->tx_attr->msg_order & kBoth) == kBoth;
+    }
     // With FabricConfig::checked_reads every read takes the first way.
     uint64_t ReadFlags(uint64_t length, bool writes_in_flight) const {
         if (!two_read_paths_) return 0;  // the provider's one way

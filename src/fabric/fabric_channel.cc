@@ -37,6 +37,12 @@ void FabricChannel::CloseEndpoint() {
     endpoint_.endpoint.reset();
     endpoint_.queue.reset();
     endpoint_.counter.reset();
+    // What was counted on it went with it: a closed channel has nothing in flight, and a
+    // wait on it (BeginWait) needs no endpoint.
+    posted_ = settled_ = reported_ = failures_seen_ = 0;
+    writes_in_flight_ = false;
+    atomics_in_flight_ = 0;
+    call_ends_.clear();
 }
 
 void FabricChannel::EndNonBlocking(bool blocking) {
@@ -98,7 +104,10 @@ void FabricChannel::AfterAtomics(Clock::time_point deadline) {
     // waits for the channel's non-fetching atomics (their failures wait for Quiet), so that a
     // get after fam_add sees the sum, as it does on the embedded model.
     if (atomics_in_flight_ == 0) return;
+    uint64_t tag = current_tag_;
+    current_tag_ = 0;  // their failures are not this call's
     Settle(deadline, false);
+    current_tag_ = tag;
     if (!endpoint_.endpoint) Open();
 }
 
@@ -429,8 +438,12 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
     fid_ep *endpoint = endpoint_.endpoint.get();
     size_t size = SizeOf(type);
     Scratch &scratch = *scratch_;
+    // A blocking atomic after non-fetching ones the provider does not keep in order waits
+    // for them (shm orders nothing it is not asked to).
+    if (blocking && !domain_.atomics_ordered()) AfterAtomics(deadline);
     unsigned char *operand_slot =
         blocking ? scratch.operand : scratch.operands[atomics_in_flight_];
+    unsigned char *result_slot = blocking ? scratch.result : scratch.results[atomics_in_flight_];
     FabricOperand(op, type, operand, operand_slot);
     if (compare) std::memcpy(scratch.compare, compare, size);
     uint64_t remote = server.base + place.physical;
@@ -447,7 +460,7 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
                     return fi_atomicmsg(endpoint, &message, domain_.write_flags());
                 }
                 case FabricAtomic::kFetch:
-                    return fi_fetch_atomic(endpoint, operand_slot, 1, desc, scratch.result,
+                    return fi_fetch_atomic(endpoint, operand_slot, 1, desc, result_slot,
                                            desc, server.address, remote, server.key,
                                            atomic.type, atomic.op, context);
                 default:
@@ -501,10 +514,18 @@ void FabricChannel::Fence() {
 }
 
 void FabricChannel::Quiet() {
-    direct_queue_.Quiet();
+    // The fabric's operations are waited for (they may still write into the caller's buffers)
+    // even when a copy of the direct queue failed; its failure is reported first.
+    std::exception_ptr direct_failure;
+    try {
+        direct_queue_.Quiet();
+    } catch (...) {
+        direct_failure = std::current_exception();
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     BeginWait();
     Settle(Deadline(), true);
+    if (direct_failure) std::rethrow_exception(direct_failure);
     if (deferred_.empty()) return;
     std::vector<Failed> failures = std::move(deferred_);
     deferred_.clear();

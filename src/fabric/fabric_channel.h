@@ -72,6 +72,7 @@ class FabricChannel : public Channel {
     static constexpr size_t kOperandSlots = 64;
     struct alignas(64) Scratch {
         unsigned char operands[kOperandSlots][16];
+        unsigned char results[kOperandSlots][16];  // of those sent as fetching (shm)
         unsigned char operand[16];
         unsigned char compare[16];
         unsigned char result[16];
