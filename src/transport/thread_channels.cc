@@ -27,7 +27,6 @@ thread_local size_t cache_next = 0;
 ThreadChannels::ThreadChannels(Opener open)
     : open_(std::move(open)), serial_(next_serial.fetch_add(1)) {
     channels_[0] = open_(true);
-    by_thread_[std::this_thread::get_id()] = channels_[0].get();
     opened_.store(1, std::memory_order_release);
 }
 
@@ -50,7 +49,11 @@ Channel &ThreadChannels::Lookup() {
     if (found != by_thread_.end()) return *found->second;
     size_t opened = opened_.load(std::memory_order_relaxed);
     Channel *channel;
-    if (opened < kMostChannels) {
+    if (by_thread_.empty()) {
+        // The first thread to use the object takes the channel opened with it: a context
+        // opened by one thread for another to use costs one endpoint, as before.
+        channel = channels_[0].get();
+    } else if (opened < kMostChannels) {
         channels_[opened] = open_(false);
         channel = channels_[opened].get();
         opened_.store(opened + 1, std::memory_order_release);

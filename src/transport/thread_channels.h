@@ -6,8 +6,9 @@
 // channel gives. Fence, Quiet, Drain and Pending cover every thread's channel: a quiet waits
 // for each operation any thread issued before it started (docs/semantics.md, "Threads").
 //
-// Channels are opened when a thread first uses this one, up to kMostChannels; threads beyond
-// that share them in turn. A channel outlives its thread (a later thread may take its id).
+// The channel opened with this one goes to the first thread that uses it; others are opened
+// when a thread first uses this one, up to kMostChannels; threads beyond that share them in
+// turn. A channel outlives its thread (a later thread may take its id).
 #ifndef FAMPOOL_TRANSPORT_THREAD_CHANNELS_H_
 #define FAMPOOL_TRANSPORT_THREAD_CHANNELS_H_
 
