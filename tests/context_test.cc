@@ -372,27 +372,7 @@ TEST_F(ContextTest, EightThreadsEachWithItsOwnContextCompleteExactly) {
 // ---------------------------------------------------------------------------------------------
 // FAM_THREAD_MULTIPLE: threads share one fam object
 
-class ThreadMultipleTest : public FamTest {
-  protected:
-    bool AutoInitialize() const override { return false; }
-    void SetUp() override {
-        FamTest::SetUp();
-        if (HasFatalFailure()) return;
-        Fam_Options options = EmptyOptions();
-        options.famThreadModel = const_cast<char *>("FAM_THREAD_MULTIPLE");
-        InitializeFam(&options);
-        if (HasFatalFailure()) return;
-        region_ = CreateRegion("r", 16 * kMiB);
-        item_ = Allocate("i", 4 * kMiB, region_.get());
-    }
-    void TearDown() override {
-        item_.reset();
-        region_.reset();
-        FamTest::TearDown();
-    }
-    std::unique_ptr<Fam_Region_Descriptor> region_;
-    std::unique_ptr<Fam_Descriptor> item_;
-};
+class ThreadMultipleTest : public ThreadMultipleFamTest {};  // 16 MiB region, 4 MiB item
 
 TEST_F(ThreadMultipleTest, ThreadsSharingFamDoPutGetAndAtomicsExactly) {
     constexpr int kThreads = 8;

@@ -24,24 +24,10 @@ constexpr uint64_t kKiB = 1ull << 10;
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr int kThreads = 4;
 
-class ThreadOrderTest : public FamTest {
+class ThreadOrderTest : public ThreadMultipleFamTest {
   protected:
-    bool AutoInitialize() const override { return false; }
-    void SetUp() override {
-        FamTest::SetUp();
-        if (HasFatalFailure()) return;
-        Fam_Options options = EmptyOptions();
-        options.famThreadModel = const_cast<char *>("FAM_THREAD_MULTIPLE");
-        InitializeFam(&options);
-        if (HasFatalFailure()) return;
-        region_ = CreateRegion("r", 64 * kMiB);
-        item_ = Allocate("i", 16 * kMiB, region_.get());
-    }
-    void TearDown() override {
-        item_.reset();
-        region_.reset();
-        FamTest::TearDown();
-    }
+    uint64_t RegionSize() const override { return 64 * kMiB; }
+    uint64_t ItemSize() const override { return 16 * kMiB; }
 
     // Runs `body(t)` on kThreads threads; returns what each reported, "" when all went well.
     std::vector<std::string> OnThreads(const std::function<std::string(int)> &body) {
@@ -60,9 +46,6 @@ class ThreadOrderTest : public FamTest {
         for (std::thread &thread : threads) thread.join();
         return errors;
     }
-
-    std::unique_ptr<Fam_Region_Descriptor> region_;
-    std::unique_ptr<Fam_Descriptor> item_;
 };
 
 TEST_F(ThreadOrderTest, FenceMakesAThreadsDataVisibleBeforeItsFlag) {

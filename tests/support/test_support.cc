@@ -343,6 +343,23 @@ void FamTest::SetUp() {
     if (AutoInitialize()) InitializeFam(nullptr);
 }
 
+void ThreadMultipleFamTest::SetUp() {
+    FamTest::SetUp();
+    if (HasFatalFailure()) return;
+    Fam_Options options = EmptyOptions();
+    options.famThreadModel = const_cast<char *>("FAM_THREAD_MULTIPLE");
+    InitializeFam(&options);
+    if (HasFatalFailure()) return;
+    region_ = CreateRegion("r", RegionSize());
+    item_ = Allocate("i", ItemSize(), region_.get());
+}
+
+void ThreadMultipleFamTest::TearDown() {
+    item_.reset();
+    region_.reset();
+    FamTest::TearDown();
+}
+
 void FamTest::TearDown() {
     if (fam_ && initialized_ && !finalized_) {
         finalized_ = true;

@@ -231,6 +231,20 @@ class FamTest : public ::testing::Test {
     bool finalized_ = false;
 };
 
+// A FamTest whose fam object is initialized under FAM_THREAD_MULTIPLE, with region "r" of
+// RegionSize() bytes holding item "i" of ItemSize() bytes: for tests of threads sharing it.
+class ThreadMultipleFamTest : public FamTest {
+  protected:
+    bool AutoInitialize() const override { return false; }
+    virtual uint64_t RegionSize() const { return uint64_t{16} << 20; }
+    virtual uint64_t ItemSize() const { return uint64_t{4} << 20; }
+    void SetUp() override;
+    void TearDown() override;
+
+    std::unique_ptr<Fam_Region_Descriptor> region_;
+    std::unique_ptr<Fam_Descriptor> item_;
+};
+
 // Deterministic test data: byte i of the pattern with `seed`.
 std::vector<uint8_t> Pattern(uint64_t n, uint32_t seed);
 inline uint8_t PatternByte(uint64_t i, uint32_t seed) {
