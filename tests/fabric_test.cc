@@ -116,9 +116,16 @@ TEST_P(FabricTest, InterleavedGetGathersBlocksFromEveryServer) {
     EXPECT_EQ(0, std::memcmp(piece.data(), expected.data() + kInterleave - 5, piece.size()));
 }
 
-TEST_P(FabricTest, ScatterAndGatherStridedAndIndexedElements) {
+// Gathers and scatters of many scattered elements, done by the memory servers (one request per
+// server) or, with memory_side_elements 0, by one RMA per element.
+class FabricElementsTest : public FabricTest {
+  protected:
+    void CheckScatterAndGather(uint64_t memory_side_elements);
+};
+
+void FabricElementsTest::CheckScatterAndGather(uint64_t memory_side_elements) {
     StartServers(3);
-    OpenClient();
+    OpenClient(10000, false, false, true, memory_side_elements);
     auto plain = Plain(1, 0, 64 * 1024);
     auto striped = Interleaved(0, 64 * 1024);
     for (auto *item : {&plain, &striped}) {
@@ -140,7 +147,19 @@ TEST_P(FabricTest, ScatterAndGatherStridedAndIndexedElements) {
     uint64_t value;
     std::memcpy(&value, servers_[1]->extent.bytes() + (3 + 97 * 10) * 8, 8);
     EXPECT_EQ(1010u, value);
+    int batches = 0;
+    for (auto &server : servers_) batches += server->fallback->element_batches;
+    if (memory_side_elements == 0) {
+        EXPECT_EQ(batches, 0);
+    } else {
+        // Plain: a scatter and a gather on server 1; striped: both on each of the 3 servers.
+        EXPECT_EQ(batches, 2 + 2 * 3);
+    }
 }
+
+TEST_P(FabricElementsTest, ScatterAndGatherByMemoryServers) { CheckScatterAndGather(64); }
+
+TEST_P(FabricElementsTest, ScatterAndGatherByOneOperationPerElement) { CheckScatterAndGather(0); }
 
 TEST_P(FabricTest, ContiguousElementsMoveAsOneRun) {
     StartServers(1);
@@ -475,6 +494,7 @@ TEST_P(FabricTest, RegisteredLocalBuffersWorkLikeUnregistered) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, FabricTest, Providers(), ProviderName);
+INSTANTIATE_TEST_SUITE_P(Providers, FabricElementsTest, Providers(), ProviderName);
 
 }  // namespace
 }  // namespace fampool

@@ -59,6 +59,11 @@ typedef struct Fam_Stat {
     uint64_t memory_servers[FAM_MAX_MEMORY_SERVERS];
 } Fam_Stat;
 
+// Element operations fam_queue_operation queues (memory-side aggregation, a fampool extension
+// from the OpenFAM paper's section V-B; OpenFAM has not frozen it): add the 4- or 8-byte
+// integers given to the indexed elements (atomically), write them, or read them.
+typedef enum FAM_QUEUE_OP { OP_ADD_INDEXED = 0, OP_SCATTER, OP_GATHER } FAM_QUEUE_OP;
+
 typedef struct Fam_Backup_Options {
     uint32_t backup_option_reserved;
 } Fam_Backup_Options;
@@ -229,6 +234,16 @@ class fam {
                                  uint64_t firstElement, uint64_t stride, uint64_t elementSize);
     void fam_scatter_nonblocking(void *local, Fam_Descriptor *descriptor, uint64_t nElements,
                                  uint64_t *elementIndex, uint64_t elementSize);
+
+    // Memory-side aggregation (docs/api.md, "Memory-side operations"): queues an operation on
+    // nElements elements of elementSize bytes, element i at index elementIndex[i] of the item,
+    // with its bytes at local + i * elementSize. The queue ships to the memory servers, which
+    // apply it, when it holds aggregation_threshold elements or at fam_aggregate_flush; an
+    // OP_GATHER's results are in `local` when that returns (keep it valid until then).
+    void fam_queue_operation(FAM_QUEUE_OP op, void *local, Fam_Descriptor *descriptor,
+                             uint64_t nElements, uint64_t *elementIndex, uint64_t elementSize);
+    // Ships what is queued for the item and returns when the memory servers have applied it.
+    void fam_aggregate_flush(Fam_Descriptor *descriptor);
 
     // FAM-to-FAM copy, done memory-side.
     void *fam_copy(Fam_Descriptor *src, uint64_t srcOffset, Fam_Descriptor *dest,

@@ -281,6 +281,11 @@ int128_t c_fam_compare_swap_int128(c_fam *fam, c_fam_desc *item, uint64_t offset
                                    int128_t newValue);
 #endif
 
+// Memory-side aggregation (fam_queue_operation, fam_aggregate_flush in fam/fam.h).
+int c_fam_queue_operation(c_fam *fam, FAM_QUEUE_OP op, void *local, c_fam_desc *item,
+                          uint64_t nElements, uint64_t *elementIndex, uint64_t elementSize);
+int c_fam_aggregate_flush(c_fam *fam, c_fam_desc *item);
+
 // Ordering and completion of the operations issued through fam (an object or a context).
 // c_fam_fence orders earlier non-blocking writes and atomics before later ones; c_fam_quiet
 // waits for all of them and returns the first error any of them hit; c_fam_progress returns

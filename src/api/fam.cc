@@ -99,6 +99,12 @@ void fam::fam_gather_nonblocking(void *local, Fam_Descriptor *d, uint64_t nEleme
 void fam::fam_gather_nonblocking(void *local, Fam_Descriptor *d, uint64_t nElements, uint64_t *elementIndex, uint64_t elementSize) {
     Issue(impl_, "fam_gather_nonblocking", [&] { impl_->Gather(local, d, nElements, elementIndex, elementSize, false); });
 }
+void fam::fam_queue_operation(FAM_QUEUE_OP op, void *local, Fam_Descriptor *d, uint64_t nElements, uint64_t *elementIndex, uint64_t elementSize) {
+    Guard("fam_queue_operation", [&] { impl_->QueueOperation(op, local, d, nElements, elementIndex, elementSize); });
+}
+void fam::fam_aggregate_flush(Fam_Descriptor *d) {
+    Guard("fam_aggregate_flush", [&] { impl_->AggregateFlush(d); });
+}
 void fam::fam_scatter_blocking(void *local, Fam_Descriptor *d, uint64_t nElements, uint64_t firstElement, uint64_t stride, uint64_t elementSize) {
     Guard("fam_scatter_blocking", [&] { impl_->Scatter(local, d, nElements, firstElement, stride, elementSize, true); });
 }

@@ -341,6 +341,19 @@ int c_fam_scatter_nonblocking_index(c_fam *handle, void *local, c_fam_desc *desc
     });
 }
 
+// ---- Memory-side aggregation ----
+
+int c_fam_queue_operation(c_fam *handle, FAM_QUEUE_OP op, void *local, c_fam_desc *desc,
+                          uint64_t nElements, uint64_t *elementIndex, uint64_t elementSize) {
+    return with_status(__func__, handle, [&](fam &f) {
+        f.fam_queue_operation(op, local, item(desc), nElements, elementIndex, elementSize);
+    });
+}
+
+int c_fam_aggregate_flush(c_fam *handle, c_fam_desc *desc) {
+    return with_status(__func__, handle, [&](fam &f) { f.fam_aggregate_flush(item(desc)); });
+}
+
 // ---- Copy ----
 
 void *c_fam_copy(c_fam *handle, c_fam_desc *src, uint64_t srcOffset, c_fam_desc *dest,

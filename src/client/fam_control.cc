@@ -188,6 +188,11 @@ void FamImpl::Deallocate(Fam_Descriptor *item) {
     Session &session = Control();
     DescriptorState &state = Resolve(session, item);
     session.metadata->DeallocateItem(state.item.region_id, state.item.offset, session.caller);
+    {
+        // Element operations queued for the item have nothing left to apply to.
+        std::lock_guard<std::mutex> lock(queues_mutex_);
+        queues_.erase({state.item.region_id, state.item.offset});
+    }
     state.status = DESC_INVALID;
     state.set_binding(nullptr);
 }
@@ -195,6 +200,7 @@ void FamImpl::Deallocate(Fam_Descriptor *item) {
 void FamImpl::Close(Fam_Descriptor *item) {
     Session &session = Control();
     DescriptorState &state = Resolve(session, item);
+    AggregateFlush(item);  // the item stays: what was queued for it reaches it first
     // The item stays; this process lets go of its data-path binding, and the descriptor is
     // done with: every later use fails (fam_lookup gives a new one).
     std::lock_guard<std::mutex> lock(resolve_mutex_);

@@ -31,6 +31,15 @@ bool SameKeys(const ItemInfo &a, const ItemInfo &b) {
     return true;
 }
 
+// Only the same item: once it is deallocated, another one may lie at its offset.
+void RequireSameItem(const ItemInfo &fresh, const ItemInfo &held) {
+    if (fresh.name != held.name || fresh.size != held.size || fresh.uid != held.uid ||
+        fresh.gid != held.gid) {
+        Fail(openfam::FAM_ERR_NOTFOUND, "{} was deallocated: another item lies at its offset",
+             Describe(held));
+    }
+}
+
 }  // namespace
 
 DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigned access,
@@ -53,12 +62,7 @@ ItemInfo FamImpl::Granted(Session &session, Fam_Descriptor *item, unsigned acces
                           uint64_t offset, uint64_t nbytes) {
     const ItemInfo &held = Access(session, item, access, offset, nbytes).item;
     ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
-    // Only the same item: once it is deallocated, another one may lie at its offset.
-    if (fresh.name != held.name || fresh.size != held.size || fresh.uid != held.uid ||
-        fresh.gid != held.gid) {
-        Fail(openfam::FAM_ERR_NOTFOUND, "{} was deallocated: another item lies at its offset",
-             Describe(held));
-    }
+    RequireSameItem(fresh, held);
     CheckPermission(fresh, access);
     return fresh;
 }
@@ -76,12 +80,7 @@ bool FamImpl::Rebind(Session &session, DescriptorState &state, const Binding *us
         }
     }
     ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
-    // Only the same item: once it is deallocated, another one may lie at its offset.
-    if (fresh.name != held.name || fresh.size != held.size || fresh.uid != held.uid ||
-        fresh.gid != held.gid) {
-        Fail(openfam::FAM_ERR_NOTFOUND, "{} was deallocated: another item lies at its offset",
-             Describe(held));
-    }
+    RequireSameItem(fresh, held);
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (state.status != DESC_INIT_DONE) return false;
     if (state.binding().get() == used) {
@@ -201,6 +200,27 @@ void FamImpl::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64
              [&](const std::shared_ptr<Binding> &binding) {
                  channel_->Elements(binding, plan, static_cast<char *>(local), count,
                                     element_size, to_fam, true);
+             });
+}
+
+void FamImpl::ApplyElements(Session &session, DescriptorState &state, ElementOp op,
+                            unsigned access, const uint64_t *index, uint64_t count,
+                            uint64_t element_size, char *data) {
+    const std::shared_ptr<Binding> &binding = state.binding();
+    if (!binding || !binding->valid()) {
+        Fail(openfam::FAM_ERR_INVALID, "the region of {} was destroyed", Describe(state.item));
+    }
+    // The queue was filled over time: the item and the caller's rights are checked as they are
+    // now (as for copy), and the memory servers get the keys granted now.
+    ItemInfo fresh =
+        session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller);
+    RequireSameItem(fresh, state.item);
+    CheckPermission(fresh, access);
+    if (!SameKeys(fresh, state.item)) state.set_binding(session.transport->Attach(fresh));
+    state.item = std::move(fresh);
+    Transfer(session, state, access, op != ElementOp::kAdd,
+             [&](const std::shared_ptr<Binding> &binding) {
+                 channel_->ApplyElements(binding, op, index, count, element_size, data);
              });
 }
 

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -90,6 +91,12 @@ class FamImpl {
         return result;
     }
 
+    // Memory-side operations (fam_aggregation.cc): element operations queued here per
+    // descriptor and shipped in batches to the memory servers, which apply them.
+    void QueueOperation(int op, void *local, Fam_Descriptor *item, uint64_t count,
+                        const uint64_t *index, uint64_t element_size);
+    void AggregateFlush(Fam_Descriptor *item);
+
     // Ordering and contexts.
     void Fence();
     // Waits for this object's (or context's) non-blocking operations; throws the first failure
@@ -147,6 +154,35 @@ class FamImpl {
     bool Rebind(Session &session, DescriptorState &state, const Binding *used, ItemInfo *now);
     void AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size, Fam_Descriptor *item,
                      uint64_t offset, const void *operand, const void *compare, void *result);
+    // What fam_queue_operation queued for one descriptor and not yet shipped: runs of
+    // operations of the same kind and element size, in the order they were queued.
+    struct QueuedRun {
+        ElementOp op;
+        uint64_t element_size;
+        std::vector<uint64_t> indices;
+        std::vector<char> data;  // operands of kAdd and kScatter; results of kGather
+        // kGather: where the caller wants the results, as (local, elements) per call.
+        std::vector<std::pair<char *, uint64_t>> destinations;
+    };
+    // One item's queue. It keeps a copy of the descriptor's state (the item and its binding):
+    // a program may delete the descriptor before the queue ships (at fam_finalize, say).
+    struct Queue {
+        DescriptorState item;
+        std::vector<QueuedRun> runs;
+        uint64_t elements = 0;
+    };
+    using QueueKey = std::pair<uint64_t, uint64_t>;  // the item's region id and offset
+    // Ships the queued runs (of `queue`, taken out of queues_) to the memory servers, in
+    // order. A run that fails drops the runs after it too (the error says how many).
+    void Ship(Session &session, Queue queue);
+    // Channel::ApplyElements on the item of `state` (a queue's own copy), checked against the
+    // item's record and the caller's rights as they are now and bound with the keys granted
+    // now, with Transfer's recovery from keys replaced meanwhile (an add is not made again:
+    // twice is not once).
+    void ApplyElements(Session &session, DescriptorState &state, ElementOp op, unsigned access,
+                       const uint64_t *index, uint64_t count, uint64_t element_size, char *data);
+    // Ships every queue, as fam_finalize and closing a context do; failures go to stderr.
+    void ShipAll(const char *call);
     // The one implementation of gather and scatter, strided or indexed.
     void Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64_t element_size,
                   ElementPlan plan, bool to_fam, bool blocking);
@@ -161,6 +197,9 @@ class FamImpl {
     std::vector<Failure> deferred_;
     uint64_t deferred_dropped_ = 0;
     std::atomic<bool> has_deferred_{false};
+
+    std::mutex queues_mutex_;
+    std::map<QueueKey, Queue> queues_;
 
     std::mutex finalize_mutex_;
     std::mutex contexts_mutex_;

@@ -78,6 +78,8 @@ void OpenCluster(Session &session) {
     fabric.timeout_ms = config.fabric_timeout_ms;
     fabric.checked_reads = config.fabric_checked_reads;
     fabric.direct = config.fabric_direct;
+    fabric.memory_side_elements = config.fabric_memory_side_elements;
+    fabric.memory_side_request_bytes = config.atl_data_size;
     ChooseClientInterface(config, &fabric);
     if (config.metadata_fabric) metadata->UseFabric(fabric);
     session.metadata = std::move(metadata);

@@ -102,6 +102,15 @@ size_t SizeOf(DataType type) {
     return 0;
 }
 
+const char *NameOf(ElementOp op) {
+    switch (op) {
+        case ElementOp::kAdd: return "OP_ADD_INDEXED";
+        case ElementOp::kScatter: return "OP_SCATTER";
+        case ElementOp::kGather: return "OP_GATHER";
+    }
+    return "an unknown element operation";
+}
+
 void ApplyAtomic(char *address, AtomicOp op, DataType type, const void *operand,
                  const void *compare, void *result) {
     switch (type) {

@@ -17,6 +17,20 @@ void CopyFamBytes(void *to, const void *from, size_t nbytes);
 void ApplyAtomic(char *address, AtomicOp op, DataType type, const void *operand,
                  const void *compare, void *result);
 
+// Applies one element operation (see ElementOp) to the element at `fam` with the bytes at
+// `mine`: an atomic add for kAdd (element_size 4 or 8), a copy otherwise.
+inline void ApplyElement(ElementOp op, uint64_t element_size, char *fam, char *mine) {
+    switch (op) {
+        case ElementOp::kAdd:
+            ApplyAtomic(fam, AtomicOp::kAdd, element_size == 4 ? DataType::kUint32
+                                                               : DataType::kUint64,
+                        mine, nullptr, nullptr);
+            return;
+        case ElementOp::kScatter: return CopyFamBytes(fam, mine, element_size);
+        case ElementOp::kGather: return CopyFamBytes(mine, fam, element_size);
+    }
+}
+
 }  // namespace fampool
 
 #endif  // FAMPOOL_COMMON_ATOMIC_APPLY_H_

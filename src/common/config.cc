@@ -70,6 +70,14 @@ uint64_t ParseSize(const char *what, const std::string &text) {
     return value;
 }
 
+// A count (a number, with k/M/G suffixes allowed) from the YAML key `key` or the environment
+// variable `env`.
+uint64_t LayerCount(const YAML::Node &yaml, const char *key, const char *env, uint64_t fallback) {
+    std::string value = std::to_string(fallback);
+    Layer(value, yaml, {key}, env, nullptr);
+    return ParseSize(key, value);
+}
+
 // A timeout in milliseconds: at least 1, at most what an int holds (24 days).
 int ParseMillis(const char *what, const std::string &text) {
     uint64_t value = ParseSize(what, text);
@@ -197,6 +205,26 @@ Config LoadConfig(const Fam_Options *options) {
     c.fabric_checked_reads =
         LayerSwitch(yaml, "fabric_checked_reads", "FAMPOOL_FABRIC_CHECKED_READS", false);
     c.fabric_direct = LayerSwitch(yaml, "fabric_direct", "FAMPOOL_FABRIC_DIRECT", true);
+    c.fabric_memory_side_elements =
+        LayerCount(yaml, "fabric_memory_side_elements", "FAMPOOL_FABRIC_MEMORY_SIDE_ELEMENTS",
+                   c.fabric_memory_side_elements);
+    c.aggregation = LayerSwitch(yaml, "aggregation", "FAMPOOL_AGGREGATION", true);
+    c.aggregation_threshold = LayerCount(yaml, "aggregation_threshold",
+                                         "FAMPOOL_AGGREGATION_THRESHOLD", c.aggregation_threshold);
+    c.atl_queue_size = LayerCount(yaml, "ATL_queue_size", "FAMPOOL_ATL_QUEUE_SIZE",
+                                  c.atl_queue_size);
+    c.atl_data_size = LayerCount(yaml, "ATL_data_size", "FAMPOOL_ATL_DATA_SIZE", c.atl_data_size);
+    if (c.atl_data_size < 4096) {
+        Fail(openfam::FAM_ERR_INVALID, "ATL_data_size {} is below 4096 bytes", c.atl_data_size);
+    }
+    if (c.atl_data_size > (32u << 20)) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "ATL_data_size {} is above 32 MiB (a request must fit in a 64 MiB gRPC message)",
+             c.atl_data_size);
+    }
+    if (c.atl_queue_size == 0) {
+        Fail(openfam::FAM_ERR_INVALID, "ATL_queue_size is 0: a queue must hold an element");
+    }
 
     RequireOneOf("openFamModel", c.model, {"shared_memory", "memory_server"});
     RequireOneOf("runtime", c.runtime, {"NONE", "PMIX", "PMI2"});

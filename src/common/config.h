@@ -45,6 +45,14 @@ struct Config {
     bool metadata_fabric = true;            // lookups and allocations over the fabric if offered
     bool fabric_checked_reads = false;      // every read checks its key (shm: no fast reads)
     bool fabric_direct = true;              // shm: loads and stores on same-node heaps
+    // Gathers and scatters of at least this many scattered elements are done by the memory
+    // servers (0: never; one RMA per element instead).
+    uint64_t fabric_memory_side_elements = 64;
+    // fam_queue_operation (memory-side aggregation).
+    bool aggregation = true;                 // false: the calls fail with FAM_ERR_ATL_NOT_ENABLED
+    uint64_t aggregation_threshold = 16384;  // elements that ship a descriptor's queue; 0: flush only
+    uint64_t atl_queue_size = 1 << 20;       // ATL_queue_size: elements a queue holds at most
+    uint64_t atl_data_size = 4 << 20;        // ATL_data_size: bytes of one request to a server
     std::string config_file;                // the YAML file that was read, if any
 };
 

@@ -21,7 +21,8 @@ const std::set<std::string> &Keys() {
         "if_device", "fampool_home", "fampool_shm_dir", "fampool_archive_dir", "archive_path",
         "dataitem_interleave_size", "metadata_sync", "metadata_address", "rpc_timeout_ms",
         "fabric_timeout_ms", "metadata_fabric", "default_memory_type", "connect_timeout_ms",
-        "fabric_checked_reads", "fabric_direct",
+        "fabric_checked_reads", "fabric_direct", "fabric_memory_side_elements", "aggregation",
+        "aggregation_threshold",
         // What the servers read (common/cluster_config.cc).
         "metadata_dir", "metadata_path", "archive_dir", "placement", "region_span",
         "enable_region_spanning", "region_span_size_per_memoryserver", "progress", "memservers",
@@ -94,9 +95,10 @@ void CheckOpenFamValue(const std::string &path, const std::string &key,
         RequireValue(path, key, value, {"direct", "rpc"}, "expected direct or rpc");
     } else if (key == "ATL_threads") {
         RequireValue(path, key, value, {"0"},
-                     "OpenFAM's atomic library is not part of fampool (0 turns it off)");
-    } else if (key == "ATL_queue_size" || key == "ATL_data_size" ||
-               key == "delayed_free_threads") {
+                     "fampool's memory servers apply queued operations (fam_queue_operation) on "
+                     "their request threads, not on a pool of their own (docs/configuration.md)");
+    } else if (key == "ATL_queue_size" || key == "ATL_data_size" || key == "aggregation_threshold" ||
+               key == "fabric_memory_side_elements" || key == "delayed_free_threads") {
         RequireCount(path, key, value);
     } else if (key == "memsrv_list" || key == "metadata_list") {
         if (!value.IsSequence()) {

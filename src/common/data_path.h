@@ -35,6 +35,14 @@ struct ElementPlan {
     uint64_t IndexOf(uint64_t i) const { return strided ? first + i * stride : indices[i]; }
 };
 
+// Element operations done where the bytes are (fam_queue_operation, and the gathers and scatters
+// memory servers do for a client): element i lies at byte index[i] * element_size of the item.
+// kAdd adds the integer of element_size bytes (4 or 8, two's complement, wrapping) given for
+// element i to it, atomically; kScatter writes the given bytes; kGather reads them.
+enum class ElementOp : uint8_t { kAdd, kScatter, kGather };
+
+const char *NameOf(ElementOp op);
+
 // One stream of data-path operations. Offsets are bytes within the item; the caller has checked
 // bounds and permissions. Unless `blocking`, a call may return before its bytes have moved (the
 // caller keeps `local` valid until Quiet); errors of such calls surface at Quiet.
@@ -49,6 +57,14 @@ class Channel {
     // item, at i * element_size in `local`.
     virtual void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
                           uint64_t count, uint64_t element_size, bool to_fam, bool blocking) = 0;
+    // Applies `op` to `count` elements with the CPU next to their bytes, blocking: the memory
+    // servers' own (one request per server holding any of them, after checking the item's key
+    // there) or, where this process maps the item, its own. `data` holds element_size bytes per
+    // element: the operands of kAdd and kScatter, the results of kGather. Ordered after this
+    // channel's earlier operations.
+    virtual void ApplyElements(const std::shared_ptr<Binding> &item, ElementOp op,
+                               const uint64_t *index, uint64_t count, uint64_t element_size,
+                               char *data) = 0;
     // Applies `op` to the value of `type` at `offset`. `operand` (and for kCompareSwap,
     // `compare`) point to values of that type; `result`, if not null, receives the old value.
     // Without `result` the atomic may complete later, by the next Fence or Quiet (whose

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/data_path.h"
 #include "common/fam_objects.h"
 
 namespace fampool {
@@ -123,6 +124,14 @@ class MemoryServer {
     // the embedded model, ignore it).
     virtual void Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op, int type,
                         const void *operand, const void *compare, void *result) = 0;
+
+    // Memory-side element operations (ElementOp) on elements of this server's part of an
+    // extent: element i at physical offset offsets[i], `data` as in Channel::ApplyElements.
+    // `key` must grant the span of the elements (write access unless kGather), checked as
+    // Atomic checks it, before any element is touched.
+    virtual void ApplyElements(ExtentRef extent, uint64_t key, ElementOp op,
+                               uint64_t element_size, const std::vector<uint64_t> &offsets,
+                               char *data) = 0;
 
     // Registers [offset, offset + size) of the extent (the whole extent when size is 0) for
     // remote reads, or reads and writes, and returns its key. The metadata service calls this

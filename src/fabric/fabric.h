@@ -45,6 +45,12 @@ struct FabricConfig {
     // Over shm, reach an item whose memory servers' heaps this process can open with loads
     // and stores on those heaps (FabricBinding::direct).
     bool direct = true;
+    // Gathers and scatters of at least this many elements (not adjacent in the item) that do
+    // not lie on mapped heaps are done by the memory servers' CPUs, one request per server,
+    // instead of one RMA per element; 0: never.
+    uint64_t memory_side_elements = 64;
+    // Bytes of element offsets and data in one request to a memory server.
+    uint64_t memory_side_request_bytes = 4 << 20;
 };
 
 // The actions of the crash and termination signals at one moment.

@@ -138,6 +138,7 @@ const FabricBinding::Server &FabricChannel::Reachable(const FabricBinding &item,
 template <typename PostCall>
 void FabricChannel::Post(PostCall &&post, const char *call, uint64_t server_id,
                          Clock::time_point deadline) {
+    uint64_t last_done = ~uint64_t{0};
     for (;;) {
         ssize_t ret = post();
         if (ret == 0) {
@@ -152,10 +153,16 @@ void FabricChannel::Post(PostCall &&post, const char *call, uint64_t server_id,
                  server_id, fi_strerror(static_cast<int>(-ret)), context_->provider());
         }
         // The transmit queue is full: completions free it, and manual-progress providers
-        // complete only while driven.
-        fi_cntr_read(endpoint_.counter.get());
+        // complete only while driven. Completions keep it waiting: only a server that
+        // completes nothing for the whole timeout is given up on.
+        uint64_t done = fi_cntr_read(endpoint_.counter.get());
         Reap();
-        if (Clock::now() >= deadline) {
+        auto now = Clock::now();
+        if (done != last_done) {
+            last_done = done;
+            deadline = std::max(deadline, now + std::chrono::milliseconds(context_->timeout_ms()));
+        }
+        if (now >= deadline) {
             busy_servers_.insert(server_id);
             GiveUp(Outcome::kTimedOut);
         }
@@ -383,6 +390,10 @@ void FabricChannel::Elements(const std::shared_ptr<Binding> &binding, ElementPla
         };
         if (blocking || count * element_size <= kDirectInline) return move();
         return direct_queue_.Post(std::move(move));
+    }
+    if (ToMemorySide(item, count, element_size) && !Adjacent(plan, count)) {
+        return ElementsOnServers(binding, std::move(plan), local, count, element_size, to_fam,
+                                 blocking);
     }
     std::lock_guard<std::mutex> lock(mutex_);
     Begin(blocking);

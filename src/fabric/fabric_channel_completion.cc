@@ -23,6 +23,9 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
     auto spin_until = now + kSpin;
     auto nap = kFirstNap;
     auto last_change = now;
+    // A wait gives up only when nothing completed for the whole timeout: a server that answers
+    // a large batch slowly but steadily is not a dead one.
+    const auto patience = std::chrono::milliseconds(context_->timeout_ms());
     uint64_t last_done = ~uint64_t{0};
     bool sleeping = false;
     for (uint64_t round = 0;; ++round) {
@@ -54,6 +57,7 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
         if (done + failed != last_done) {
             last_done = done + failed;
             last_change = now;
+            if (deadline - now < patience) deadline = now + patience;
         } else if (now - last_change >= kProbeAfter) {
             Probe();
             last_change = now;

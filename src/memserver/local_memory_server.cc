@@ -272,6 +272,32 @@ void LocalMemoryServer::Atomic(ExtentRef extent, uint64_t key, uint64_t offset, 
                 result);
 }
 
+void LocalMemoryServer::ApplyElements(ExtentRef extent, uint64_t key, ElementOp op,
+                                      uint64_t element_size, const std::vector<uint64_t> &offsets,
+                                      char *data) {
+    if (offsets.empty()) return;
+    if (element_size == 0 || (op == ElementOp::kAdd && element_size != 4 && element_size != 8)) {
+        Fail(openfam::FAM_ERR_INVALID, "memory server {}: {} of {}-byte elements", id_,
+             NameOf(op), element_size);
+    }
+    auto [low, high] = std::minmax_element(offsets.begin(), offsets.end());
+    uint64_t end = EndOf(*high, element_size);
+    CheckKey(extent, key, *low, end - *low, op != ElementOp::kGather, NameOf(op));
+    if (op == ElementOp::kAdd) {
+        for (uint64_t offset : offsets) {
+            if (offset % element_size != 0) {
+                Fail(openfam::FAM_ERR_INVALID, "memory server {}: {} at unaligned offset {}",
+                     id_, NameOf(op), offset);
+            }
+        }
+    }
+    auto mapping = Map(extent, end);
+    char *base = mapping->base();
+    for (size_t i = 0; i < offsets.size(); ++i) {
+        ApplyElement(op, element_size, base + offsets[i], data + i * element_size);
+    }
+}
+
 }  // namespace fampool
 
 namespace fampool {

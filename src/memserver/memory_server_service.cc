@@ -116,6 +116,34 @@ grpc::Status MemoryServerService::Atomic(grpc::ServerContext *, const rpc::Atomi
     });
 }
 
+grpc::Status MemoryServerService::ApplyElements(grpc::ServerContext *,
+                                                const rpc::ElementsRequest *request,
+                                                rpc::ElementsReply *reply) {
+    return Serve([&] {
+        auto op = static_cast<ElementOp>(request->op());
+        uint64_t size = request->element_size();
+        uint64_t count = static_cast<uint64_t>(request->offsets_size());
+        uint64_t bytes = 0;
+        bool gather = op == ElementOp::kGather;
+        if (request->op() < 0 || request->op() > static_cast<int>(ElementOp::kGather) ||
+            size == 0 || __builtin_mul_overflow(count, size, &bytes) ||
+            request->data().size() != (gather ? 0 : bytes)) {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "element request with a malformed operation, element size or data");
+        }
+        std::vector<uint64_t> offsets(request->offsets().begin(), request->offsets().end());
+        std::string *data = reply->mutable_data();
+        if (gather) {
+            data->resize(bytes);
+        } else {
+            *data = request->data();  // the operands, in a buffer this call may hand on
+        }
+        server_->ApplyElements(FromProto(request->extent()), request->key(), op, size, offsets,
+                               data->data());
+        if (!gather) data->clear();
+    });
+}
+
 grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *,
                                            const rpc::ExtentRequest *request,
                                            rpc::KeyGrant *reply) {

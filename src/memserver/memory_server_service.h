@@ -37,6 +37,8 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
                              rpc::BackupList *) override;
     grpc::Status Atomic(grpc::ServerContext *, const rpc::AtomicRequest *,
                         rpc::AtomicReply *) override;
+    grpc::Status ApplyElements(grpc::ServerContext *, const rpc::ElementsRequest *,
+                               rpc::ElementsReply *) override;
     grpc::Status GrantKey(grpc::ServerContext *, const rpc::ExtentRequest *,
                           rpc::KeyGrant *) override;
     grpc::Status RevokeKeys(grpc::ServerContext *, const rpc::ExtentRequest *,

@@ -1,5 +1,7 @@
 #include "rpc/memory_server_client.h"
 
+#include <cstring>
+
 #include "rpc/convert.h"
 #include "common/data_path.h"
 
@@ -163,6 +165,30 @@ void MemoryServerClient::Atomic(ExtentRef extent, uint64_t key, uint64_t offset,
     CheckStatus(stub_->Atomic(context.get(), request, &reply), "MemoryServer.Atomic", address_);
     if (result && reply.result().size() == size) {
         std::memcpy(result, reply.result().data(), size);
+    }
+}
+
+void MemoryServerClient::ApplyElements(ExtentRef extent, uint64_t key, ElementOp op,
+                                       uint64_t element_size,
+                                       const std::vector<uint64_t> &offsets, char *data) {
+    rpc::ElementsRequest request;
+    ToProto(extent, request.mutable_extent());
+    request.set_key(key);
+    request.set_op(static_cast<int>(op));
+    request.set_element_size(element_size);
+    request.mutable_offsets()->Add(offsets.begin(), offsets.end());
+    uint64_t bytes = offsets.size() * element_size;
+    if (op != ElementOp::kGather) request.set_data(data, bytes);
+    rpc::ElementsReply reply;
+    auto context = CallContext(ForBytes(timeout_, bytes));
+    CheckStatus(stub_->ApplyElements(context.get(), request, &reply), "MemoryServer.ApplyElements",
+                address_);
+    if (op == ElementOp::kGather) {
+        if (reply.data().size() != bytes) {
+            Fail(openfam::FAM_ERR_RPC, "memory server {} ({}) answered a gather of {} bytes with {}",
+                 id_, address_, bytes, reply.data().size());
+        }
+        std::memcpy(data, reply.data().data(), bytes);
     }
 }
 

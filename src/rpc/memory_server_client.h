@@ -41,6 +41,8 @@ class MemoryServerClient : public MemoryServer {
     std::vector<BackupInfo> ListBackups() override;
     void Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op, int type,
                 const void *operand, const void *compare, void *result) override;
+    void ApplyElements(ExtentRef extent, uint64_t key, ElementOp op, uint64_t element_size,
+                       const std::vector<uint64_t> &offsets, char *data) override;
     KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable) override;
     void RevokeKeys(ExtentRef extent, uint64_t offset) override;
 

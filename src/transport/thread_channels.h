@@ -47,6 +47,10 @@ class ThreadChannels : public Channel {
                   uint64_t count, uint64_t element_size, bool to_fam, bool blocking) override {
         Mine().Elements(item, std::move(plan), local, count, element_size, to_fam, blocking);
     }
+    void ApplyElements(const std::shared_ptr<Binding> &item, ElementOp op, const uint64_t *index,
+                       uint64_t count, uint64_t element_size, char *data) override {
+        Mine().ApplyElements(item, op, index, count, element_size, data);
+    }
     void Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type, const void *operand,
                 const void *compare, void *result) override {
         Mine().Atomic(item, offset, op, type, operand, compare, result);

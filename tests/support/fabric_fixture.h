@@ -99,8 +99,17 @@ class BufferMemoryServer : public MemoryServer {
     std::vector<BackupInfo> ListBackups() override { Unused(); }
     KeyGrant GrantKey(ExtentRef, uint64_t, uint64_t, bool) override { Unused(); }
     void RevokeKeys(ExtentRef, uint64_t) override { Unused(); }
+    // Memory-side gathers and scatters: applied with the CPU, as a memory server does.
+    void ApplyElements(ExtentRef, uint64_t, ElementOp op, uint64_t element_size,
+                       const std::vector<uint64_t> &offsets, char *data) override {
+        ++element_batches;
+        for (size_t i = 0; i < offsets.size(); ++i) {
+            ApplyElement(op, element_size, bytes_ + offsets[i], data + i * element_size);
+        }
+    }
 
     int atomics = 0;
+    int element_batches = 0;
     uint64_t last_region = 0;
     uint64_t last_key = 0;
 
@@ -291,8 +300,10 @@ class FabricTest : public ::testing::TestWithParam<std::string> {
     }
 
     void OpenClient(int timeout_ms = 10000, bool register_local = false,
-                    bool checked_reads = false, bool direct = true) {
+                    bool checked_reads = false, bool direct = true,
+                    uint64_t memory_side_elements = 64) {
         FabricConfig config;
+        config.memory_side_elements = memory_side_elements;
         config.provider = provider();
         config.timeout_ms = timeout_ms;
         config.register_local = register_local;

@@ -71,6 +71,17 @@ class ShmChannel : public Channel {
         });
     }
 
+    // The embedded model's memory side is this process: after the queue's earlier operations.
+    void ApplyElements(const std::shared_ptr<Binding> &item, ElementOp op, const uint64_t *index,
+                       uint64_t count, uint64_t element_size, char *data) override {
+        queue_.Drain();
+        char *base = Base(*item);
+        for (uint64_t i = 0; i < count; ++i) {
+            ApplyElement(op, element_size, base + index[i] * element_size,
+                         data + i * element_size);
+        }
+    }
+
     void Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type, const void *operand,
                 const void *compare, void *result) override {
         ApplyAtomic(Base(item) + offset, op, type, operand, compare, result);
