@@ -72,6 +72,11 @@ int Run(const RunOptions &options) {
     if (geteuid() == 0) argv.push_back("--allow-run-as-root");
     argv.push_back("-x");
     argv.push_back("FAMPOOL_CONFIG=" + cluster_file);
+    // Open MPI's oshmem (OpenSHMEM + FAM programs) crashes in shmem_finalize with its osc/rdma
+    // component loaded (docs/apps.md); osc/ucx works. Kept when the caller chose one.
+    if (!getenv("OMPI_MCA_osc")) setenv("OMPI_MCA_osc", "ucx", 1);
+    argv.push_back("-x");
+    argv.push_back("OMPI_MCA_osc");
     for (char **entry = environ; *entry; ++entry) {
         std::string variable = *entry;
         std::string name = variable.substr(0, variable.find('='));
