@@ -124,6 +124,33 @@ TEST_F(ConfigTest, SwitchesTakeYesOrNoFromTheFileOrTheEnvironment) {
                      "fabric_checked_reads");
 }
 
+TEST_F(ConfigTest, AggregationKeysComeFromTheFileOrTheEnvironment) {
+    fampool::Config defaults = fampool::LoadConfig(nullptr);
+    EXPECT_TRUE(defaults.aggregation);
+    EXPECT_EQ(defaults.aggregation_threshold, 16384u);
+    EXPECT_EQ(defaults.atl_data_size, 4u << 20);
+    Set("FAMPOOL_CONFIG", File("pe.yaml", "aggregation_threshold: 0\nATL_queue_size: 500\n"
+                                          "ATL_data_size: 1048576\nfabric_memory_side_elements: 0\n"));
+    fampool::Config c = fampool::LoadConfig(nullptr);
+    EXPECT_EQ(c.aggregation_threshold, 0u);
+    EXPECT_EQ(c.atl_queue_size, 500u);
+    EXPECT_EQ(c.atl_data_size, 1u << 20);
+    EXPECT_EQ(c.fabric_memory_side_elements, 0u);
+    Set("FAMPOOL_AGGREGATION_THRESHOLD", "many");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID,
+                     "aggregation_threshold");
+}
+
+TEST_F(ConfigTest, AggregationSizesOutsideTheirBoundsAreRefused) {
+    Set("FAMPOOL_ATL_DATA_SIZE", "100");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "ATL_data_size");
+    Set("FAMPOOL_ATL_DATA_SIZE", "1G");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "ATL_data_size");
+    Set("FAMPOOL_ATL_DATA_SIZE", "4M");
+    Set("FAMPOOL_ATL_QUEUE_SIZE", "0");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "ATL_queue_size");
+}
+
 TEST_F(ConfigTest, MisspeltKeyNamesTheKeyAndTheFile) {
     std::string path = File("pe.yaml", "FamThreadMode: single\n");
     Set("FAMPOOL_CONFIG", path);
