@@ -301,11 +301,8 @@ void *FabricChannel::LocalDescriptor(const void *local, uint64_t length,
 
 // --- operations ----------------------------------------------------------------------------
 
-namespace {
-
-// Moves item bytes [offset, offset + nbytes) of an item whose servers' heaps are mapped here.
-void CopyDirect(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
-                bool write) {
+void channel::CopyDirect(const FabricBinding &item, uint64_t offset, char *local,
+                         uint64_t nbytes, bool write) {
     while (nbytes > 0) {
         FabricBinding::Place place = item.Locate(offset);
         uint64_t length = std::min(nbytes, place.contiguous);
@@ -317,17 +314,15 @@ void CopyDirect(const FabricBinding &item, uint64_t offset, char *local, uint64_
     }
 }
 
-}  // namespace
-
 void FabricChannel::CopyDirect(const std::shared_ptr<Binding> &binding, uint64_t offset,
                                char *local, uint64_t nbytes, bool write, bool blocking) {
     const auto &item = static_cast<const FabricBinding &>(*binding);
     if (blocking || nbytes <= kDirectInline) {
-        return fampool::CopyDirect(item, offset, local, nbytes, write);
+        return channel::CopyDirect(item, offset, local, nbytes, write);
     }
     // The queue holds the binding, and with it the heap mappings, until the copy is done.
     direct_queue_.Post([binding, offset, local, nbytes, write] {
-        fampool::CopyDirect(static_cast<const FabricBinding &>(*binding), offset, local, nbytes,
+        channel::CopyDirect(static_cast<const FabricBinding &>(*binding), offset, local, nbytes,
                             write);
     });
 }
@@ -384,17 +379,23 @@ void FabricChannel::Elements(const std::shared_ptr<Binding> &binding, ElementPla
         auto move = [binding, plan = std::move(plan), local, count, element_size, to_fam] {
             const auto &mapped = static_cast<const FabricBinding &>(*binding);
             for (uint64_t i = 0; i < count; ++i) {
-                fampool::CopyDirect(mapped, plan.IndexOf(i) * element_size,
+                channel::CopyDirect(mapped, plan.IndexOf(i) * element_size,
                                     local + i * element_size, element_size, to_fam);
             }
         };
         if (blocking || count * element_size <= kDirectInline) return move();
         return direct_queue_.Post(std::move(move));
     }
-    if (ToMemorySide(item, count, element_size) && !Adjacent(plan, count)) {
+    if (ToMemorySide(count) && !Adjacent(plan, count)) {
         return ElementsOnServers(binding, std::move(plan), local, count, element_size, to_fam,
                                  blocking);
     }
+    RmaElements(item, plan, local, count, element_size, to_fam, blocking);
+}
+
+void FabricChannel::RmaElements(const FabricBinding &item, const ElementPlan &plan, char *local,
+                                uint64_t count, uint64_t element_size, bool to_fam,
+                                bool blocking) {
     std::lock_guard<std::mutex> lock(mutex_);
     Begin(blocking);
     auto deadline = Deadline();

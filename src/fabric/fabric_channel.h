@@ -148,11 +148,13 @@ class FabricChannel : public Channel {
     // Element operations done by the memory servers' CPUs (fabric_elements.cc): one request per
     // server holding any of the elements (more when a server's part is larger than one request
     // carries), sent to all of them at once. Unlocked: it reaches the servers over gRPC only.
+    // Elements that cross from one server's interleave block to another's (an element size
+    // that does not divide the interleave) go by RmaElements.
     void MemorySide(const FabricBinding &item, ElementOp op, const uint64_t *index,
                     uint64_t count, uint64_t element_size, char *data);
-    // Whether no element of `element_size` bytes at a multiple of it crosses from one server's
-    // block to another's (what MemorySide needs).
-    static bool ElementsStayWhole(const FabricBinding &item, uint64_t element_size);
+    // A gather or scatter by one RMA per run of adjacent elements (blocking: waits for them).
+    void RmaElements(const FabricBinding &item, const ElementPlan &plan, char *local,
+                     uint64_t count, uint64_t element_size, bool to_fam, bool blocking);
     // A gather or scatter done by MemorySide: at once when `blocking`, after the channel's
     // earlier operations; otherwise on the background queue, which fence and quiet wait for.
     void ElementsOnServers(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
@@ -160,7 +162,7 @@ class FabricChannel : public Channel {
     // Whether the plan's elements are adjacent in the item (one RMA moves them all).
     static bool Adjacent(const ElementPlan &plan, uint64_t count);
     // Whether a gather or scatter of `count` elements goes to MemorySide.
-    bool ToMemorySide(const FabricBinding &item, uint64_t count, uint64_t element_size) const;
+    bool ToMemorySide(uint64_t count) const;
 
     // Non-blocking copies larger than kDirectInline for items on same-node heaps
     // (FabricBinding::direct): they overlap the caller, as on the embedded model.

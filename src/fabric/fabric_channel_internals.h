@@ -72,4 +72,16 @@ inline const char *CallOf(void *context) {
 
 }  // namespace fampool::channel
 
+namespace fampool {
+struct FabricBinding;
+namespace channel {
+
+// Moves item bytes [offset, offset + nbytes) of an item whose servers' heaps are mapped here
+// (FabricBinding::direct), piece by piece where they span servers.
+void CopyDirect(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
+                bool write);
+
+}  // namespace channel
+}  // namespace fampool
+
 #endif  // FAMPOOL_FABRIC_FABRIC_CHANNEL_INTERNALS_H_

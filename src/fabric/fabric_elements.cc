@@ -9,6 +9,7 @@
 #include "common/atomic_apply.h"
 #include "common/error.h"
 #include "fabric/fabric_channel.h"
+#include "fabric/fabric_channel_internals.h"
 
 namespace fampool {
 namespace {
@@ -23,15 +24,9 @@ struct ServerShare {
 
 }  // namespace
 
-bool FabricChannel::ElementsStayWhole(const FabricBinding &item, uint64_t element_size) {
-    if (item.interleave == 0 || item.servers.size() <= 1) return true;
-    return item.interleave % element_size == 0 && item.offset % element_size == 0;
-}
-
-bool FabricChannel::ToMemorySide(const FabricBinding &item, uint64_t count,
-                                 uint64_t element_size) const {
+bool FabricChannel::ToMemorySide(uint64_t count) const {
     uint64_t least = domain_.config().memory_side_elements;
-    return least != 0 && count >= least && ElementsStayWhole(item, element_size);
+    return least != 0 && count >= least;
 }
 
 bool FabricChannel::Adjacent(const ElementPlan &plan, uint64_t count) {
@@ -74,27 +69,17 @@ void FabricChannel::ApplyElements(const std::shared_ptr<Binding> &binding, Eleme
     if (item.direct) {
         // This process maps the servers' heaps: its CPU is as near the bytes as theirs.
         for (uint64_t i = 0; i < count; ++i) {
+            char *mine = data + i * element_size;
+            if (op != ElementOp::kAdd) {  // copied piece by piece: it may span two servers
+                channel::CopyDirect(item, index[i] * element_size, mine, element_size,
+                                    op == ElementOp::kScatter);
+                continue;
+            }
             FabricBinding::Place place = item.Locate(index[i] * element_size);
             ApplyElement(op, element_size, item.servers[place.server].direct + place.physical,
-                         data + i * element_size);
+                         mine);
         }
         return;
-    }
-    if (!ElementsStayWhole(item, element_size)) {
-        // Elements crossing from one server to the next: the fabric moves their pieces.
-        if (op != ElementOp::kAdd) {
-            ElementPlan plan;
-            plan.strided = false;
-            plan.indices.assign(index, index + count);
-            return Elements(binding, std::move(plan), data, count, element_size,
-                            op == ElementOp::kScatter, true);
-        }
-        DataType type = element_size == 4 ? DataType::kUint32 : DataType::kUint64;
-        for (uint64_t i = 0; i < count; ++i) {
-            Atomic(*binding, index[i] * element_size, AtomicOp::kAdd, type,
-                   data + i * element_size, nullptr, nullptr);
-        }
-        return Fence();
     }
     {
         // The servers apply the batch after this channel's earlier operations have landed.
@@ -109,14 +94,44 @@ void FabricChannel::MemorySide(const FabricBinding &item, ElementOp op, const ui
                                uint64_t count, uint64_t element_size, char *data) {
     std::vector<ServerShare> shares(item.servers.size());
     for (size_t s = 0; s < shares.size(); ++s) shares[s].index = s;
+    std::vector<uint64_t> straddling;  // positions of elements split between two servers
     for (uint64_t i = 0; i < count; ++i) {
         FabricBinding::Place place = item.Locate(index[i] * element_size);
-        if (place.server >= shares.size() || place.contiguous < element_size) {
-            Fail(openfam::FAM_ERR_INVALID, "element {} of {} does not lie on one memory server",
-                 index[i], item.Describe());
+        if (place.server >= shares.size()) {
+            Fail(openfam::FAM_ERR_INVALID, "{} has no memory server index {}", item.Describe(),
+                 place.server);
+        }
+        if (place.contiguous < element_size) {
+            if (op == ElementOp::kAdd) {
+                Fail(openfam::FAM_ERR_INVALID, "element {} of {} is split between two memory "
+                     "servers: it cannot be added atomically", index[i], item.Describe());
+            }
+            straddling.push_back(i);
+            continue;
         }
         shares[place.server].offsets.push_back(place.physical);
         shares[place.server].positions.push_back(i);
+    }
+    if (!straddling.empty()) {
+        // The fabric moves their pieces, packed into a buffer of their own.
+        ElementPlan plan;
+        plan.strided = false;
+        std::vector<char> packed(straddling.size() * element_size);
+        for (size_t k = 0; k < straddling.size(); ++k) {
+            plan.indices.push_back(index[straddling[k]]);
+            if (op == ElementOp::kScatter) {
+                std::memcpy(&packed[k * element_size], data + straddling[k] * element_size,
+                            element_size);
+            }
+        }
+        RmaElements(item, plan, packed.data(), straddling.size(), element_size,
+                    op == ElementOp::kScatter, true);
+        if (op == ElementOp::kGather) {
+            for (size_t k = 0; k < straddling.size(); ++k) {
+                std::memcpy(data + straddling[k] * element_size, &packed[k * element_size],
+                            element_size);
+            }
+        }
     }
     // Requests of ATL_data_size bytes at most (4 MiB unless configured): well under the 64 MiB
     // a gRPC message may carry, and large enough that a request's fixed cost (tens of
