@@ -53,11 +53,15 @@ def _comparisons(results, pes):
             off = _find(results, "spmv", setting, matrix=matrix, interleave="off")
             if on and off:
                 rows.append((f"SpMV ({matrix}): interleave on / off", setting, on, off, ""))
-        hybrid = _find(results, "radix_sort", setting, variant="hybrid")
-        shmem = _find(results, "radix_sort", setting, variant="shmem")
-        if hybrid and shmem:
-            rows.append(("radix sort: hybrid / SHMEM-only", setting, hybrid, shmem,
-                         "> 1 at the largest size"))
+        for setting_run, result in results:
+            if (result.get("app") != "radix_sort" or setting not in setting_run or
+                    result.get("variant") != "hybrid" or result.get("phase") != "total"):
+                continue
+            shmem = _find(results, "radix_sort", setting, variant="shmem", phase="total",
+                          keys=result.get("keys"))
+            if shmem:
+                rows.append((f"radix sort, {result.get('keys')} keys: hybrid / SHMEM-only",
+                             setting, result, shmem, "> 1 at the largest size"))
     for matrix in ["laplace", "random"]:
         cluster = _find(results, "spmv", f"cluster, {pes} PEs", matrix=matrix, interleave="on")
         embedded = _find(results, "spmv", f"embedded, {pes} PEs", matrix=matrix, interleave="on")
@@ -107,7 +111,8 @@ def write_report(results, args, path):
     lines.append("\n## Every measurement\n")
     for app in sorted({r.get("app") for _, r in results}):
         lines.append(f"### {app}\n")
-        rows = [(s, r) for s, r in results if r.get("app") == app]
+        rows = [(s, r) for s, r in results
+                if r.get("app") == app and r.get("phase", "total") == "total"]
         keys = [k for k in KEYS_SHOWN if any(k in r for _, r in rows)]
         lines.append("| setting | " + " | ".join(keys) + " | rate |")
         lines.append("|---|" + "---|" * len(keys) + "---|")
