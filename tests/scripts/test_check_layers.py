@@ -62,7 +62,14 @@ def test_an_example_using_an_internal_header_fails(tmp_path):
     repo = tree(tmp_path, {"examples/e.cc": '#include "common/error.h"\n'})
     result = run(repo)
     assert result.returncode == 1
-    assert "examples use the public headers" in result.stdout
+    assert "examples and apps use the public headers" in result.stdout
+
+
+def test_an_app_using_an_internal_header_fails(tmp_path):
+    repo = tree(tmp_path, {"apps/a/a.cc": '#include "client/fam_impl.h"\n'})
+    result = run(repo)
+    assert result.returncode == 1
+    assert "apps/a/a.cc:1" in result.stdout
 
 
 def test_a_folder_outside_the_layers_is_reported(tmp_path):
