@@ -15,8 +15,8 @@ timed part (see each application's README under `apps/`). Ratios compare two row
 run: the machine is shared and absolute rates drift between runs, ratios much less.
 
 Settings: *embedded* is the embedded model (no servers, PEs load and store on shared heaps);
-*cluster* is `fampool up --memservers 3 --interleave 4096 --provider {provider}` on this host,
-PEs started by `fampool run`.
+*cluster P* is `fampool up --memservers 3 --interleave 4096 --provider P` on this host, PEs
+started by `fampool run` (over `shm` the PEs map the servers' heaps: `fabric_direct`).
 """
 
 KEYS_SHOWN = ["variant", "matrix", "interleave", "x", "keys", "updates", "rows", "nonzeros",
@@ -39,10 +39,19 @@ def _find(results, app, setting_part, **match):
     return None
 
 
+def _setting(label):
+    """"embedded, 2 PEs" from a run's label "spmv --grid 200 [embedded, 2 PEs]"."""
+    return label.split("[")[-1].rstrip("]")
+
+
 def _comparisons(results, pes):
     """(what, setting, numerator row, denominator row, target text) for each ratio."""
     rows = []
-    for setting in [f"embedded, {pes} PEs", f"cluster, {pes} PEs"]:
+    places = []
+    for label, _ in results:
+        if _setting(label) not in places and _setting(label).endswith(f"{pes} PEs"):
+            places.append(_setting(label))
+    for setting in places:
         agg = _find(results, "gups", setting, variant="aggregated")
         atomic = _find(results, "gups", setting, variant="atomic")
         if agg and atomic:
@@ -62,12 +71,14 @@ def _comparisons(results, pes):
             if shmem:
                 rows.append((f"radix sort, {result.get('keys')} keys: hybrid / SHMEM-only",
                              setting, result, shmem, "> 1 at the largest size"))
-    for matrix in ["laplace", "random"]:
-        cluster = _find(results, "spmv", f"cluster, {pes} PEs", matrix=matrix, interleave="on")
-        embedded = _find(results, "spmv", f"embedded, {pes} PEs", matrix=matrix, interleave="on")
-        if cluster and embedded:
-            rows.append((f"SpMV ({matrix}): cluster / embedded", f"{pes} PEs", cluster, embedded,
-                         ">= 0.1x over shm"))
+    for setting in [p for p in places if p.startswith("cluster")]:
+        for matrix in ["laplace", "random"]:
+            cluster = _find(results, "spmv", setting, matrix=matrix, interleave="on")
+            embedded = _find(results, "spmv", f"embedded, {pes} PEs", matrix=matrix,
+                             interleave="on")
+            if cluster and embedded:
+                rows.append((f"SpMV ({matrix}): cluster / embedded", setting, cluster, embedded,
+                             ">= 0.1x over shm"))
     return rows
 
 
@@ -97,7 +108,7 @@ def _plot(comparisons, path):
 
 def write_report(results, args, path):
     lines = [INTRO.format(when=datetime.date.today().isoformat(), host=platform.node(),
-                          cpus=os.cpu_count(), provider=args.provider)]
+                          cpus=os.cpu_count())]
     comparisons = _comparisons(results, args.pes)
     lines.append("## Comparisons\n")
     plot = os.path.join(os.path.dirname(path), "bench", "apps_ratios.png")
@@ -118,7 +129,7 @@ def write_report(results, args, path):
         lines.append("|---|" + "---|" * len(keys) + "---|")
         for setting, r in rows:
             cells = [r.get(k, "") for k in keys]
-            lines.append(f"| {setting.split('[')[-1].rstrip(']')} | " + " | ".join(cells) +
+            lines.append(f"| {_setting(setting)} | " + " | ".join(cells) +
                          f" | {_rate(r):.4g} {r.get('unit', '')} |")
         lines.append("")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
