@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_support.h"
@@ -324,6 +325,46 @@ TEST_F(AggregationOffTest, QueueOperationThrowsNotEnabled) {
     EXPECT_FAM_ERROR(
         fam()->fam_queue_operation(OP_ADD_INDEXED, &value, item_.get(), 1, &index, 8),
         FAM_ERR_ATL_NOT_ENABLED, "fam_queue_operation");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads of one PE (FAM_THREAD_MULTIPLE)
+
+class AggregationThreadsTest : public ThreadMultipleFamTest {};
+
+TEST_F(AggregationThreadsTest, ThreadsQueueingOnOneObjectAndOnContextsAddUpExactly) {
+    // Four threads: two share the fam object, two use a context each; all add 1 to the same
+    // 1000 words 50 times, flushing as they go and at the end.
+    constexpr int kThreads = 4, kRounds = 50;
+    constexpr uint64_t kWords = 1000;
+    std::vector<uint64_t> index(kWords), ones(kWords, 1);
+    std::iota(index.begin(), index.end(), 0);
+    std::vector<std::string> errors(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            fam_context *context = t >= 2 ? fam()->fam_context_open() : nullptr;
+            openfam::fam *f = context ? context : fam();
+            try {
+                for (int round = 0; round < kRounds; ++round) {
+                    f->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), kWords,
+                                           index.data(), 8);
+                    if (round % 7 == 0) f->fam_aggregate_flush(item_.get());
+                }
+                f->fam_aggregate_flush(item_.get());
+            } catch (const Fam_Exception &e) {
+                errors[t] = e.fam_error_msg();
+            }
+            if (context) fam()->fam_context_close(context);
+        });
+    }
+    for (auto &thread : threads) thread.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+    std::vector<uint64_t> words(kWords);
+    fam()->fam_get_blocking(words.data(), item_.get(), 0, kWords * 8);
+    for (uint64_t w = 0; w < kWords; ++w) {
+        ASSERT_EQ(words[w], uint64_t{kThreads} * kRounds) << "word " << w;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
