@@ -283,14 +283,24 @@ class AggregationThresholdTest : public AggregationTest {
     }
 };
 
+// The memory servers holding the item's bytes: the threshold and the queue's size are per server.
+uint64_t ServersOf(openfam::fam *f, Fam_Descriptor *item) {
+    Fam_Stat info;
+    f->fam_stat(item, &info);
+    return std::max<uint64_t>(1, info.num_memservers);
+}
+
 TEST_F(AggregationThresholdTest, QueueShipsAtThresholdWithoutFlush) {
-    std::vector<uint64_t> index(60);
+    uint64_t threshold = 100 * ServersOf(fam(), item_.get());
+    std::vector<uint64_t> index(threshold - 1);
     std::iota(index.begin(), index.end(), 0);
     std::vector<uint64_t> ones(index.size(), 1);
-    fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), 60, index.data(), 8);
-    EXPECT_EQ(Word(0), 0u) << "60 of 100: still queued";
-    fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), 60, index.data(), 8);
-    EXPECT_EQ(Word(0), 2u) << "120 >= 100: shipped";
+    fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), index.size(),
+                               index.data(), 8);
+    EXPECT_EQ(Word(0), 0u) << "one element short of the threshold: still queued";
+    fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), 1, index.data(), 8);
+    EXPECT_EQ(Word(0), 2u) << "at the threshold: shipped";
+    EXPECT_EQ(Word(1), 1u);
 }
 
 class AggregationQueueSizeTest : public AggregationTest {
@@ -302,17 +312,18 @@ class AggregationQueueSizeTest : public AggregationTest {
 };
 
 TEST_F(AggregationQueueSizeTest, FullQueueThrowsQueueFullAndKeepsWhatItHolds) {
-    std::vector<uint64_t> index(60);
+    uint64_t half = 60 * ServersOf(fam(), item_.get());  // the queue holds 100 per server
+    std::vector<uint64_t> index(half);
     std::iota(index.begin(), index.end(), 0);
     std::vector<uint64_t> ones(index.size(), 1);
-    fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), 60, index.data(), 8);
-    EXPECT_FAM_ERROR(fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), 60,
+    fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), half, index.data(), 8);
+    EXPECT_FAM_ERROR(fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), half,
                                                 index.data(), 8),
                      FAM_ERR_ATL_QUEUE_FULL, "fam_queue_operation");
     EXPECT_EQ(Word(0), 0u);
     fam()->fam_aggregate_flush(item_.get());
     EXPECT_EQ(Word(0), 1u);
-    EXPECT_EQ(Word(59), 1u);
+    EXPECT_EQ(Word(half - 1), 1u);
 }
 
 class AggregationOffTest : public AggregationTest {

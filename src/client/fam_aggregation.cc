@@ -64,18 +64,23 @@ void FamImpl::QueueOperation(int op_number, void *local, Fam_Descriptor *item, u
              "atomically",
              Describe(info), element_size);
     }
+    // The queue holds a share per memory server of the item: the threshold and the size
+    // limit apply per server (scaled by the servers the item's region spans), so that every
+    // request a shipment sends carries about `aggregation_threshold` elements.
+    const uint64_t servers = std::max<uint64_t>(1, info.server_count());
+    const uint64_t limit = config.atl_queue_size * servers;
     Queue full;
     {
         std::lock_guard<std::mutex> lock(queues_mutex_);
         Queue &queue = queues_[{info.region_id, info.offset}];
         // The descriptor's state, and its latest binding should it be bound again.
         if (queue.runs.empty() || queue.item.binding() != state.binding()) queue.item = state;
-        if (config.aggregation_threshold == 0 && queue.elements + count > config.atl_queue_size) {
+        if (config.aggregation_threshold == 0 && queue.elements + count > limit) {
             Fail(openfam::FAM_ERR_ATL_QUEUE_FULL,
-                 "the queue of {} holds {} elements and takes {} at most (ATL_queue_size); "
-                 "call fam_aggregate_flush, or set aggregation_threshold to ship it "
-                 "automatically",
-                 Describe(info), queue.elements, config.atl_queue_size);
+                 "the queue of {} holds {} elements and takes {} at most (ATL_queue_size {} "
+                 "per memory server); call fam_aggregate_flush, or set aggregation_threshold to "
+                 "ship it automatically",
+                 Describe(info), queue.elements, limit, config.atl_queue_size);
         }
         if (queue.runs.empty() || queue.runs.back().op != op ||
             queue.runs.back().element_size != element_size) {
@@ -91,7 +96,8 @@ void FamImpl::QueueOperation(int op_number, void *local, Fam_Descriptor *item, u
             run.data.insert(run.data.end(), bytes, bytes + count * element_size);
         }
         queue.elements += count;
-        uint64_t threshold = std::min(config.aggregation_threshold, config.atl_queue_size);
+        uint64_t threshold =
+            std::min(config.aggregation_threshold, config.atl_queue_size) * servers;
         if (config.aggregation_threshold == 0 || queue.elements < threshold) return;
         full = std::move(queue);
         queues_.erase({info.region_id, info.offset});
