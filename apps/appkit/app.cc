@@ -81,6 +81,27 @@ Pe PeOf(openfam::fam &fam) {
     return pe;
 }
 
+int RunJob(const char *app, const std::function<int(openfam::fam &, const Pe &)> &body) {
+    openfam::fam fam;
+    Fam_Options options{};
+    Pe pe;
+    bool initialized = false;
+    try {
+        fam.fam_initialize("default", &options);
+        initialized = true;
+        pe = PeOf(fam);
+        int status = body(fam, pe);
+        fam.fam_finalize("default");
+        return status;
+    } catch (const openfam::Fam_Exception &e) {
+        std::fprintf(stderr, "%s: %s\n", app, e.fam_error_msg());
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "%s: %s\n", app, e.what());
+    }
+    if (initialized && pe.count > 1) fam.fam_abort(1);
+    return 1;
+}
+
 std::string ModelOf(openfam::fam &fam) {
     const void *value = fam.fam_get_option("OPENFAM_MODEL");
     std::string model = static_cast<const char *>(value);

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -43,6 +44,12 @@ struct Pe {
     uint64_t BlockEnd(uint64_t total) const { return total * (rank + 1) / count; }
 };
 Pe PeOf(openfam::fam &fam);
+
+// Runs `body(fam, pe)` between fam_initialize and fam_finalize and returns its exit status. A
+// Fam_Exception (or another std::exception) escaping it is printed as "<app>: <message>" and
+// gives 1; with several PEs the job is aborted then (fam_abort), since the other PEs would wait
+// at a barrier for this one.
+int RunJob(const char *app, const std::function<int(openfam::fam &, const Pe &)> &body);
 
 // "embedded" or "cluster" (memory servers), for RESULT lines.
 std::string ModelOf(openfam::fam &fam);

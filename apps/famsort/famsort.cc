@@ -184,17 +184,14 @@ int main(int argc, char **argv) {
                      kUsage);
         return 2;
     }
-    fam f;
-    Fam_Options options{};
     Job job;
     Budget budget(opt.dram_cap);
     job.opt = opt;
     job.budget = &budget;
-    Fam_Region_Descriptor *region = nullptr, *input_region = nullptr;
-    try {
-        f.fam_initialize("default", &options);
+    return apps::RunJob("famsort", [&](fam &f, const apps::Pe &pe) {
+        Fam_Region_Descriptor *region = nullptr, *input_region = nullptr;
         job.f = &f;
-        job.pe = apps::PeOf(f);
+        job.pe = pe;
         if (generate > 0) {
             uint64_t bytes = generate * kRecordBytes;
             input_region = apps::FreshRegion(f, job.pe, opt.region.c_str(),
@@ -239,13 +236,6 @@ int main(int argc, char **argv) {
         }
         delete region;
         delete input_region;
-        f.fam_finalize("default");
         return status;
-    } catch (const Fam_Exception &e) {
-        std::fprintf(stderr, "famsort: %s\n", e.fam_error_msg());
-    } catch (const std::exception &e) {
-        std::fprintf(stderr, "famsort: %s\n", e.what());
-    }
-    if (job.pe.count > 1) f.fam_abort(1);  // the other PEs would wait at a barrier
-    return 1;
+    });
 }

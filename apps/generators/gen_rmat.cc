@@ -368,12 +368,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     job.g.Setup();
-    fam f;
-    Fam_Options options{};
-    try {
-        f.fam_initialize("default", &options);
+    return apps::RunJob("gen_rmat", [&](fam &f, const apps::Pe &pe) {
         job.f = &f;
-        job.pe = apps::PeOf(f);
+        job.pe = pe;
         const Graph &g = job.g;
         uint64_t board_bytes = (kBlockSums + job.pe.count) * 8;
         uint64_t items = (g.vertices + 1 + g.edges + job.pe.count * g.vertices) * 8 + board_bytes;
@@ -402,11 +399,6 @@ int main(int argc, char **argv) {
             delete item;
         }
         delete region;
-        f.fam_finalize("default");
         return status;
-    } catch (const Fam_Exception &e) {
-        std::fprintf(stderr, "gen_rmat: %s\n", e.fam_error_msg());
-        if (job.pe.count > 1) f.fam_abort(1);  // the other PEs would wait at a barrier
-        return 1;
-    }
+    });
 }

@@ -195,12 +195,9 @@ int main(int argc, char **argv) {
                      kUsage);
         return 2;
     }
-    fam f;
-    Fam_Options options{};
-    try {
-        f.fam_initialize("default", &options);
+    return apps::RunJob("gen_sort", [&](fam &f, const apps::Pe &pe) {
         job.f = &f;
-        job.pe = apps::PeOf(f);
+        job.pe = pe;
         uint64_t bytes = job.r.count * kRecordBytes;
         Fam_Region_Descriptor *region = apps::FreshRegion(f, job.pe, region_name.c_str(),
                                                           bytes + bytes / 16 + (4 << 20));
@@ -222,11 +219,6 @@ int main(int argc, char **argv) {
         delete job.info;
         delete job.board;
         delete region;
-        f.fam_finalize("default");
         return status;
-    } catch (const Fam_Exception &e) {
-        std::fprintf(stderr, "gen_sort: %s\n", e.fam_error_msg());
-        if (job.pe.count > 1) f.fam_abort(1);  // the other PEs would wait at a barrier
-        return 1;
-    }
+    });
 }

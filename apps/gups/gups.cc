@@ -150,12 +150,9 @@ int main(int argc, char **argv) {
                              "or both\n%s\n", kUsage);
         return 2;
     }
-    fam f;
-    Fam_Options options{};
-    try {
-        f.fam_initialize("default", &options);
+    return apps::RunJob("gups", [&](fam &f, const apps::Pe &pe) {
         s.f = &f;
-        s.pe = apps::PeOf(f);
+        s.pe = pe;
         uint64_t table_bytes = 8ull << s.log_size;
         Fam_Region_Descriptor *region =
             apps::FreshRegion(f, s.pe, "gups", table_bytes + (1 << 20));
@@ -167,10 +164,9 @@ int main(int argc, char **argv) {
         }
         f.fam_barrier_all();
         if (s.pe.first()) f.fam_destroy_region(region);
-        f.fam_finalize("default");
+        delete s.table;
+        delete s.errors;
+        delete region;
         return status;
-    } catch (const Fam_Exception &e) {
-        std::fprintf(stderr, "gups: %s\n", e.fam_error_msg());
-        return 1;
-    }
+    });
 }

@@ -274,18 +274,10 @@ int main(int argc, char **argv) {
                              "--iterations 1..100000\n%s\n", kUsage);
         return 2;
     }
-    fam f;
-    Fam_Options options{};
-    try {
-        f.fam_initialize("default", &options);
-        apps::Pe pe = apps::PeOf(f);
+    return apps::RunJob("pagerank", [&](fam &f, const apps::Pe &pe) {
         int status = Run(f, pe, p, args.Text("region", "rmat"), !args.Flag("no-check"),
                          args.Flag("drop-graph"));
-        f.fam_finalize("default");
         // Only PE 0 checks; the others succeed when nothing failed.
         return pe.first() ? status : 0;
-    } catch (const Fam_Exception &e) {
-        std::fprintf(stderr, "pagerank: %s\n", e.fam_error_msg());
-        return 1;
-    }
+    });
 }

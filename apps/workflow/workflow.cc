@@ -444,25 +444,18 @@ int main(int argc, char **argv) {
     }
     job.restore_region = job.region + "-restore";
     job.backup = "workflow-" + job.region;
-    fam f;
-    Fam_Options options{};
-    try {
-        f.fam_initialize("default", &options);
+    return apps::RunJob("workflow", [&](fam &f, const apps::Pe &pe) {
         job.f = &f;
-        job.pe = apps::PeOf(f);
-        int status = RunStage(job, stage);
-        f.fam_finalize("default");
-        return status;
-    } catch (const StageError &e) {
-        if (job.pe.first()) {
-            apps::Check("workflow", false, "stage=" + stage + " error=missing-input");
+        job.pe = pe;
+        try {
+            return RunStage(job, stage);
+        } catch (const StageError &e) {
+            // Every PE finds the input missing: a clean failure, no abort.
+            if (job.pe.first()) {
+                apps::Check("workflow", false, "stage=" + stage + " error=missing-input");
+            }
+            std::fprintf(stderr, "workflow: %s\n", e.what());
+            return 1;
         }
-        std::fprintf(stderr, "workflow: %s\n", e.what());
-        f.fam_finalize("default");
-        return 1;
-    } catch (const Fam_Exception &e) {
-        std::fprintf(stderr, "workflow: %s\n", e.fam_error_msg());
-        if (job.pe.count > 1) f.fam_abort(1);  // the other PEs would wait at a barrier
-        return 1;
-    }
+    });
 }
