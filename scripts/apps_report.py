@@ -31,14 +31,20 @@ READING = """## Reading the results
   splits every group's gather into one request per server, so each group pays three requests'
   fixed cost instead of one, and loopback has no per-server link for interleaving to spread load
   over (the in-cast it cures in seed 000's Fig. 7 needs many PEs and separate server links:
-  issue 17's emulated fabric). Over `shm` and on the embedded model the difference is small.
+  issue 17's emulated fabric). On the embedded model a region is one heap whatever the
+  attribute: the difference between its two rows is this machine's run-to-run noise (up to
+  about 20% between runs of this page).
 - **SpMV, cluster vs embedded**: the target (at least 0.1x of the embedded rate) is for 3
   interleaved servers over `shm`; `tcp` is reported beside it.
 - **FAMSort** sorts 100-byte records (keys and indices) under a per-PE DRAM cap (16 MiB by
   default), spilling sorted buckets to FAM and merging them by prefix; the radix sort keeps all
   of its 64-bit keys in DRAM. Below the cap the radix sort is faster; FAMSort's point (seed 001's
   Fig. 18) is the sizes beyond the PEs' combined DRAM, where the radix sort cannot run at all: at
-  16 M records it sorts 288 MB of keys and indices with 32 MiB of cap in all.
+  16 M records it sorts 288 MB of keys and indices with 32 MiB of cap in all. Its DRAM is
+  `anon_rss_mb` (the process's anonymous memory: the cap plus the library's own few MB; a
+  client over `tcp` adds libfabric's buffers); `peak_rss_mb` also counts the pages of FAM the
+  PE touched through its mappings (the embedded model and `shm`), which are the heap files'
+  memory, not the PE's.
 - **Radix sort**: the hybrid version reads its input and writes its output in FAM, the SHMEM-only
   one in files. On the embedded model and over `shm`, FAM is memory the PEs map, faster than the
   files (which sit in the page cache or on a fast virtual disk here), and the hybrid sort wins at
