@@ -5,6 +5,7 @@
 #include <fam/fam.h>
 #include <fam/fam_c.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -378,6 +379,40 @@ TEST_F(AggregationThreadsTest, ThreadsQueueingOnOneObjectAndOnContextsAddUpExact
     }
 }
 
+class AggregationThreadsThresholdTest : public ThreadMultipleFamTest {
+  protected:
+    void PrepareEnvironment() override { SetEnv("FAMPOOL_AGGREGATION_THRESHOLD", "2"); }
+};
+
+TEST_F(AggregationThreadsThresholdTest, FlushWaitsForItsGatherShippedByAnotherThread) {
+    // Thread A keeps queueing adds to word 1000, shipping the queue every second element;
+    // thread B gathers word 0 and flushes: a shipment of A's may carry B's gather, and B's
+    // flush must not return before it is applied.
+    uint64_t value = 0x5eed;
+    fam()->fam_put_blocking(&value, item_.get(), 0, 8);
+    std::atomic<bool> done{false};
+    std::string adder_error;
+    std::thread adder([&] {
+        uint64_t index = 1000, one = 1;
+        try {
+            while (!done) fam()->fam_queue_operation(OP_ADD_INDEXED, &one, item_.get(), 1, &index, 8);
+        } catch (const Fam_Exception &e) {
+            adder_error = e.fam_error_msg();
+        }
+    });
+    uint64_t wrong = 0;
+    for (int round = 0; round < 300; ++round) {
+        uint64_t index = 0, seen = 0;
+        fam()->fam_queue_operation(OP_GATHER, &seen, item_.get(), 1, &index, 8);
+        fam()->fam_aggregate_flush(item_.get());
+        wrong += seen != value;
+    }
+    done = true;
+    adder.join();
+    EXPECT_EQ(adder_error, "");
+    EXPECT_EQ(wrong, 0u) << "gathers seen unfilled after their flush returned";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Gathers and scatters of many scattered elements (done by the memory servers on a cluster
 // whose heaps this process does not map)
@@ -403,6 +438,19 @@ TEST_P(ManyElementsTest, IndexedGatherReadsEveryElement) {
         std::memcpy(&want, &contents[index[i] * 8], 8);
         ASSERT_EQ(local[i], want) << "element " << i << " (index " << index[i] << ")";
     }
+}
+
+TEST_P(ManyElementsTest, GatherSeesTheThreadsEarlierNonFetchingAtomics) {
+    std::vector<uint64_t> index = SpreadIndices(500, 6);
+    for (uint64_t each : index) fam()->fam_add(item_.get(), each * 8, uint64_t{7});
+    std::vector<uint64_t> local(index.size(), 0);
+    if (blocking()) {
+        fam()->fam_gather_blocking(local.data(), item_.get(), index.size(), index.data(), 8);
+    } else {
+        fam()->fam_gather_nonblocking(local.data(), item_.get(), index.size(), index.data(), 8);
+        fam()->fam_quiet();
+    }
+    for (size_t i = 0; i < index.size(); ++i) ASSERT_EQ(local[i], 7u) << "element " << i;
 }
 
 TEST_P(ManyElementsTest, StridedScatterWritesEveryElementAndNothingElse) {

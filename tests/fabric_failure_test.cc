@@ -135,6 +135,37 @@ TEST_P(FabricTest, DeadServerFailsWithinTimeout) {
     EXPECT_EQ(0u, channel_->Pending());
 }
 
+// An item striped over a live server and a stopped one (connections open, nothing answered):
+// the probes of the stall, which the live server answers, are not progress, so the read still
+// fails within a few timeouts instead of waiting for the stopped server forever.
+TEST_P(FabricTest, StoppedServerBesideALiveOneFailsWithinTimeout) {
+    if (provider() != "tcp") GTEST_SKIP() << "stopping a shm server stalls its clients' posts";
+    StartServers(1);
+    ServerProcess stopped(provider(), FirstPort() + 4);
+    ASSERT_TRUE(stopped.started()) << "the memory server process did not start";
+    OpenClient(/*timeout_ms=*/1500);
+    ItemInfo info = Region();
+    info.region.memory_servers = {servers_[0]->id, stopped.id()};
+    info.region.interleave_size = kInterleave;
+    info.name = "striped";
+    info.size = 2 * kInterleave;
+    info.access = {AccessTo(*servers_[0], true), stopped.access()};
+    auto item = transport_->Attach(info);
+    std::vector<char> buffer(info.size, 1);
+    channel_->Write(item, 0, buffer.data(), buffer.size(), true);  // both connected
+    stopped.Stop(std::chrono::seconds(30));
+    auto start = Clock::now();
+    auto caught =
+        CatchFamError([&] { channel_->Read(item, 0, buffer.data(), buffer.size(), true); });
+    auto elapsed = Clock::now() - start;
+    bool still_stopped = stopped.StillStopped();
+    stopped.Continue();
+    EXPECT_TRUE(still_stopped) << "the server was resumed before the read ended";
+    EXPECT_EQ(openfam::FAM_ERR_LIBFABRIC, caught.code)
+        << fampool_test::FamErrorName(caught.code) << ": " << caught.message;
+    EXPECT_LT(elapsed, std::chrono::milliseconds(8000));
+}
+
 // A client process that dies without closing anything must leave an idle server idle: the
 // server's progress thread sleeps again instead of spinning on what the provider left behind.
 TEST_P(FabricTest, ServerStaysIdleAfterClientProcessDies) {

@@ -4,6 +4,7 @@
 // server (Channel::ApplyElements), where the server's CPU applies them after checking the
 // caller's key. On the embedded model the PE's own CPU is the memory side.
 #include <cstdio>
+#include <exception>
 
 #include "client/fam_impl.h"
 
@@ -99,8 +100,7 @@ void FamImpl::QueueOperation(int op_number, void *local, Fam_Descriptor *item, u
         uint64_t threshold =
             std::min(config.aggregation_threshold, config.atl_queue_size) * servers;
         if (config.aggregation_threshold == 0 || queue.elements < threshold) return;
-        full = std::move(queue);
-        queues_.erase({info.region_id, info.offset});
+        full = TakeQueue(queues_.find({info.region_id, info.offset}));
     }
     Ship(session, std::move(full));
 }
@@ -109,22 +109,47 @@ void FamImpl::AggregateFlush(Fam_Descriptor *item) {
     Session &session = Live();
     if (!item) Fail(openfam::FAM_ERR_NULLPTR, "descriptor is NULL");
     Fam_Global_Descriptor global = item->get_global_descriptor();
+    QueueKey key{global.regionId, global.offset};
     Queue queue;
     {
         std::lock_guard<std::mutex> lock(queues_mutex_);
-        auto it = queues_.find({global.regionId, global.offset});
-        if (it == queues_.end()) return;
-        queue = std::move(it->second);
-        queues_.erase(it);
+        auto it = queues_.find(key);
+        if (it != queues_.end()) queue = TakeQueue(it);
     }
-    Ship(session, std::move(queue));
+    if (!queue.runs.empty()) Ship(session, std::move(queue));
+    // What other threads took out of the queue (at their threshold) is applied before this
+    // returns too: this thread's gathers may be among it.
+    std::unique_lock<std::mutex> lock(queues_mutex_);
+    shipped_.wait(lock, [&] { return shipping_.count(key) == 0; });
+}
+
+FamImpl::Queue FamImpl::TakeQueue(std::map<QueueKey, Queue>::iterator it) {
+    ++shipping_[it->first];
+    Queue queue = std::move(it->second);
+    queues_.erase(it);
+    return queue;
 }
 
 void FamImpl::Ship(Session &session, Queue queue) {
+    // However it ends, the queue no longer counts as being shipped.
+    QueueKey key{queue.item.item.region_id, queue.item.item.offset};
+    struct Shipped {
+        FamImpl *impl;
+        QueueKey key;
+        ~Shipped() {
+            std::lock_guard<std::mutex> lock(impl->queues_mutex_);
+            auto it = impl->shipping_.find(key);
+            if (it != impl->shipping_.end() && --it->second == 0) impl->shipping_.erase(it);
+            impl->shipped_.notify_all();
+        }
+    } shipped{this, key};
     uint64_t left = queue.elements;
+    bool refreshed = false;
     for (QueuedRun &run : queue.runs) {
         uint64_t count = run.indices.size();
         try {
+            if (!refreshed) RefreshQueued(session, queue.item);  // once per shipment
+            refreshed = true;
             ApplyElements(session, queue.item, run.op, AccessFor(run.op), run.indices.data(),
                           count, run.element_size, run.data.data());
         } catch (const Failure &failure) {
@@ -136,8 +161,8 @@ void FamImpl::Ship(Session &session, Queue queue) {
                                 error == openfam::FAM_ERR_INVALID ||
                                 error == openfam::FAM_ERR_OUTOFRANGE;
             Fail(item_problem ? error : openfam::FAM_ERR_ATL,
-                 "{} queued elements were not applied (the first {} of them {}; the queue is "
-                 "now empty): {}",
+                 "{} queued elements were not applied, or (the first {} of them, {}) only in "
+                 "part; the queue is now empty: {}",
                  left, count, NameOf(run.op), failure.fam_error_msg());
         }
         left -= count;
@@ -152,16 +177,18 @@ void FamImpl::Ship(Session &session, Queue queue) {
 }
 
 void FamImpl::ShipAll(const char *call) {
-    std::map<QueueKey, Queue> queues;
+    std::vector<Queue> queues;
     {
         std::lock_guard<std::mutex> lock(queues_mutex_);
-        queues.swap(queues_);
+        while (!queues_.empty()) queues.push_back(TakeQueue(queues_.begin()));
     }
-    for (auto &[key, queue] : queues) {
+    for (Queue &queue : queues) {
         try {
             Ship(*session_, std::move(queue));
         } catch (const Failure &failure) {
             std::fprintf(stderr, "fampool: %s: %s\n", call, failure.fam_error_msg());
+        } catch (const std::exception &failure) {
+            std::fprintf(stderr, "fampool: %s: %s\n", call, failure.what());
         }
     }
 }

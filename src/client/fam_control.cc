@@ -1,5 +1,6 @@
 // FamImpl: regions, items and descriptor resolution (the control path).
 #include <cstring>
+#include <exception>
 
 #include "client/fam_impl.h"
 
@@ -200,13 +201,23 @@ void FamImpl::Deallocate(Fam_Descriptor *item) {
 void FamImpl::Close(Fam_Descriptor *item) {
     Session &session = Control();
     DescriptorState &state = Resolve(session, item);
-    AggregateFlush(item);  // the item stays: what was queued for it reaches it first
-    // The item stays; this process lets go of its data-path binding, and the descriptor is
-    // done with: every later use fails (fam_lookup gives a new one).
-    std::lock_guard<std::mutex> lock(resolve_mutex_);
-    state.set_binding(nullptr);
-    state.status = DESC_INVALID;
-    state.closed = true;
+    // The item stays: what was queued for it reaches it first. A failed flush is reported,
+    // and the descriptor is closed all the same.
+    std::exception_ptr unflushed;
+    try {
+        AggregateFlush(item);
+    } catch (...) {
+        unflushed = std::current_exception();
+    }
+    {
+        // This process lets go of its data-path binding, and the descriptor is done with:
+        // every later use fails (fam_lookup gives a new one).
+        std::lock_guard<std::mutex> lock(resolve_mutex_);
+        state.set_binding(nullptr);
+        state.status = DESC_INVALID;
+        state.closed = true;
+    }
+    if (unflushed) std::rethrow_exception(unflushed);
 }
 
 void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {

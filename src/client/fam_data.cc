@@ -203,9 +203,7 @@ void FamImpl::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64
              });
 }
 
-void FamImpl::ApplyElements(Session &session, DescriptorState &state, ElementOp op,
-                            unsigned access, const uint64_t *index, uint64_t count,
-                            uint64_t element_size, char *data) {
+void FamImpl::RefreshQueued(Session &session, DescriptorState &state) {
     const std::shared_ptr<Binding> &binding = state.binding();
     if (!binding || !binding->valid()) {
         Fail(openfam::FAM_ERR_INVALID, "the region of {} was destroyed", Describe(state.item));
@@ -215,9 +213,14 @@ void FamImpl::ApplyElements(Session &session, DescriptorState &state, ElementOp 
     ItemInfo fresh =
         session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller);
     RequireSameItem(fresh, state.item);
-    CheckPermission(fresh, access);
     if (!SameKeys(fresh, state.item)) state.set_binding(session.transport->Attach(fresh));
     state.item = std::move(fresh);
+}
+
+void FamImpl::ApplyElements(Session &session, DescriptorState &state, ElementOp op,
+                            unsigned access, const uint64_t *index, uint64_t count,
+                            uint64_t element_size, char *data) {
+    CheckPermission(state.item, access);
     Transfer(session, state, access, op != ElementOp::kAdd,
              [&](const std::shared_ptr<Binding> &binding) {
                  channel_->ApplyElements(binding, op, index, count, element_size, data);

@@ -6,6 +6,7 @@
 #define FAMPOOL_CLIENT_FAM_IMPL_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -175,10 +176,14 @@ class FamImpl {
     // Ships the queued runs (of `queue`, taken out of queues_) to the memory servers, in
     // order. A run that fails drops the runs after it too (the error says how many).
     void Ship(Session &session, Queue queue);
-    // Channel::ApplyElements on the item of `state` (a queue's own copy), checked against the
-    // item's record and the caller's rights as they are now and bound with the keys granted
-    // now, with Transfer's recovery from keys replaced meanwhile (an add is not made again:
-    // twice is not once).
+    // Takes the queue at `it` out of queues_ to ship it (queues_mutex_ held), counting it in
+    // shipping_ until Ship is done with it.
+    Queue TakeQueue(std::map<QueueKey, Queue>::iterator it);
+    // Brings `state` (a queue's own copy) up to date: the item's record and the caller's
+    // rights as they are now, bound with the keys granted now.
+    void RefreshQueued(Session &session, DescriptorState &state);
+    // Channel::ApplyElements on the item of `state`, with Transfer's recovery from keys
+    // replaced meanwhile (an add is not made again: twice is not once).
     void ApplyElements(Session &session, DescriptorState &state, ElementOp op, unsigned access,
                        const uint64_t *index, uint64_t count, uint64_t element_size, char *data);
     // Ships every queue, as fam_finalize and closing a context do; failures go to stderr.
@@ -200,6 +205,10 @@ class FamImpl {
 
     std::mutex queues_mutex_;
     std::map<QueueKey, Queue> queues_;
+    // Queues taken out and not yet applied, by item: fam_aggregate_flush waits for those
+    // another thread is shipping.
+    std::map<QueueKey, uint64_t> shipping_;
+    std::condition_variable shipped_;
 
     std::mutex finalize_mutex_;
     std::mutex contexts_mutex_;

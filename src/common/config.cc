@@ -222,6 +222,14 @@ Config LoadConfig(const Fam_Options *options) {
              "ATL_data_size {} is above 32 MiB (a request must fit in a 64 MiB gRPC message)",
              c.atl_data_size);
     }
+    // Counted per memory server and multiplied by the servers of an item: kept far from
+    // overflow.
+    constexpr uint64_t kMostElements = uint64_t{1} << 32;
+    if (c.aggregation_threshold > kMostElements || c.atl_queue_size > kMostElements) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "aggregation_threshold {} or ATL_queue_size {} is above 2^32 elements",
+             c.aggregation_threshold, c.atl_queue_size);
+    }
     if (c.atl_queue_size == 0) {
         Fail(openfam::FAM_ERR_INVALID, "ATL_queue_size is 0: a queue must hold an element");
     }

@@ -25,6 +25,9 @@ FabricChannel::FabricChannel(std::shared_ptr<FabricContext> context, bool lazily
 }
 
 FabricChannel::~FabricChannel() {
+    // Work on the background queue uses this channel (memory-side gathers, their pieces that
+    // go by RMA): it ends first.
+    direct_queue_.Drain();
     // The provider may still write into buffers the caller owns: let it finish, boundedly.
     std::lock_guard<std::mutex> lock(mutex_);
     if (endpoint_.endpoint) WaitAll(Deadline());
@@ -39,7 +42,7 @@ void FabricChannel::CloseEndpoint() {
     endpoint_.counter.reset();
     // What was counted on it went with it: a closed channel has nothing in flight, and a
     // wait on it (BeginWait) needs no endpoint.
-    posted_ = settled_ = reported_ = failures_seen_ = 0;
+    posted_ = settled_ = reported_ = failures_seen_ = probes_ = 0;
     writes_in_flight_ = false;
     atomics_in_flight_ = 0;
     call_ends_.clear();

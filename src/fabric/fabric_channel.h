@@ -183,6 +183,7 @@ class FabricChannel : public Channel {
 
     // On the current endpoint:
     uint64_t posted_ = 0;    // operations posted
+    uint64_t probes_ = 0;    // of them, stall probes (their completions are not progress)
     uint64_t settled_ = 0;   // posted_ when all had last completed
     uint64_t reported_ = 0;  // failures read from the queue
     uint64_t failures_seen_ = 0;

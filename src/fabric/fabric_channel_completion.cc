@@ -2,6 +2,7 @@
 // stalled operations, reaping failures, and recovery (a fresh endpoint after a timeout).
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <thread>
 
 #include "common/error.h"
@@ -24,8 +25,12 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
     auto nap = kFirstNap;
     auto last_change = now;
     // A wait gives up only when nothing completed for the whole timeout: a server that answers
-    // a large batch slowly but steadily is not a dead one.
+    // a large batch slowly but steadily is not a dead one. Probes do not count: those to the
+    // live servers of a striped item complete while a stopped one answers nothing. `real` is
+    // a lower bound of the operations other than probes completed in this wait.
     const auto patience = std::chrono::milliseconds(context_->timeout_ms());
+    const uint64_t probes_before = probes_;
+    int64_t best_real = INT64_MIN;
     uint64_t last_done = ~uint64_t{0};
     bool sleeping = false;
     for (uint64_t round = 0;; ++round) {
@@ -57,7 +62,12 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
         if (done + failed != last_done) {
             last_done = done + failed;
             last_change = now;
-            if (deadline - now < patience) deadline = now + patience;
+            int64_t real = static_cast<int64_t>(done + failed) -
+                           static_cast<int64_t>(probes_ - probes_before);
+            if (real > best_real) {
+                best_real = real;
+                if (deadline - now < patience) deadline = now + patience;
+            }
         } else if (now - last_change >= kProbeAfter) {
             Probe();
             last_change = now;
@@ -105,6 +115,7 @@ void FabricChannel::Probe() {
                                       touched.key, FI_UINT8, FI_ATOMIC_READ, context);
             if (ret == 0) {
                 ++posted_;
+                ++probes_;
                 ++slot;
             }
         }

@@ -54,6 +54,13 @@ void FabricChannel::ElementsOnServers(const std::shared_ptr<Binding> &binding, E
         return MemorySide(static_cast<const FabricBinding &>(*binding), op, plan.indices.data(),
                           count, element_size, local);
     }
+    {
+        // As on the RMA path: a later gather or scatter sees this thread's earlier
+        // non-fetching atomics.
+        std::lock_guard<std::mutex> lock(mutex_);
+        Begin(false);
+        AfterAtomics(Deadline());
+    }
     direct_queue_.Post([this, binding, indices = std::move(plan.indices), op, local, count,
                         element_size] {
         MemorySide(static_cast<const FabricBinding &>(*binding), op, indices.data(), count,
@@ -101,7 +108,9 @@ void FabricChannel::MemorySide(const FabricBinding &item, ElementOp op, const ui
             Fail(openfam::FAM_ERR_INVALID, "{} has no memory server index {}", item.Describe(),
                  place.server);
         }
-        if (place.contiguous < element_size) {
+        // Elements split between two servers, or larger than a request may carry, go by RMA.
+        if (place.contiguous < element_size ||
+            element_size + 8 > domain_.config().memory_side_request_bytes) {
             if (op == ElementOp::kAdd) {
                 Fail(openfam::FAM_ERR_INVALID, "element {} of {} is split between two memory "
                      "servers: it cannot be added atomically", index[i], item.Describe());

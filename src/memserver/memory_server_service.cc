@@ -125,8 +125,11 @@ grpc::Status MemoryServerService::ApplyElements(grpc::ServerContext *,
         uint64_t count = static_cast<uint64_t>(request->offsets_size());
         uint64_t bytes = 0;
         bool gather = op == ElementOp::kGather;
+        // A reply larger than a gRPC message may carry is refused before anything is allocated
+        // (an unchecked element size would let one request exhaust the server's memory).
+        constexpr uint64_t kMostBytes = 64 << 20;
         if (request->op() < 0 || request->op() > static_cast<int>(ElementOp::kGather) ||
-            size == 0 || __builtin_mul_overflow(count, size, &bytes) ||
+            size == 0 || __builtin_mul_overflow(count, size, &bytes) || bytes > kMostBytes ||
             request->data().size() != (gather ? 0 : bytes)) {
             Fail(openfam::FAM_ERR_INVALID,
                  "element request with a malformed operation, element size or data");
