@@ -420,6 +420,16 @@ TEST_F(AggregationThreadsThresholdTest, FlushWaitsForItsGatherShippedByAnotherTh
 class ManyElementsTest : public AggregationTest, public ::testing::WithParamInterface<bool> {
   protected:
     bool blocking() const { return GetParam(); }
+    // An indexed gather of 8-byte words, blocking or not as the parameter says.
+    void GatherWords(std::vector<uint64_t> &index, std::vector<uint64_t> &local) {
+        if (blocking()) {
+            fam()->fam_gather_blocking(local.data(), item_.get(), index.size(), index.data(), 8);
+        } else {
+            fam()->fam_gather_nonblocking(local.data(), item_.get(), index.size(), index.data(),
+                                          8);
+            fam()->fam_quiet();
+        }
+    }
 };
 
 TEST_P(ManyElementsTest, IndexedGatherReadsEveryElement) {
@@ -427,12 +437,7 @@ TEST_P(ManyElementsTest, IndexedGatherReadsEveryElement) {
     PutBytes(item_.get(), 0, contents);
     std::vector<uint64_t> index = SpreadIndices(5000, 4);
     std::vector<uint64_t> local(index.size(), 0);
-    if (blocking()) {
-        fam()->fam_gather_blocking(local.data(), item_.get(), index.size(), index.data(), 8);
-    } else {
-        fam()->fam_gather_nonblocking(local.data(), item_.get(), index.size(), index.data(), 8);
-        fam()->fam_quiet();
-    }
+    GatherWords(index, local);
     for (size_t i = 0; i < index.size(); ++i) {
         uint64_t want;
         std::memcpy(&want, &contents[index[i] * 8], 8);
@@ -444,12 +449,7 @@ TEST_P(ManyElementsTest, GatherSeesTheThreadsEarlierNonFetchingAtomics) {
     std::vector<uint64_t> index = SpreadIndices(500, 6);
     for (uint64_t each : index) fam()->fam_add(item_.get(), each * 8, uint64_t{7});
     std::vector<uint64_t> local(index.size(), 0);
-    if (blocking()) {
-        fam()->fam_gather_blocking(local.data(), item_.get(), index.size(), index.data(), 8);
-    } else {
-        fam()->fam_gather_nonblocking(local.data(), item_.get(), index.size(), index.data(), 8);
-        fam()->fam_quiet();
-    }
+    GatherWords(index, local);
     for (size_t i = 0; i < index.size(); ++i) ASSERT_EQ(local[i], 7u) << "element " << i;
 }
 
