@@ -139,7 +139,10 @@ TEST_P(FabricTest, DeadServerFailsWithinTimeout) {
 // the probes of the stall, which the live server answers, are not progress, so the read still
 // fails within a few timeouts instead of waiting for the stopped server forever.
 TEST_P(FabricTest, StoppedServerBesideALiveOneFailsWithinTimeout) {
-    if (provider() != "tcp") GTEST_SKIP() << "stopping a shm server stalls its clients' posts";
+    if (provider() == "shm") {
+        GTEST_SKIP() << "a stopped shm server may hold its shared region's spin lock (libfabric "
+                        "1.17), which stalls every client's post: the case cannot be set up";
+    }
     StartServers(1);
     ServerProcess stopped(provider(), FirstPort() + 4);
     ASSERT_TRUE(stopped.started()) << "the memory server process did not start";
