@@ -39,6 +39,36 @@ TEST_F(RegionTest, CreateRegionWithNullAttributesUsesDocumentedDefaults) {
     EXPECT_EQ(region->get_redundancyLevel(), NONE);
 }
 
+// A redundancy level is a promise that the region survives a memory server's loss: refused
+// where it cannot be kept (FAM_ERR_RESOURCE with fewer memory servers than it needs, as on the
+// embedded model; FAM_ERR_UNIMPL on larger clusters until redundant regions exist), naming the
+// region and the level, and nothing is created.
+TEST_F(RegionTest, RedundantRegionIsRefusedClearlyAndNothingIsCreated) {
+    for (Fam_Redundancy_Level level : {RAID1, RAID5}) {
+        Fam_Region_Attributes attrs = FamAttributes();
+        attrs.redundancyLevel = level;
+        CaughtError caught = CatchFamError(
+            [&] { delete fam()->fam_create_region("safe", kMiB, 0777, &attrs); });
+        EXPECT_TRUE(caught.code == FAM_ERR_RESOURCE || caught.code == FAM_ERR_UNIMPL)
+            << FamErrorName(caught.code) << ": " << caught.message;
+        EXPECT_NE(caught.message.find("\"safe\""), std::string::npos) << caught.message;
+        EXPECT_NE(caught.message.find(level == RAID1 ? "RAID1" : "RAID5"), std::string::npos)
+            << caught.message;
+        if (!cluster()) {
+            EXPECT_EQ(caught.code, FAM_ERR_RESOURCE) << caught.message;
+        }
+        EXPECT_FAM_ERROR(delete fam()->fam_lookup_region("safe"), FAM_ERR_NOTFOUND,
+                         "fam_lookup_region");
+    }
+}
+
+TEST_F(RegionTest, UnknownRedundancyLevelIsRefusedAsInvalid) {
+    Fam_Region_Attributes attrs = FamAttributes();
+    attrs.redundancyLevel = static_cast<Fam_Redundancy_Level>(9);
+    EXPECT_FAM_ERROR(delete fam()->fam_create_region("odd", kMiB, 0777, &attrs),
+                     FAM_ERR_INVALID, "fam_create_region");
+}
+
 TEST_F(RegionTest, CreateRegionWithDefaultEnumeratorsUsesDocumentedDefaults) {
     Fam_Region_Attributes attrs = FamAttributes();
     std::unique_ptr<Fam_Region_Descriptor> region(

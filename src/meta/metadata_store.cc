@@ -96,6 +96,30 @@ std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64
     return order;
 }
 
+void MetadataStore::CheckRedundancy(const std::string &name, Fam_Redundancy_Level level) const {
+    if (level == NONE) return;
+    if (level != RAID1 && level != RAID5) {
+        Fail(openfam::FAM_ERR_INVALID, "region \"{}\": unknown redundancyLevel {}", name,
+             static_cast<int>(level));
+    }
+    // A region's redundancy is a promise that its bytes survive a memory server's loss: never
+    // accepted where it cannot be kept.
+    const char *what = level == RAID1 ? "RAID1" : "RAID5";
+    size_t needed = level == RAID1 ? 2 : 3;
+    if (servers_.size() < needed) {
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "region \"{}\" asks for {}, which needs {} memory servers (a copy or parity on "
+             "another server), and there {} {}; the embedded model has one: create it with "
+             "redundancyLevel NONE, or on a cluster of {} or more memory servers",
+             name, what, needed, servers_.size() == 1 ? "is" : "are", servers_.size(), needed);
+    }
+    Fail(openfam::FAM_ERR_UNIMPL,
+         "region \"{}\" asks for {}: redundant regions are not available in this version of "
+         "fampool (its data would not survive a memory server's loss); create it with "
+         "redundancyLevel NONE",
+         name, what);
+}
+
 RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                                        const Fam_Region_Attributes &attributes,
                                        const Caller &caller) {
@@ -115,6 +139,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     if (region.attributes.redundancyLevel == REDUNDANCY_LEVEL_DEFAULT) {
         region.attributes.redundancyLevel = NONE;
     }
+    CheckRedundancy(name, region.attributes.redundancyLevel);
     if (region.attributes.interleaveEnable == INTERLEAVE_DEFAULT) {
         region.attributes.interleaveEnable = options_.interleave_size ? ENABLE : DISABLE;
     }

@@ -114,6 +114,9 @@ class MetadataStore : public MetadataService {
     size_t Scrub(uint64_t region_id, std::string *error);
 
   private:
+    // Refuses a redundancy level this service cannot keep: FAM_ERR_RESOURCE with fewer memory
+    // servers than it needs (the embedded model has one), FAM_ERR_UNIMPL otherwise for now.
+    void CheckRedundancy(const std::string &name, Fam_Redundancy_Level level) const;
     ItemInfo Finish(ItemInfo item, const Caller &caller);
     void ForgetGrants(uint64_t region_id);
     void RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size);
