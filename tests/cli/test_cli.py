@@ -133,6 +133,23 @@ def test_run_starts_four_pes_of_an_example_on_three_interleaved_servers(run_dir)
     assert status.returncode == 0, status.stderr
 
 
+def test_up_again_keeps_the_previous_logs(run_dir):
+    base = free_base_port()
+    args = ("up", "--memservers", "1", "--provider", "tcp", "--run-dir", run_dir,
+            "--base-port", str(base))
+    first = fampool(*args)
+    assert first.returncode == 0, f"fampool up failed:\n{first.stdout}\n{first.stderr}"
+    assert fampool("down", "--run-dir", run_dir, timeout=30).returncode == 0
+    log = os.path.join(run_dir, "logs", "memory0.log")
+    with open(log) as f:
+        before = f.read()
+    assert before, "the first run's log is empty"
+    again = fampool(*args)
+    assert again.returncode == 0, f"fampool up failed:\n{again.stdout}\n{again.stderr}"
+    with open(log + ".1") as f:
+        assert f.read() == before
+
+
 def test_up_writes_cluster_file_from_options(run_dir):
     base = free_base_port()
     up = fampool("up", "--memservers", "2", "--run-dir", run_dir, "--base-port", str(base),

@@ -50,6 +50,10 @@ bool IsFampoolServer(pid_t pid) {
 }
 
 pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log) {
+    // The previous run's log is kept beside the new one (LOG.1): after a crash, the next
+    // `fampool up` on the same run directory would otherwise erase what the server said.
+    std::error_code ignored;
+    if (fs::file_size(log, ignored) > 0 && !ignored) fs::rename(log, log + ".1", ignored);
     int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (log_fd < 0) Die(1, "fampool up: cannot create log file {}: {}", log, std::strerror(errno));
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
