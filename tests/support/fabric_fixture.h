@@ -153,6 +153,7 @@ class ServerProcess {
     void Stop(std::chrono::milliseconds resume_after) {
         if (pid_ <= 0) return;
         kill(pid_, SIGSTOP);
+        WaitUntilStopped();
         stopped_ = true;
         watchdog_ = std::thread([this, resume_after] {
             std::unique_lock<std::mutex> lock(watch_mutex_);
@@ -161,6 +162,28 @@ class ServerProcess {
                 kill(pid_, SIGCONT);
             }
         });
+    }
+    // SIGSTOP reaches the server's threads a little later: an operation posted at once may
+    // still be served. Waits (at most a second) until every thread of it is stopped.
+    void WaitUntilStopped() {
+        auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        while (std::chrono::steady_clock::now() < give_up) {
+            bool all = true;
+            std::string tasks = "/proc/" + std::to_string(pid_) + "/task";
+            std::error_code ignored;
+            for (const auto &task : std::filesystem::directory_iterator(tasks, ignored)) {
+                std::ifstream stat(task.path() / "stat");
+                std::string line;
+                std::getline(stat, line);
+                size_t close = line.rfind(')');
+                if (close != std::string::npos && close + 2 < line.size() &&
+                    line[close + 2] != 'T' && line[close + 2] != 't') {
+                    all = false;
+                }
+            }
+            if (all) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
     }
     // True while the server has been stopped without a break since Stop.
     bool StillStopped() {
