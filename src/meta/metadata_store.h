@@ -114,8 +114,9 @@ class MetadataStore : public MetadataService {
     size_t Scrub(uint64_t region_id, std::string *error);
 
   private:
-    // Refuses a redundancy level this service cannot keep: FAM_ERR_RESOURCE with fewer memory
-    // servers than it needs (the embedded model has one), FAM_ERR_UNIMPL otherwise for now.
+    // Refuses a redundancy level this service cannot keep (this version keeps no copies or
+    // parity): FAM_ERR_RESOURCE with fewer memory servers than the level needs (the embedded
+    // model has one), FAM_ERR_UNIMPL with enough of them; FAM_ERR_INVALID for unknown levels.
     void CheckRedundancy(const std::string &name, Fam_Redundancy_Level level) const;
     ItemInfo Finish(ItemInfo item, const Caller &caller);
     void ForgetGrants(uint64_t region_id);
