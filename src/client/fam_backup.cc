@@ -8,6 +8,7 @@
 #include <future>
 
 #include "client/fam_impl.h"
+#include "client/redundant_channel.h"
 #include "memserver/archive.h"
 
 namespace fampool {
@@ -52,6 +53,108 @@ ItemLayout LayoutOf(const ItemInfo &item) {
     return layout;
 }
 
+void RunAll(std::vector<std::function<void()>> calls);
+
+// The memory server holding an item's first byte: it writes the item's backups and restores
+// into it.
+MemoryServer &HomeOf(Session &session, const ItemLayout &item) {
+    return session.Server(item.servers.at(item.Locate(0).index).id);
+}
+
+// A redundant item as the memory servers see it (memory_server.h, ItemLayout). RAID5: its
+// members (refused while one is not healthy: a backup or restore would need the lost one's
+// bytes). RAID1, `copy` 0: for each extent, the healthy member (the first copy's when both
+// are); `copy` 1: the other member where it takes writes, else that same one again (a second
+// restore of the same bytes there changes nothing).
+ItemLayout RedundantLayout(const ItemInfo &item, int copy) {
+    const RegionInfo &region = item.region;
+    ItemLayout layout;
+    layout.extent = ExtentRef{item.region_id, region.attributes.memoryType == PERSISTENT};
+    layout.offset = item.offset;
+    layout.size = item.size;
+    layout.name = item.name;
+    size_t k = region.memory_servers.size();
+    auto add = [&](size_t m) {
+        ItemLayout::Server &server = layout.servers.emplace_back();
+        server.id = MemberServer(region, m);
+        server.copy = region.attributes.redundancyLevel == RAID1 && m >= k;
+        if (MemberReachable(item, m)) {
+            server.fabric_address = item.member_access[m].fabric_address;
+            server.key = item.member_access[m].key;
+            server.base = item.member_access[m].base;
+        }
+    };
+    if (region.attributes.redundancyLevel == RAID5) {
+        for (size_t m = 0; m < k; ++m) {
+            if (!MemberHealthy(item, m)) {
+                Fail(openfam::FAM_ERR_RESOURCE,
+                     "{} is in RAID5 region \"{}\", whose member {} (memory server {}) is lost: "
+                     "copy, backup and restore wait for its rebuild (fampool rebuild)",
+                     Describe(item), region.name, m, MemberServer(region, m));
+            }
+        }
+        layout.interleave = region.interleave_size;
+        layout.raid5_members = k;
+        for (size_t m = 0; m < k; ++m) add(m);
+        return layout;
+    }
+    layout.interleave = k > 1 ? region.interleave_size : 0;
+    for (size_t s = 0; s < k; ++s) {
+        size_t first = MemberHealthy(item, s) ? s : k + s;
+        if (!MemberHealthy(item, first)) NoMemberLeft(item, 0);
+        size_t other = first == s ? k + s : s;
+        add(copy == 1 && MemberWritable(item, other) ? other : first);
+    }
+    return layout;
+}
+
+// After a restore into a RAID5 item: every member recomputes the parity of the item's stripes
+// it holds parity of, from the data just written.
+void RecomputeParity(Session &session, const ItemInfo &item) {
+    uint64_t unit = item.region.interleave_size, row = unit * DataColumns(item.region);
+    rpc::StripeRequest base;
+    base.set_op(rpc::StripeRequest::REBUILD);
+    AddMembers(item, &base);
+    base.set_first(item.offset / row);
+    base.set_end((item.offset + item.size + row - 1) / row);
+    std::vector<std::function<void()>> calls;
+    for (size_t m = 0; m < MemberCount(item.region); ++m) {
+        calls.push_back([&session, &item, base, m] {
+            rpc::StripeRequest request = base;
+            request.set_self(static_cast<uint32_t>(m));
+            request.set_lost(static_cast<uint32_t>(m));
+            static_cast<MemoryServerClient &>(session.Server(MemberServer(item.region, m)))
+                .Stripe(request, std::chrono::minutes(10));
+        });
+    }
+    RunAll(std::move(calls));
+}
+
+// What restoring backup `name` into `item` takes (on a wait object's thread): the item's home
+// server writes it into every server of the item; for RAID1 into each copy in turn, for RAID5
+// into the data units, then the members recompute the parity.
+std::function<void()> RestoreInto(const std::shared_ptr<Session> &session, const std::string &name,
+                                  const ItemInfo &item) {
+    bool redundant = IsRedundant(item.region);
+    ItemLayout layout = redundant ? RedundantLayout(item, 0) : LayoutOf(item);
+    MemoryServer *home = &HomeOf(*session, layout);
+    if (item.region.attributes.redundancyLevel == RAID1) {
+        ItemLayout second = RedundantLayout(item, 1);
+        MemoryServer *other = &HomeOf(*session, second);
+        return [session, name, home, layout, other, second] {
+            home->Restore(name, layout);
+            other->Restore(name, second);
+        };
+    }
+    if (item.region.attributes.redundancyLevel == RAID5) {
+        return [session, name, home, layout, item] {
+            home->Restore(name, layout);
+            RecomputeParity(*session, item);
+        };
+    }
+    return [session, name, home, layout] { home->Restore(name, layout); };
+}
+
 // The memory servers holding item bytes [offset, offset + nbytes), each once.
 std::vector<uint64_t> HoldersOf(const ItemLayout &item, uint64_t offset, uint64_t nbytes) {
     std::vector<uint64_t> ids;
@@ -65,11 +168,6 @@ std::vector<uint64_t> HoldersOf(const ItemLayout &item, uint64_t offset, uint64_
     return ids;
 }
 
-// The memory server holding an item's first byte: it writes the item's backups and restores
-// into it.
-MemoryServer &HomeOf(Session &session, const ItemLayout &item) {
-    return session.Server(item.servers.at(item.Locate(0).index).id);
-}
 
 // Runs the calls at once and waits for all of them; then rethrows the first failure.
 void RunAll(std::vector<std::function<void()>> calls) {
@@ -122,8 +220,26 @@ void FamImpl::Wait(void *wait_object) {
 void *FamImpl::Copy(Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest,
                     uint64_t dest_offset, uint64_t nbytes) {
     Session &session = Control();
-    ItemLayout from = LayoutOf(Granted(session, src, kRead, src_offset, nbytes));
-    ItemLayout to = LayoutOf(Granted(session, dest, kWrite, dest_offset, nbytes));
+    ItemInfo source = Granted(session, src, kRead, src_offset, nbytes);
+    ItemInfo target = Granted(session, dest, kWrite, dest_offset, nbytes);
+    if (IsRedundant(source.region) || IsRedundant(target.region)) {
+        // Through this process, so that the copies and parity of a redundant item are
+        // written as a put writes them.
+        std::shared_ptr<Binding> from = Resolve(session, src).binding();
+        std::shared_ptr<Binding> to = Resolve(session, dest).binding();
+        return Launch([session = session_, from, to, src_offset, dest_offset, nbytes] {
+            std::unique_ptr<Channel> channel = session->transport->OpenChannel();
+            std::vector<char> buffer(std::min<uint64_t>(nbytes, uint64_t{4} << 20));
+            for (uint64_t done = 0; done < nbytes;) {
+                uint64_t n = std::min<uint64_t>(buffer.size(), nbytes - done);
+                channel->Read(from, src_offset + done, buffer.data(), n, true);
+                channel->Write(to, dest_offset + done, buffer.data(), n, true);
+                done += n;
+            }
+        });
+    }
+    ItemLayout from = LayoutOf(source);
+    ItemLayout to = LayoutOf(target);
     // Each server holding source bytes copies them: within itself, or to the destination's
     // servers over the fabric. The servers work in parallel.
     std::vector<std::function<void()>> calls;
@@ -142,7 +258,7 @@ void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options 
     Session &session = Control();
     CheckBackupName(name);
     ItemInfo item = Granted(session, src, kRead, 0, 0);
-    ItemLayout layout = LayoutOf(item);
+    ItemLayout layout = IsRedundant(item.region) ? RedundantLayout(item, 0) : LayoutOf(item);
     MemoryServer *home = &HomeOf(session, layout);
     try {
         Archivist(session).DescribeBackup(name);
@@ -164,16 +280,12 @@ void *FamImpl::Restore(const char *name, Fam_Descriptor *dest) {
     Session &session = Control();
     CheckBackupName(name);
     ItemInfo item = Granted(session, dest, kWrite, 0, 0);
-    ItemLayout layout = LayoutOf(item);
-    MemoryServer *home = &HomeOf(session, layout);
     BackupInfo info = Archivist(session).DescribeBackup(name);
     if (info.size > item.size) {
         Fail(openfam::FAM_ERR_OUTOFRANGE, "backup \"{}\" holds {} bytes but {} has only {}", name,
              info.size, Describe(item), item.size);
     }
-    return Launch([session = session_, name = std::string(name), home, layout] {
-        home->Restore(name, layout);
-    });
+    return Launch(RestoreInto(session_, name, item));
 }
 
 void *FamImpl::Restore(const char *name, Fam_Region_Descriptor *region, const char *item,
@@ -185,12 +297,11 @@ void *FamImpl::Restore(const char *name, Fam_Region_Descriptor *region, const ch
     BackupInfo info = Archivist(session).DescribeBackup(name);
     *dest = Allocate(item, info.size, perm, region);
     const ItemInfo &created = (*dest)->state()->item;
-    ItemLayout layout = LayoutOf(created);
-    MemoryServer *home = &HomeOf(session, layout);
+    std::function<void()> restore = RestoreInto(session_, name, created);
     // A restore that fails (a damaged backup) takes the item it allocated with it.
-    return Launch([session = session_, name = std::string(name), home, layout, created] {
+    return Launch([session = session_, restore, created] {
         try {
-            home->Restore(name, layout);
+            restore();
         } catch (...) {
             session->metadata->DeallocateItem(created.region_id, created.offset, session->caller);
             throw;

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include "client/redundant_transport.h"
 #include "common/error.h"
 #include "common/network.h"
 #include "meta/metadata_store.h"
@@ -86,8 +87,20 @@ void OpenCluster(Session &session) {
     if (config.metadata_fabric) metadata->UseFabric(fabric);
     session.metadata = std::move(metadata);
     Session *self = &session;
-    session.transport = std::make_unique<FabricTransport>(
+    auto fabric_transport = std::make_unique<FabricTransport>(
         fabric, [self](uint64_t id) -> MemoryServer & { return self->Server(id); });
+    RedundancyServices services;
+    services.refresh = [self](uint64_t region_id, uint64_t offset) {
+        return self->metadata->GetItem(region_id, offset, self->caller);
+    };
+    services.report = [self](const std::vector<uint64_t> &servers) {
+        self->metadata->ReportFailure(servers);
+    };
+    services.server = [self](uint64_t id) -> MemoryServerClient & {
+        return static_cast<MemoryServerClient &>(self->Server(id));
+    };
+    session.transport =
+        std::make_unique<RedundantTransport>(std::move(fabric_transport), std::move(services));
 }
 
 }  // namespace

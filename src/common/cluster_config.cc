@@ -15,7 +15,8 @@ namespace {
 
 const std::set<std::string> kServerKeys = {"id", "rpc_interface", "rpc_address", "libfabric_port",
                                            "fabric_host", "fam_path", "heap_dir", "shm_path",
-                                           "shm_dir", "memory_type", "if_device"};
+                                           "shm_dir", "memory_type", "if_device",
+                                           "failure_domain", "spare"};
 
 [[noreturn]] void Bad(const std::string &path, const std::string &what) {
     Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}", path, what);
@@ -42,7 +43,8 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
         std::string key = entry.first.as<std::string>();
         if (!kServerKeys.count(key)) {
             Bad(path, which + ": unknown key \"" + key + "\" (known: id, rpc_interface, "
-                      "libfabric_port, fabric_host, if_device, fam_path, shm_path, memory_type)");
+                      "libfabric_port, fabric_host, if_device, fam_path, shm_path, memory_type, "
+                      "failure_domain, spare)");
         }
         const YAML::Node &value = entry.second;
         if (!value.IsScalar()) Bad(path, which + ": " + key + " must be a single value");
@@ -61,6 +63,8 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
             shm_given = true;
         }
         if (key == "memory_type") server.memory_type = Read<std::string>(value, key, path);
+        if (key == "failure_domain") server.failure_domain = Read<std::string>(value, key, path);
+        if (key == "spare") server.spare = Read<bool>(value, key, path);
     }
     // A server that holds volatile regions only keeps them in fam_path, as OpenFAM's does
     // (its files put /dev/shm/... there).
@@ -226,6 +230,10 @@ std::string ClusterFileText(const ClusterConfig &c) {
         }
         if (!m.if_device.empty()) text += fmt::format("    if_device: {}\n", YamlQuoted(m.if_device));
         if (!m.memory_type.empty()) text += fmt::format("    memory_type: {}\n", m.memory_type);
+        if (!m.failure_domain.empty()) {
+            text += fmt::format("    failure_domain: {}\n", YamlQuoted(m.failure_domain));
+        }
+        if (m.spare) text += "    spare: true\n";
     }
     return text;
 }

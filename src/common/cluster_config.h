@@ -28,6 +28,12 @@ struct MemoryServerConfig {
     std::string shm_dir = "/dev/shm";  // volatile heaps
     // The regions it holds: "volatile", "persistent", or "" for both (OpenFAM's memory_type).
     std::string memory_type;
+    // Where it fails together with others (a rack, a power feed): RAID1 keeps an extent's copy
+    // in another domain when there is one. Empty: a domain of its own.
+    std::string failure_domain;
+    // A spare holds no region until a redundant region loses a member: it is then rebuilt
+    // there at once.
+    bool spare = false;
 };
 
 struct ClusterConfig {

@@ -40,7 +40,59 @@ struct RegionInfo {
     Fam_Region_Attributes attributes{};  // resolved: no *_DEFAULT values
     uint64_t interleave_size = 0;
     std::vector<uint64_t> memory_servers;
+    // Redundant regions (see Members below). RAID1: the server holding the copy of each
+    // server's extent, in memory_servers order. Unused otherwise.
+    std::vector<uint64_t> copy_servers;
+    // Per member: kHealthy, kLost (its server died; its bytes are read from the others) or
+    // kRebuilding (a live server is getting them back; it takes writes, not reads).
+    std::vector<uint8_t> member_state;
 };
+
+// The members of a redundant region: the extents that together hold its bytes and their
+// redundancy, each on its own server.
+//   RAID1: 2K members for K servers: member s (< K) is the extent on memory_servers[s], member
+//   K + s its copy on copy_servers[s]; both hold the same bytes at the same physical offsets.
+//   RAID5: N members, one per server of memory_servers (N >= 3); the region's bytes are
+//   striped over K = N - 1 data columns by the interleave size I, and each stripe (K units of
+//   I bytes at the same physical offsets of every member) has one parity unit, the XOR of its
+//   data units, on a member that rotates from stripe to stripe (Raid5Place).
+// Other regions have no members (MemberCount 0).
+enum MemberState : uint8_t { kHealthy = 0, kLost = 1, kRebuilding = 2 };
+
+inline bool IsRedundant(const RegionInfo &region) {
+    return region.attributes.redundancyLevel == RAID1 || region.attributes.redundancyLevel == RAID5;
+}
+inline size_t MemberCount(const RegionInfo &region) {
+    if (region.attributes.redundancyLevel == RAID1) return 2 * region.memory_servers.size();
+    if (region.attributes.redundancyLevel == RAID5) return region.memory_servers.size();
+    return 0;
+}
+inline uint64_t MemberServer(const RegionInfo &region, size_t member) {
+    size_t k = region.memory_servers.size();
+    return member < k ? region.memory_servers[member] : region.copy_servers[member - k];
+}
+inline uint8_t StateOf(const RegionInfo &region, size_t member) {
+    return member < region.member_state.size() ? region.member_state[member] : uint8_t{kHealthy};
+}
+// Columns the region's bytes are laid out over (the K of PlaceOfByte): its servers, but one
+// fewer for RAID5, whose last column's worth of every stripe is parity.
+inline uint64_t DataColumns(const RegionInfo &region) {
+    uint64_t servers = region.memory_servers.size();
+    return region.attributes.redundancyLevel == RAID5 ? servers - 1 : servers;
+}
+inline bool Degraded(const RegionInfo &region) {
+    for (uint8_t state : region.member_state) {
+        if (state != kHealthy) return true;
+    }
+    return false;
+}
+
+// RAID5: where stripe `stripe`'s parity unit lies (a member index), and the member of its
+// data unit `column` (0 <= column < N - 1).
+inline uint64_t Raid5ParityMember(uint64_t stripe, uint64_t members) { return stripe % members; }
+inline uint64_t Raid5DataMember(uint64_t stripe, uint64_t column, uint64_t members) {
+    return (Raid5ParityMember(stripe, members) + 1 + column) % members;
+}
 
 // How a client reaches an item's bytes on one memory server over the fabric: the server's
 // endpoint name and the registration key handed out after the permission check. The remote
@@ -80,6 +132,15 @@ inline BytePlace PlaceOfByte(uint64_t offset, uint64_t interleave, uint64_t serv
     return {block % servers, (block / servers) * interleave + within, interleave - within};
 }
 
+// PlaceOfByte for a RAID5 region of `members` members and stripe unit `unit`: the member
+// (index) holding the data byte, its physical offset there, and the bytes left in its unit.
+inline BytePlace PlaceOfRaid5Byte(uint64_t offset, uint64_t unit, uint64_t members, uint64_t at) {
+    uint64_t v = offset + at, block = v / unit, within = v % unit, columns = members - 1;
+    uint64_t stripe = block / columns;
+    return {Raid5DataMember(stripe, block % columns, members), stripe * unit + within,
+            unit - within};
+}
+
 struct ItemInfo {
     uint64_t region_id = 0;
     uint64_t offset = 0;  // within the region
@@ -92,6 +153,9 @@ struct ItemInfo {
     // Fabric access, one entry per server of the region in region.memory_servers order (for a
     // non-interleaved item only the entry of its server is filled). Empty in the embedded model.
     std::vector<ServerAccess> access;
+    // Redundant regions: fabric access to each member (see Members), in member order; entries
+    // of lost members have no fabric address. `access` is then empty.
+    std::vector<ServerAccess> member_access;
 
     // The memory servers holding the item's bytes, as positions in region.memory_servers:
     // [first_server(), first_server() + server_count()). Every one of them for an item striped

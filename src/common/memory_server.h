@@ -18,6 +18,7 @@ namespace fampool {
 struct ExtentRef {
     uint64_t region_id = 0;
     bool persistent = false;
+    bool copy = false;  // a RAID1 region's copy extent (a server may hold both of a region)
 };
 
 // Byte ranges of one extent: what ZeroExtents clears there.
@@ -37,16 +38,21 @@ struct ItemLayout {
         std::string fabric_address;  // empty: no fabric access (embedded model, or no key)
         uint64_t key = 0;
         uint64_t base = 0;  // remote address of the extent's physical offset p: base + p
+        bool copy = false;  // the bytes are in the region's RAID1 copy extent on that server
     };
     ExtentRef extent;
     uint64_t offset = 0;      // virtual offset of the item in its region
     uint64_t size = 0;
     uint64_t interleave = 0;  // block size; 0: not interleaved
+    // RAID5: the region's member count N (servers lists the N members), whose data bytes lie
+    // as PlaceOfRaid5Byte says; 0 otherwise.
+    uint64_t raid5_members = 0;
     std::vector<Server> servers;  // in the region's memory_servers order
     std::string name;             // for messages
 
     // Where item byte `at` lies (see PlaceOfByte in meta/metadata_service.h).
     BytePlace Locate(uint64_t at) const {
+        if (raid5_members) return PlaceOfRaid5Byte(offset, interleave, raid5_members, at);
         return PlaceOfByte(offset, interleave, servers.size(), at);
     }
 };

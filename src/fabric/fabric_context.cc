@@ -7,7 +7,9 @@
 namespace fampool {
 
 FabricBinding::Place FabricBinding::Locate(uint64_t item_offset) const {
-    BytePlace byte = PlaceOfByte(offset, interleave, servers.size(), item_offset);
+    BytePlace byte = raid5_members
+                         ? PlaceOfRaid5Byte(offset, interleave, raid5_members, item_offset)
+                         : PlaceOfByte(offset, interleave, servers.size(), item_offset);
     return Place{static_cast<size_t>(byte.index), byte.physical, byte.contiguous};
 }
 

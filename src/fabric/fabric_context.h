@@ -54,6 +54,7 @@ struct FabricBinding : Binding {
     uint64_t offset = 0;      // the item's virtual offset in its region
     uint64_t size = 0;
     uint64_t interleave = 0;  // block size; 0: not interleaved
+    uint64_t raid5_members = 0;  // RAID5 (PlaceOfRaid5Byte): servers are its members
     std::string name;
     std::shared_ptr<std::atomic<bool>> forgotten;  // set when this process destroys the region
     // Every server's heap is mapped here (FabricTransport, same-node servers over shm): the

@@ -80,6 +80,7 @@ std::unique_ptr<PeerTransfers> FabricPeers::Open(const ItemLayout &item) {
     binding->offset = item.offset;
     binding->size = item.size;
     binding->interleave = item.interleave;
+    binding->raid5_members = item.raid5_members;
     binding->name = item.name;
     for (const ItemLayout::Server &server : item.servers) {
         FabricBinding::Server &peer = binding->servers.emplace_back();

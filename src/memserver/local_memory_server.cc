@@ -67,11 +67,15 @@ class LocalMemoryServer::ItemBytes {
     // client was granted for them reaches.
     char *Local(const BytePlace &place, uint64_t length, bool write, const char *what) {
         uint64_t end = EndOf(place.physical, length);
-        server_.CheckKey(item_.extent, item_.servers[place.index].key, place.physical, length,
-                         write, what);
-        if (mapping_.empty() || mapping_.back()->length() < end) {
+        ExtentRef extent = item_.extent;
+        extent.copy = item_.servers[place.index].copy;
+        server_.CheckKey(extent, item_.servers[place.index].key, place.physical, length, write,
+                         what);
+        if (mapping_.empty() || mapping_.back()->length() < end ||
+            mapping_extent_.copy != extent.copy) {
             // Earlier mappings stay: transfers in flight may still read or write through them.
-            mapping_.push_back(server_.Map(item_.extent, end));
+            mapping_.push_back(server_.Map(extent, end));
+            mapping_extent_ = extent;
         }
         return mapping_.back()->base() + place.physical;
     }
@@ -111,6 +115,7 @@ class LocalMemoryServer::ItemBytes {
     LocalMemoryServer &server_;
     const ItemLayout &item_;
     std::vector<std::shared_ptr<HeapMapping>> mapping_;
+    ExtentRef mapping_extent_;  // the extent mapping_.back() maps
     std::unique_ptr<PeerTransfers> remote_;  // after mapping_: ends its transfers first
 };
 
@@ -139,7 +144,7 @@ LocalMemoryServer::LocalMemoryServer(uint64_t id, HeapLocation location, std::st
 
 std::string LocalMemoryServer::HeapPath(ExtentRef extent) const {
     return (extent.persistent ? location_.persistent_dir : location_.volatile_dir) + "/" +
-           location_.prefix + ".r" + std::to_string(extent.region_id);
+           location_.prefix + ".r" + std::to_string(extent.region_id) + (extent.copy ? "c" : "");
 }
 
 void LocalMemoryServer::CreateExtent(ExtentRef extent, uint64_t size) {
@@ -147,7 +152,7 @@ void LocalMemoryServer::CreateExtent(ExtentRef extent, uint64_t size) {
 }
 
 void LocalMemoryServer::DestroyExtent(ExtentRef extent) {
-    RevokeWhere(extent.region_id, [](const Grant &, uint64_t) { return true; }, 0);
+    RevokeWhere(extent, [](const Grant &, uint64_t) { return true; }, 0);
     std::string path = HeapPath(extent);
     cache_.Revoke(path);
     heap::Remove(path);
@@ -261,6 +266,13 @@ void LocalMemoryServer::DeleteBackup(const std::string &name) { archive_.Delete(
 
 std::vector<BackupInfo> LocalMemoryServer::ListBackups() { return archive_.List(); }
 
+char *LocalMemoryServer::Reach(ExtentRef extent, uint64_t key, uint64_t offset, uint64_t length,
+                               bool write, const char *what, std::shared_ptr<HeapMapping> *hold) {
+    CheckKey(extent, key, offset, length, write, what);
+    *hold = Map(extent, EndOf(offset, length));
+    return (*hold)->base() + offset;
+}
+
 void LocalMemoryServer::Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op,
                                int type, const void *operand, const void *compare,
                                void *result) {
@@ -312,7 +324,7 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
     uint64_t end = size ? EndOf(offset, size) : HeapLength(extent);
     auto mapping = Map(extent, end);
     uint64_t length = size ? size : mapping->length();
-    auto range = grants_.equal_range(extent.region_id);
+    auto range = grants_.equal_range(GrantsOf(extent));
     for (auto it = range.first; it != range.second; ++it) {
         const Grant &g = it->second;
         // Reuse a grant of the same range on the current mapping (a grown heap gets a new one).
@@ -324,7 +336,7 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
     }
     Grant g{offset, size, writable, mapping,
             registrar_->Register(mapping->base() + offset, length, writable)};
-    grants_.emplace(extent.region_id, g);
+    grants_.emplace(GrantsOf(extent), g);
     return KeyGrant{g.registration.key, g.registration.base - offset, registrar_->address(),
                     HeapPath(extent), NodeIdentity()};
 }
@@ -334,7 +346,7 @@ void LocalMemoryServer::CheckKey(ExtentRef extent, uint64_t key, uint64_t offset
     if (!registrar_) return;
     uint64_t end = EndOf(offset, length);
     std::lock_guard<std::mutex> lock(grants_mutex_);
-    auto range = grants_.equal_range(extent.region_id);
+    auto range = grants_.equal_range(GrantsOf(extent));
     for (auto it = range.first; it != range.second; ++it) {
         const Grant &g = it->second;
         if (g.registration.key != key) continue;
@@ -349,18 +361,18 @@ void LocalMemoryServer::CheckKey(ExtentRef extent, uint64_t key, uint64_t offset
 
 void LocalMemoryServer::RevokeKeys(ExtentRef extent, uint64_t offset) {
     RevokeWhere(
-        extent.region_id,
+        extent,
         [](const Grant &g, uint64_t at) {
             return at == kAllGrants || (g.size != 0 && g.offset == at);
         },
         offset);
 }
 
-void LocalMemoryServer::RevokeWhere(uint64_t region_id, bool (*match)(const Grant &, uint64_t),
+void LocalMemoryServer::RevokeWhere(ExtentRef extent, bool (*match)(const Grant &, uint64_t),
                                     uint64_t arg) {
     if (!registrar_) return;
     std::lock_guard<std::mutex> lock(grants_mutex_);
-    auto range = grants_.equal_range(region_id);
+    auto range = grants_.equal_range(GrantsOf(extent));
     for (auto it = range.first; it != range.second;) {
         if (match(it->second, arg)) {
             registrar_->Deregister(it->second.registration.handle);

@@ -60,6 +60,11 @@ class LocalMemoryServer : public MemoryServer {
     // embedded model loads and stores through it.
     std::shared_ptr<HeapMapping> Map(ExtentRef extent, uint64_t min_length);
     std::string HeapPath(ExtentRef extent) const;
+    // The extent's bytes [offset, offset + length) in this process, once `key` is found to
+    // grant them (for writing too, when `write`) as the fabric would (see CheckKey); `hold`
+    // keeps them mapped. `what` names the operation for the error.
+    char *Reach(ExtentRef extent, uint64_t key, uint64_t offset, uint64_t length, bool write,
+                const char *what, std::shared_ptr<HeapMapping> *hold);
     // The extent's heap file length: its size, grown or not.
     uint64_t HeapLength(ExtentRef extent) const;
 
@@ -71,7 +76,9 @@ class LocalMemoryServer : public MemoryServer {
         std::shared_ptr<HeapMapping> mapping;  // keeps the registered memory mapped
         Registrar::Registration registration;
     };
-    void RevokeWhere(uint64_t region_id, bool (*match)(const Grant &, uint64_t), uint64_t arg);
+    void RevokeWhere(ExtentRef extent, bool (*match)(const Grant &, uint64_t), uint64_t arg);
+    // grants_'s key of an extent (a server may hold a region's extent and its RAID1 copy).
+    static uint64_t GrantsOf(ExtentRef extent) { return extent.region_id * 2 + extent.copy; }
     // Where keys are in use (a registrar: the memory-server model), refuses with FAM_ERR_NOPERM
     // what the fabric would refuse: `key` must be a live grant of the extent that covers
     // [offset, offset + length) and, to `write`, a writable one. `what` names the operation.
@@ -86,7 +93,7 @@ class LocalMemoryServer : public MemoryServer {
     Peers *peers_ = nullptr;
     std::mutex grants_mutex_;
     std::mutex zero_mutex_;
-    std::multimap<uint64_t, Grant> grants_;  // region id -> its registrations
+    std::multimap<uint64_t, Grant> grants_;  // GrantsOf(extent) -> its registrations
 };
 
 }  // namespace fampool

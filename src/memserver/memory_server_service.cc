@@ -107,6 +107,7 @@ grpc::Status MemoryServerService::Atomic(grpc::ServerContext *, const rpc::Atomi
         if (request->offset() % size != 0) {
             Fail(openfam::FAM_ERR_INVALID, "atomic at unaligned offset {}", request->offset());
         }
+        if (!request->op_id().empty()) return Redundant().Atomic(*request, reply);
         char result[16] = {};
         server_->Atomic(FromProto(request->extent()), request->key(), request->offset(),
                         request->op(), request->type(), request->operand().data(),
@@ -164,6 +165,30 @@ grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *,
 grpc::Status MemoryServerService::RevokeKeys(grpc::ServerContext *,
                                              const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] { server_->RevokeKeys(FromProto(request->extent()), request->offset()); });
+}
+
+RedundancyService &MemoryServerService::Redundant() {
+    if (!redundancy_) {
+        Fail(openfam::FAM_ERR_UNIMPL, "memory server {} serves no redundant regions",
+             server_->id());
+    }
+    return *redundancy_;
+}
+
+grpc::Status MemoryServerService::Mirror(grpc::ServerContext *,
+                                         const rpc::MirrorRequest *request, rpc::Empty *) {
+    return Serve([&] { Redundant().Mirror(*request); });
+}
+
+grpc::Status MemoryServerService::Stripe(grpc::ServerContext *,
+                                         const rpc::StripeRequest *request,
+                                         rpc::StripeReply *reply) {
+    return Serve([&] { Redundant().Stripe(*request, reply); });
+}
+
+grpc::Status MemoryServerService::Resync(grpc::ServerContext *,
+                                         const rpc::ResyncRequest *request, rpc::Empty *) {
+    return Serve([&] { Redundant().Resync(*request); });
 }
 
 }  // namespace fampool

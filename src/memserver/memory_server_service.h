@@ -6,14 +6,17 @@
 #include <string>
 
 #include "memserver/local_memory_server.h"
+#include "memserver/redundancy.h"
 #include "rpc/fampool.grpc.pb.h"
 
 namespace fampool {
 
 class MemoryServerService final : public rpc::MemoryServer::Service {
   public:
-    MemoryServerService(LocalMemoryServer *server, std::string incarnation)
-        : server_(server), incarnation_(std::move(incarnation)) {}
+    // `redundancy`: the server's side of redundant regions (null: it refuses their calls).
+    MemoryServerService(LocalMemoryServer *server, std::string incarnation,
+                        RedundancyService *redundancy = nullptr)
+        : server_(server), incarnation_(std::move(incarnation)), redundancy_(redundancy) {}
 
     grpc::Status Info(grpc::ServerContext *, const rpc::Empty *, rpc::ServerInfo *) override;
     grpc::Status CreateExtent(grpc::ServerContext *, const rpc::ExtentRequest *,
@@ -43,10 +46,17 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
                           rpc::KeyGrant *) override;
     grpc::Status RevokeKeys(grpc::ServerContext *, const rpc::ExtentRequest *,
                             rpc::Empty *) override;
+    grpc::Status Mirror(grpc::ServerContext *, const rpc::MirrorRequest *, rpc::Empty *) override;
+    grpc::Status Stripe(grpc::ServerContext *, const rpc::StripeRequest *,
+                        rpc::StripeReply *) override;
+    grpc::Status Resync(grpc::ServerContext *, const rpc::ResyncRequest *, rpc::Empty *) override;
 
   private:
+    RedundancyService &Redundant();
+
     LocalMemoryServer *server_;
     std::string incarnation_;
+    RedundancyService *redundancy_;
 };
 
 }  // namespace fampool

@@ -258,6 +258,23 @@ rpc::ClusterStatus MetadataClient::Status() {
     return reply;
 }
 
+void MetadataClient::ReportFailure(const std::vector<uint64_t> &servers) {
+    rpc::ServerReport request;
+    for (uint64_t id : servers) request.add_servers(id);
+    rpc::Empty reply;
+    Call(&rpc::Metadata::Stub::ReportFailure, "Metadata.ReportFailure", request, &reply);
+}
+
+rpc::RebuildReply MetadataClient::Rebuild(const std::string &region,
+                                          std::chrono::milliseconds timeout) {
+    rpc::RebuildRequest request;
+    request.set_region(region);
+    rpc::RebuildReply reply;
+    auto context = CallContext(timeout);
+    CheckStatus(stub_->Rebuild(context.get(), request, &reply), "Metadata.Rebuild", address_);
+    return reply;
+}
+
 rpc::ServerList MetadataClient::Servers(std::chrono::milliseconds within) {
     using Clock = std::chrono::steady_clock;
     using std::chrono::milliseconds;

@@ -46,6 +46,8 @@ class MetadataClient : public MetadataService {
     void Sync() override {}
 
     rpc::ClusterStatus Status();
+    void ReportFailure(const std::vector<uint64_t> &servers) override;
+    rpc::RebuildReply Rebuild(const std::string &region, std::chrono::milliseconds timeout);
     // The memory servers, asked again while the service is unreachable or slow to answer (a
     // job's PEs connecting at once), with growing pauses, until `within` has passed.
     rpc::ServerList Servers(std::chrono::milliseconds within);

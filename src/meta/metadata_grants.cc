@@ -15,26 +15,36 @@ ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
     const RegionInfo &region = item.region;
     Layout layout = LayoutOf(region);
     bool per_item = region.attributes.permissionLevel == DATAITEM;
-    item.access.resize(layout.servers);
-    for (uint64_t index = 0; index < layout.servers; ++index) {
-        auto [begin, end] = PhysicalRange(layout, item.offset, item.size, index);
+    bool redundant = IsRedundant(region);
+    std::vector<PlacedExtent> extents = ExtentsOf(region);
+    std::vector<ServerAccess> &access = redundant ? item.member_access : item.access;
+    access.resize(extents.size());
+    for (const PlacedExtent &each : extents) {
+        auto [begin, end] = PhysicalRange(layout, item.offset, item.size, each.index);
         if (end <= begin) continue;  // the item has no bytes there
+        if (redundant && StateOf(region, each.member) == kLost) continue;
         uint64_t offset = per_item ? begin : 0, size = per_item ? end - begin : 0;
-        auto key = std::make_tuple(region.id, index, offset, size, item.can_write);
+        auto key = std::make_tuple(region.id, uint64_t{each.member}, offset, size, item.can_write);
         KeyGrant grant;
         {
             std::lock_guard<std::mutex> lock(grants_mutex_);
             auto found = grants_.find(key);
             if (found != grants_.end()) grant = found->second;
         }
-        uint64_t server = region.memory_servers[index];
         if (grant.fabric_address.empty()) {
-            grant = servers_[server]->GrantKey(ExtentOf(region), offset, size, item.can_write);
+            try {
+                grant = servers_[each.server]->GrantKey(each.extent, offset, size, item.can_write);
+            } catch (const Failure &) {
+                // A redundant region's member on a server that just died (not yet marked
+                // lost): the client reads and writes the other members.
+                if (!redundant) throw;
+                continue;
+            }
             std::lock_guard<std::mutex> lock(grants_mutex_);
             grants_[key] = grant;
         }
-        item.access[index] = ServerAccess{server,         grant.fabric_address, grant.key,
-                                          grant.base,     grant.heap_path,      grant.node};
+        access[each.member] = ServerAccess{each.server,     grant.fabric_address, grant.key,
+                                           grant.base,      grant.heap_path,      grant.node};
     }
     return item;
 }
@@ -48,16 +58,17 @@ void MetadataStore::ForgetGrants(uint64_t region_id) {
 
 void MetadataStore::RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size) {
     Layout layout = LayoutOf(region);
-    for (uint64_t index = 0; index < layout.servers; ++index) {
-        auto [begin, end] = PhysicalRange(layout, offset, size, index);
+    for (const PlacedExtent &each : ExtentsOf(region)) {
+        auto [begin, end] = PhysicalRange(layout, offset, size, each.index);
         if (end <= begin) continue;
+        uint64_t member = each.member;
         {
             std::lock_guard<std::mutex> lock(grants_mutex_);
-            grants_.erase(std::make_tuple(region.id, index, begin, end - begin, false));
-            grants_.erase(std::make_tuple(region.id, index, begin, end - begin, true));
+            grants_.erase(std::make_tuple(region.id, member, begin, end - begin, false));
+            grants_.erase(std::make_tuple(region.id, member, begin, end - begin, true));
         }
         try {
-            servers_[region.memory_servers[index]]->RevokeKeys(ExtentOf(region), begin);
+            servers_[each.server]->RevokeKeys(each.extent, begin);
         } catch (const Failure &) {
             // An unreachable server has lost its registrations already.
         }

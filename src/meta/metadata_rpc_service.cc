@@ -11,46 +11,16 @@ MetadataRpcService::MetadataRpcService(MetadataStore *store,
                                        std::vector<MemoryServerClient *> servers)
     : store_(store), servers_(std::move(servers)) {}
 
-MetadataRpcService::~MetadataRpcService() {
+MetadataRpcService::~MetadataRpcService() { StopMonitor(); }
+
+void MetadataRpcService::StopMonitor() {
     {
         std::lock_guard<std::mutex> lock(monitor_mutex_);
         stopping_ = true;
     }
     monitor_wake_.notify_all();
     if (monitor_.joinable()) monitor_.join();
-}
-
-void MetadataRpcService::StartMonitor(std::chrono::milliseconds period) {
-    CheckServers();
-    monitor_ = std::thread([this, period] {
-        std::unique_lock<std::mutex> lock(monitor_mutex_);
-        while (!monitor_wake_.wait_for(lock, period, [this] { return stopping_; })) {
-            lock.unlock();
-            CheckServers();
-            lock.lock();
-        }
-    });
-}
-
-void MetadataRpcService::CheckServers() {
-    for (MemoryServerClient *server : servers_) {
-        try {
-            MemoryServerInfo info = server->Info();
-            std::string name = "incarnation/" + std::to_string(server->id());
-            std::string known = store_->GetValue(name);
-            if (known == info.incarnation) continue;
-            if (!known.empty()) {
-                std::fprintf(stderr,
-                             "fampool-server: memory server %llu restarted; releasing its "
-                             "volatile regions\n",
-                             static_cast<unsigned long long>(server->id()));
-                store_->ServerRestarted(server->id());
-            }
-            store_->SetValue(name, info.incarnation);
-        } catch (const Failure &) {
-            // Unreachable for now; `fampool status` shows it, the next round checks again.
-        }
-    }
+    if (rebuilder_.joinable()) rebuilder_.join();
 }
 
 grpc::Status MetadataRpcService::CreateRegion(grpc::ServerContext *,
@@ -174,6 +144,9 @@ grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty 
             } catch (const Failure &) {
                 state->set_reachable(false);
             }
+            std::lock_guard<std::mutex> lock(health_mutex_);
+            state->set_lost(dead_.count(server->id()) != 0);
+            state->set_spare(store_->IsSpare(server->id()));
         }
         for (const auto &usage_of : store_->ListRegions()) {
             rpc::RegionUsage *region = reply->add_regions();

@@ -1,13 +1,19 @@
 // The metadata service's gRPC face: each call runs on the MetadataStore with the caller's
-// identity. A monitor thread asks every memory server for its incarnation: a restarted server
-// has lost its volatile heaps and its registrations, and the store is told so.
+// identity. A monitor thread asks every memory server for its incarnation (a heartbeat, every
+// period): a restarted server has lost its volatile heaps and its registrations, and the store
+// is told so; a server that misses kMissedHeartbeats in a row (or one a client reports and
+// that does not answer) is dead, and its members of redundant regions are lost. Lost members
+// are rebuilt (metadata_health.cc) on `Rebuild`, and at once when their own server comes back
+// or a spare is alive.
 #ifndef FAMPOOL_META_METADATA_RPC_SERVICE_H_
 #define FAMPOOL_META_METADATA_RPC_SERVICE_H_
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -26,6 +32,15 @@ class MetadataRpcService final : public rpc::Metadata::Service {
 
     // Checks every server now, then every `period` on a background thread.
     void StartMonitor(std::chrono::milliseconds period);
+    // Stops the heartbeats (and waits for a rebuild in progress): at shutdown, when the
+    // memory servers go too.
+    void StopMonitor();
+    static constexpr int kMissedHeartbeats = 2;
+    static constexpr std::chrono::milliseconds kHeartbeatTimeout{250};
+    // How long a rebuild waits after it marked the member kRebuilding before it copies: every
+    // client writing to the region fetches its members at least every kViewLease (100 ms,
+    // client/redundant_transport.h) while one is not healthy, and then writes there too.
+    static constexpr std::chrono::milliseconds kRebuildGrace{400};
     // The fabric endpoint that takes the frequent calls too, named to clients in Status. Set
     // before serving; it must outlive the service's last Status call.
     void AdvertiseFabric(const MetadataFabricService *fabric) { fabric_ = fabric; }
@@ -58,9 +73,24 @@ class MetadataRpcService final : public rpc::Metadata::Service {
                            rpc::ItemList *) override;
     grpc::Status MetadataEndpoint(grpc::ServerContext *, const rpc::Empty *,
                                   rpc::FabricEndpoint *) override;
+    grpc::Status ReportFailure(grpc::ServerContext *, const rpc::ServerReport *,
+                               rpc::Empty *) override;
+    grpc::Status Rebuild(grpc::ServerContext *, const rpc::RebuildRequest *,
+                         rpc::RebuildReply *) override;
 
   private:
     void CheckServers();
+    // The server is dead: marks its members lost (once).
+    void ServerDied(uint64_t id);
+    std::set<uint64_t> Alive();
+    // Rebuilds lost members (of region `name`, or all): on their own server or a spare when
+    // `automatic`, else on any suitable live server.
+    void RebuildLost(const std::string &name, bool automatic, rpc::RebuildReply *reply);
+    void RebuildMember(const RegionInfo &region, size_t member, uint64_t target,
+                       rpc::RebuiltMember *result);
+    // Starts RebuildLost(automatic) on a thread when a lost member has its own server back or
+    // a spare, unless one runs.
+    void MaybeRebuild();
 
     MetadataStore *store_;
     std::vector<MemoryServerClient *> servers_;
@@ -69,6 +99,13 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     std::condition_variable monitor_wake_;
     bool stopping_ = false;
     std::thread monitor_;
+    std::mutex check_mutex_;
+    std::mutex health_mutex_;
+    std::map<uint64_t, int> missed_;  // heartbeats missed in a row, by server
+    std::set<uint64_t> dead_;         // declared dead, not answering since
+    std::mutex rebuild_mutex_;        // one rebuild at a time
+    std::atomic<bool> rebuilding_{false};
+    std::thread rebuilder_;
 };
 
 }  // namespace fampool

@@ -17,15 +17,17 @@ using namespace store;
 void MetadataStore::AddZeroing(const RegionInfo &region, const std::vector<ItemSpan> &items,
                                std::map<uint64_t, std::vector<ExtentRanges>> *per_server) {
     Layout layout = LayoutOf(region);
-    for (uint64_t index = 0; index < layout.servers; ++index) {
-        ExtentRanges extent{ExtentOf(region), {}};
+    // Every member of a redundant region: copies as well, and RAID5's parity, whose stripes
+    // (items take whole stripes) then hold the XOR of zeros. A lost member is rebuilt from
+    // the others.
+    for (const PlacedExtent &each : ExtentsOf(region)) {
+        if (StateOf(region, each.member) == kLost) continue;
+        ExtentRanges extent{each.extent, {}};
         for (auto [offset, size] : items) {
-            auto [begin, end] = PhysicalRange(layout, offset, size, index);
+            auto [begin, end] = PhysicalRange(layout, offset, size, each.index);
             if (end > begin) extent.ranges.emplace_back(begin, end - begin);
         }
-        if (!extent.ranges.empty()) {
-            (*per_server)[region.memory_servers[index]].push_back(std::move(extent));
-        }
+        if (!extent.ranges.empty()) (*per_server)[each.server].push_back(std::move(extent));
     }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/fam_objects.h"
 
@@ -37,6 +38,9 @@ class MetadataService {
 
     // Flushes commits to stable storage.
     virtual void Sync() = 0;
+    // A client found these memory servers failing (redundant regions): the service checks
+    // them before it returns. Nothing to do where there are no memory servers to lose.
+    virtual void ReportFailure(const std::vector<uint64_t> &servers) { (void)servers; }
 };
 
 }  // namespace fampool

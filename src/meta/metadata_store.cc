@@ -61,16 +61,23 @@ MetadataStore::~MetadataStore() {
     scrubber_.join();
 }
 
-std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64_t size,
-                                                  bool interleaved, Fam_Memory_Type memory) {
-    // The servers that hold this kind of memory.
+std::vector<uint64_t> MetadataStore::Candidates(Fam_Memory_Type memory) const {
     const char *kind = memory == PERSISTENT ? "persistent" : "volatile";
     std::vector<uint64_t> candidates;
     for (uint64_t id = 0; id < servers_.size(); ++id) {
         const std::string &type =
             id < options_.memory_types.size() ? options_.memory_types[id] : std::string();
-        if (type.empty() || type == kind) candidates.push_back(id);
+        bool spare = id < options_.spares.size() && options_.spares[id];
+        if (!spare && (type.empty() || type == kind)) candidates.push_back(id);
     }
+    return candidates;
+}
+
+std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64_t size,
+                                                  bool interleaved,
+                                                  const Fam_Region_Attributes &attributes) {
+    const char *kind = attributes.memoryType == PERSISTENT ? "persistent" : "volatile";
+    std::vector<uint64_t> candidates = Candidates(attributes.memoryType);
     if (candidates.empty()) {
         Fail(openfam::FAM_ERR_RESOURCE,
              "region \"{}\" is {}, and no memory server holds {} memory (memory_type of the "
@@ -84,6 +91,14 @@ std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64
         uint64_t wanted = size / span_size + (size % span_size ? 1 : 0);
         span = static_cast<size_t>(std::clamp<uint64_t>(wanted, 1, span));
     }
+    // RAID5 stripes over two data servers and a parity server at least.
+    if (attributes.redundancyLevel == RAID5) span = std::max<size_t>(span, 3);
+    if (span > count) {
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "region \"{}\" asks for RAID5, which needs 3 memory servers holding {} memory, and "
+             "there are {}",
+             name, kind, count);
+    }
     std::vector<uint64_t> order(count);
     for (size_t i = 0; i < count; ++i) order[i] = candidates[(Fnv1a(name) + i) % count];
     if (options_.policy == "least-used") {
@@ -96,7 +111,35 @@ std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64
     return order;
 }
 
-void MetadataStore::CheckRedundancy(const std::string &name, Fam_Redundancy_Level level) const {
+std::vector<uint64_t> MetadataStore::PlaceCopies(const std::vector<uint64_t> &servers,
+                                                 Fam_Memory_Type memory) const {
+    std::vector<uint64_t> candidates = Candidates(memory);
+    auto domain = [this](uint64_t id) {
+        return id < options_.failure_domains.size() && !options_.failure_domains[id].empty()
+                   ? options_.failure_domains[id]
+                   : "server " + std::to_string(id);
+    };
+    std::vector<uint64_t> copies;
+    for (uint64_t server : servers) {
+        // The next candidates after the server, in rotation: those in another failure domain
+        // first, then any other server.
+        auto at = std::find(candidates.begin(), candidates.end(), server);
+        size_t start = at == candidates.end() ? 0 : at - candidates.begin();
+        std::optional<uint64_t> other_domain, other_server;
+        for (size_t i = 1; i <= candidates.size(); ++i) {
+            uint64_t id = candidates[(start + i) % candidates.size()];
+            if (id == server) continue;
+            if (!other_server) other_server = id;
+            if (!other_domain && domain(id) != domain(server)) other_domain = id;
+        }
+        copies.push_back(other_domain ? *other_domain : *other_server);
+    }
+    return copies;
+}
+
+void MetadataStore::CheckRedundancy(const std::string &name,
+                                    const Fam_Region_Attributes &attributes) const {
+    Fam_Redundancy_Level level = attributes.redundancyLevel;
     if (level == NONE) return;
     if (level != RAID1 && level != RAID5) {
         Fail(openfam::FAM_ERR_INVALID, "region \"{}\": unknown redundancyLevel {}", name,
@@ -106,18 +149,22 @@ void MetadataStore::CheckRedundancy(const std::string &name, Fam_Redundancy_Leve
     // accepted where it cannot be kept.
     const char *what = level == RAID1 ? "RAID1" : "RAID5";
     size_t needed = level == RAID1 ? 2 : 3;
-    if (servers_.size() < needed) {
+    size_t servers = Candidates(attributes.memoryType).size();
+    if (servers < needed) {
         Fail(openfam::FAM_ERR_RESOURCE,
              "region \"{}\" asks for {}, which needs {} memory servers (a copy or parity on "
-             "another server), and there {} {}; the embedded model has one: create it with "
+             "another server), and there {} {}{}; the embedded model has one: create it with "
              "redundancyLevel NONE, or on a cluster of {} or more memory servers",
-             name, what, needed, servers_.size() == 1 ? "is" : "are", servers_.size(), needed);
+             name, what, needed, servers == 1 ? "is" : "are", servers,
+             servers == servers_.size() ? "" : " holding its memory type", needed);
     }
-    Fail(openfam::FAM_ERR_UNIMPL,
-         "region \"{}\" asks for {}: redundant regions are not available in this version of "
-         "fampool (its data would not survive a memory server's loss); create it with "
-         "redundancyLevel NONE",
-         name, what);
+    if (level == RAID5 && (attributes.interleaveEnable == DISABLE || !options_.interleave_size)) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "region \"{}\" asks for RAID5 without interleaving: RAID5 stripes the region's bytes "
+             "by the interleave size (its stripe unit); enable interleaving (interleave_size "
+             "in the cluster file)",
+             name);
+    }
 }
 
 RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
@@ -139,14 +186,18 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     if (region.attributes.redundancyLevel == REDUNDANCY_LEVEL_DEFAULT) {
         region.attributes.redundancyLevel = NONE;
     }
-    CheckRedundancy(name, region.attributes.redundancyLevel);
+    CheckRedundancy(name, region.attributes);
     if (region.attributes.interleaveEnable == INTERLEAVE_DEFAULT) {
         region.attributes.interleaveEnable = options_.interleave_size ? ENABLE : DISABLE;
     }
     region.interleave_size =
         region.attributes.interleaveEnable == ENABLE ? options_.interleave_size : 0;
-    region.memory_servers = PlaceRegion(name, size, region.interleave_size != 0,
-                                        region.attributes.memoryType);
+    region.memory_servers =
+        PlaceRegion(name, size, region.interleave_size != 0, region.attributes);
+    if (region.attributes.redundancyLevel == RAID1) {
+        region.copy_servers = PlaceCopies(region.memory_servers, region.attributes.memoryType);
+    }
+    region.member_state.assign(MemberCount(region), kHealthy);
     if (size > (uint64_t{1} << kServerIndexShift) * region.memory_servers.size()) {
         Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" of {} bytes exceeds 256 TiB per memory server",
              name, size);
@@ -162,11 +213,11 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     region.id = ReadU64(next);
     txn.Put(Table::kMeta, "next_region", Key(region.id + 1));
 
-    ExtentRef extent = ExtentOf(region);
+    std::vector<PlacedExtent> extents = ExtentsOf(region);
     size_t created = 0;
     try {
-        for (uint64_t server : region.memory_servers) {
-            servers_[server]->CreateExtent(extent, layout.extent_size);
+        for (const PlacedExtent &each : extents) {
+            servers_[each.server]->CreateExtent(each.extent, layout.extent_size);
             ++created;
         }
         txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
@@ -183,7 +234,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     } catch (...) {
         for (size_t i = 0; i < created; ++i) {
             try {
-                servers_[region.memory_servers[i]]->DestroyExtent(extent);
+                servers_[extents[i].server]->DestroyExtent(extents[i].extent);
             } catch (const Failure &) {
                 // The server is gone; its heap goes with its next restart (volatile) or stays
                 // as an orphan file (persistent), never referenced by metadata.
@@ -201,9 +252,9 @@ void MetadataStore::DestroyRegion(uint64_t region_id, const Caller &caller) {
     RemoveRegionRecords(txn, region);
     txn.Commit();
     ForgetGrants(region.id);
-    for (uint64_t server : region.memory_servers) {
+    for (const PlacedExtent &each : ExtentsOf(region)) {
         try {
-            servers_[server]->DestroyExtent(ExtentOf(region));
+            servers_[each.server]->DestroyExtent(each.extent);
         } catch (const Failure &) {
             // The region is gone from the metadata; an unreachable server's heap is released
             // when it restarts (volatile) or stays as an unreferenced file (persistent).
@@ -247,8 +298,9 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     // lost if the commit then fails), and no grow and allocation there can come in between
     // and be cleared by it.
     if (new_extent != old_extent) {
-        for (uint64_t server : region.memory_servers) {
-            servers_[server]->ResizeExtent(ExtentOf(region), old_extent, new_extent);
+        for (const PlacedExtent &each : ExtentsOf(region)) {
+            if (StateOf(region, each.member) == kLost) continue;  // rebuilt at the new size
+            servers_[each.server]->ResizeExtent(each.extent, old_extent, new_extent);
         }
     }
     region.size = size;
@@ -288,8 +340,9 @@ void MetadataStore::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
     if (options_.grant_keys && region.attributes.permissionLevel != DATAITEM) {
         // Keys handed out under the old bits stop working; holders look the item up again.
         ForgetGrants(region.id);
-        for (uint64_t server : region.memory_servers) {
-            servers_[server]->RevokeKeys(ExtentOf(region), kAllGrants);
+        for (const PlacedExtent &each : ExtentsOf(region)) {
+            if (StateOf(region, each.member) == kLost) continue;
+            servers_[each.server]->RevokeKeys(each.extent, kAllGrants);
         }
     }
 }
@@ -341,8 +394,8 @@ std::vector<uint64_t> MetadataStore::ServerUsage() {
     for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
         RegionInfo region = DecodeRegion(ReadU64(cursor.key()), cursor.value());
         uint64_t extent = LayoutOf(region).extent_size;
-        for (uint64_t server : region.memory_servers) {
-            if (server < usage.size()) usage[server] += extent;
+        for (const PlacedExtent &each : ExtentsOf(region)) {
+            if (each.server < usage.size()) usage[each.server] += extent;
         }
     }
     return usage;
@@ -356,20 +409,34 @@ void MetadataStore::ServerRestarted(uint64_t server_id) {
         for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
             all.push_back(DecodeRegion(ReadU64(cursor.key()), cursor.value()));
         }
-        for (const RegionInfo &region : all) {
-            bool on_server = std::find(region.memory_servers.begin(), region.memory_servers.end(),
-                                       server_id) != region.memory_servers.end();
-            if (on_server && region.attributes.memoryType != PERSISTENT) gone.push_back(region);
+        for (RegionInfo &region : all) {
+            if (region.attributes.memoryType == PERSISTENT) continue;
+            bool on_server = false;
+            for (const PlacedExtent &each : ExtentsOf(region)) on_server |= each.server == server_id;
+            if (!on_server) continue;
+            if (IsRedundant(region)) {
+                // Its extents there went with the heaps: those members are lost, and the
+                // others still hold the region unless too many are.
+                region.member_state.resize(MemberCount(region), kHealthy);
+                for (size_t m = 0; m < MemberCount(region); ++m) {
+                    if (MemberServer(region, m) == server_id) region.member_state[m] = kLost;
+                }
+                if (RegionRecoverable(region)) {
+                    txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
+                    continue;
+                }
+            }
+            gone.push_back(region);
         }
         for (const RegionInfo &region : gone) RemoveRegionRecords(txn, region);
         txn.Commit();
     }
     for (const RegionInfo &region : all) ForgetGrants(region.id);
     for (const RegionInfo &region : gone) {
-        for (uint64_t server : region.memory_servers) {
-            if (server == server_id) continue;
+        for (const PlacedExtent &each : ExtentsOf(region)) {
+            if (each.server == server_id) continue;
             try {
-                servers_[server]->DestroyExtent(ExtentOf(region));
+                servers_[each.server]->DestroyExtent(each.extent);
             } catch (const Failure &) {
             }
         }

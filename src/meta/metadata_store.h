@@ -24,6 +24,7 @@
 #include <optional>
 #include <mutex>
 #include <set>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -54,6 +55,11 @@ struct PlacementOptions {
     // By server id: the regions each holds, "volatile", "persistent" or "" (both); empty: every
     // server holds both.
     std::vector<std::string> memory_types;
+    // By server id: its failure domain (a rack, a power feed); RAID1 keeps an extent's copy in
+    // another domain than the extent when the cluster has one. Empty: every server its own.
+    std::vector<std::string> failure_domains;
+    // By server id: spares, which get no region when it is created (only lost members).
+    std::vector<bool> spares;
     bool grant_keys = false;       // fill ItemInfo::access with fabric keys (memory-server model)
     // Zero deallocated items on a thread of the store (the metadata server, whose memory
     // servers are a round trip away) rather than inside fam_deallocate (embedded: a memset).
@@ -113,17 +119,50 @@ class MetadataStore : public MetadataService {
     static constexpr uint64_t kAllRegions = ~uint64_t{0};
     size_t Scrub(uint64_t region_id, std::string *error);
 
+    // Redundant regions (metadata_redundancy.cc).
+    // Every redundant region.
+    std::vector<RegionInfo> RedundantRegions();
+    // Memory server `server_id` died: each member on it is lost (its bytes are read from the
+    // others from now on). Returns the regions that changed.
+    std::vector<RegionInfo> ServerLost(uint64_t server_id);
+    // Where a lost member may be rebuilt, among the servers `alive`: its own server back (a
+    // replacement), else a spare, else (unless `automatic`) any server that holds no member
+    // its loss could take along (RAID1: not the other copy's server; RAID5: no member at
+    // all), in another failure domain first. None: no such server is alive.
+    std::optional<uint64_t> RebuildTarget(const RegionInfo &region, size_t member,
+                                          const std::set<uint64_t> &alive, bool automatic);
+    // Puts the member on `target`, in a fresh extent, as kRebuilding: from now on clients
+    // write there too.
+    RegionInfo StartRebuild(uint64_t region_id, size_t member, uint64_t target);
+    // The member, still on `target`, holds its bytes again: kHealthy.
+    void FinishRebuild(uint64_t region_id, size_t member, uint64_t target);
+    // Its rebuild failed: the member, if still being rebuilt on `target`, is lost again (to be
+    // rebuilt by a later attempt).
+    void AbortRebuild(uint64_t region_id, size_t member, uint64_t target);
+    // A member's whole extent, writable: what memory servers rebuilding it reach it with.
+    ServerAccess MemberKey(const RegionInfo &region, size_t member);
+    uint64_t ExtentSize(const RegionInfo &region);
+    bool IsSpare(uint64_t server_id) const {
+        return server_id < options_.spares.size() && options_.spares[server_id];
+    }
+
   private:
-    // Refuses a redundancy level this service cannot keep (this version keeps no copies or
-    // parity): FAM_ERR_RESOURCE with fewer memory servers than the level needs (the embedded
-    // model has one), FAM_ERR_UNIMPL with enough of them; FAM_ERR_INVALID for unknown levels.
-    void CheckRedundancy(const std::string &name, Fam_Redundancy_Level level) const;
+    // Refuses a redundancy level this service cannot keep: FAM_ERR_RESOURCE with fewer memory
+    // servers than the level needs (RAID1 2, RAID5 3; the embedded model has one);
+    // FAM_ERR_INVALID for unknown levels and for RAID5 without interleaving (its stripe unit).
+    void CheckRedundancy(const std::string &name, const Fam_Region_Attributes &attributes) const;
+    // RAID1: the server of each extent's copy, never the extent's own server, in another
+    // failure domain when there is one, spread by rotation.
+    std::vector<uint64_t> PlaceCopies(const std::vector<uint64_t> &servers,
+                                      Fam_Memory_Type memory) const;
+    // The servers that hold this kind of memory.
+    std::vector<uint64_t> Candidates(Fam_Memory_Type memory) const;
     ItemInfo Finish(ItemInfo item, const Caller &caller);
     void ForgetGrants(uint64_t region_id);
     void RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size);
     // The memory servers of a new region (ids, ascending).
     std::vector<uint64_t> PlaceRegion(const std::string &name, uint64_t size, bool interleaved,
-                                      Fam_Memory_Type memory);
+                                      const Fam_Region_Attributes &attributes);
     ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size,
                           uint32_t perm, const Caller &caller);
     using ItemSpan = std::pair<uint64_t, uint64_t>;  // an item's offset and size

@@ -1,5 +1,6 @@
 #include "meta/records.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
@@ -8,7 +9,10 @@ namespace fampool {
 namespace {
 
 // Layouts are versioned by their first byte so that later releases can extend them.
+// Region records: version 2, or version 3 (redundant regions), which puts its copy servers and
+// member states between the server ids and the name.
 constexpr uint8_t kRegionVersion = 2;
+constexpr uint8_t kRedundantRegionVersion = 3;
 constexpr uint8_t kItemVersion = 1;
 
 struct __attribute__((packed)) RegionHeader {
@@ -27,13 +31,14 @@ struct __attribute__((packed)) ItemHeader {
 };
 
 template <typename Header>
-Header ReadHeader(std::string_view bytes, uint8_t version, const char *what) {
+Header ReadHeader(std::string_view bytes, uint8_t version, const char *what,
+                  uint8_t newest = 0) {
     Header header;
     if (bytes.size() < sizeof header) {
         Fail(openfam::FAM_ERR_METADATA, "{} record is truncated ({} bytes)", what, bytes.size());
     }
     std::memcpy(&header, bytes.data(), sizeof header);
-    if (header.version != version) {
+    if (header.version < version || header.version > std::max(version, newest)) {
         Fail(openfam::FAM_ERR_METADATA, "{} record has unknown version {}", what, header.version);
     }
     return header;
@@ -43,7 +48,7 @@ Header ReadHeader(std::string_view bytes, uint8_t version, const char *what) {
 
 std::string EncodeRegion(const RegionInfo &region) {
     RegionHeader header{};
-    header.version = kRegionVersion;
+    header.version = IsRedundant(region) ? kRedundantRegionVersion : kRegionVersion;
     header.memory_type = static_cast<uint8_t>(region.attributes.memoryType);
     header.interleave = static_cast<uint8_t>(region.attributes.interleaveEnable);
     header.permission_level = static_cast<uint8_t>(region.attributes.permissionLevel);
@@ -56,11 +61,22 @@ std::string EncodeRegion(const RegionInfo &region) {
     header.server_count = static_cast<uint16_t>(region.memory_servers.size());
     std::string bytes(reinterpret_cast<const char *>(&header), sizeof header);
     for (uint64_t id : region.memory_servers) bytes.append(reinterpret_cast<const char *>(&id), 8);
+    if (header.version == kRedundantRegionVersion) {
+        auto count = [&bytes](size_t n) {
+            uint16_t value = static_cast<uint16_t>(n);
+            bytes.append(reinterpret_cast<const char *>(&value), 2);
+        };
+        count(region.copy_servers.size());
+        for (uint64_t id : region.copy_servers) bytes.append(reinterpret_cast<const char *>(&id), 8);
+        count(region.member_state.size());
+        bytes.append(region.member_state.begin(), region.member_state.end());
+    }
     return bytes + region.name;
 }
 
 RegionInfo DecodeRegion(uint64_t id, std::string_view bytes) {
-    auto header = ReadHeader<RegionHeader>(bytes, kRegionVersion, "region");
+    auto header =
+        ReadHeader<RegionHeader>(bytes, kRegionVersion, "region", kRedundantRegionVersion);
     RegionInfo region;
     region.id = id;
     size_t servers_end = sizeof header + 8 * size_t{header.server_count};
@@ -71,6 +87,30 @@ RegionInfo DecodeRegion(uint64_t id, std::string_view bytes) {
         uint64_t server;
         std::memcpy(&server, bytes.data() + sizeof header + 8 * i, 8);
         region.memory_servers.push_back(server);
+    }
+    if (header.version == kRedundantRegionVersion) {
+        auto take = [&](size_t n) {
+            if (bytes.size() < servers_end + n) {
+                Fail(openfam::FAM_ERR_METADATA, "region record {} is truncated", id);
+            }
+            std::string_view part = bytes.substr(servers_end, n);
+            servers_end += n;
+            return part;
+        };
+        auto count = [&] {
+            uint16_t value;
+            std::memcpy(&value, take(2).data(), 2);
+            return value;
+        };
+        uint16_t copies = count();
+        std::string_view ids = take(8 * size_t{copies});
+        for (uint16_t i = 0; i < copies; ++i) {
+            uint64_t server;
+            std::memcpy(&server, ids.data() + 8 * i, 8);
+            region.copy_servers.push_back(server);
+        }
+        std::string_view states = take(count());
+        region.member_state.assign(states.begin(), states.end());
     }
     region.name = std::string(bytes.substr(servers_end));
     region.size = header.size;

@@ -77,13 +77,30 @@ ExtentRef ExtentOf(const RegionInfo &region) {
     return ExtentRef{region.id, region.attributes.memoryType == PERSISTENT};
 }
 
+std::vector<PlacedExtent> ExtentsOf(const RegionInfo &region) {
+    std::vector<PlacedExtent> extents;
+    size_t members = MemberCount(region), k = region.memory_servers.size();
+    if (members == 0) {
+        for (size_t i = 0; i < k; ++i) {
+            extents.push_back({region.memory_servers[i], ExtentOf(region), i, i});
+        }
+        return extents;
+    }
+    for (size_t m = 0; m < members; ++m) {
+        ExtentRef extent = ExtentOf(region);
+        extent.copy = region.attributes.redundancyLevel == RAID1 && m >= k;
+        extents.push_back({MemberServer(region, m), extent, m % k, m});
+    }
+    return extents;
+}
+
 uint64_t AllocatorOf(uint64_t region_id, uint64_t index) { return region_id * 256 + index; }
 
 uint64_t RoundUp(uint64_t value, uint64_t unit) { return (value + unit - 1) / unit * unit; }
 
 Layout LayoutOf(const RegionInfo &region, uint64_t size) {
     Layout layout;
-    layout.servers = std::max<uint64_t>(1, region.memory_servers.size());
+    layout.servers = std::max<uint64_t>(1, DataColumns(region));
     if (region.interleave_size && layout.servers > 1) {
         layout.interleave = region.interleave_size;
         layout.extent_size = RoundUp(size, layout.unit()) / layout.servers;

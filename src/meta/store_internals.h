@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "common/fam_objects.h"
 #include "common/memory_server.h"
@@ -53,6 +54,21 @@ RegionInfo ReadRegion(const Txn &txn, uint64_t region_id);
 ItemInfo ReadItem(const Txn &txn, const RegionInfo &region, uint64_t offset);
 // The region's extent on each of its servers.
 ExtentRef ExtentOf(const RegionInfo &region);
+// One extent of a region on one server: each member of a redundant region (see Members in
+// common/fam_objects.h), else the extent on each of its servers. `index` is the server
+// position PhysicalRange takes for the bytes the extent holds.
+struct PlacedExtent {
+    uint64_t server = 0;
+    ExtentRef extent;
+    uint64_t index = 0;
+    size_t member = 0;
+};
+std::vector<PlacedExtent> ExtentsOf(const RegionInfo &region);
+// Whether a redundant region still holds all its bytes: no member lost together with one
+// whose loss it cannot survive (RAID1: the other copy; RAID5: any other member).
+bool RegionRecoverable(const RegionInfo &region);
+// Those members of `member`: RAID1 the other copy of its extent, RAID5 every other member.
+std::vector<size_t> Partners(const RegionInfo &region, size_t member);
 // The extent allocator of server `index` of a region (kVirtualExtent: its virtual space).
 uint64_t AllocatorOf(uint64_t region_id, uint64_t index);
 uint64_t RoundUp(uint64_t value, uint64_t unit);

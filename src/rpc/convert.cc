@@ -28,6 +28,8 @@ void ToProto(const RegionInfo &in, rpc::Region *out) {
     ToProto(in.attributes, out->mutable_attributes());
     out->set_interleave_size(in.interleave_size);
     for (uint64_t id : in.memory_servers) out->add_memory_servers(id);
+    for (uint64_t id : in.copy_servers) out->add_copy_servers(id);
+    out->set_member_state(std::string(in.member_state.begin(), in.member_state.end()));
 }
 
 RegionInfo FromProto(const rpc::Region &in) {
@@ -41,7 +43,23 @@ RegionInfo FromProto(const rpc::Region &in) {
     out.attributes = FromProto(in.attributes());
     out.interleave_size = in.interleave_size();
     out.memory_servers.assign(in.memory_servers().begin(), in.memory_servers().end());
+    out.copy_servers.assign(in.copy_servers().begin(), in.copy_servers().end());
+    out.member_state.assign(in.member_state().begin(), in.member_state().end());
     return out;
+}
+
+void ToProto(const ServerAccess &in, rpc::ServerAccess *out) {
+    out->set_server_id(in.server_id);
+    out->set_fabric_address(in.fabric_address);
+    out->set_key(in.key);
+    out->set_base(in.base);
+    out->set_heap_path(in.heap_path);
+    out->set_node(in.node);
+}
+
+ServerAccess FromProto(const rpc::ServerAccess &in) {
+    return ServerAccess{in.server_id(), in.fabric_address(), in.key(), in.base(), in.heap_path(),
+                        in.node()};
 }
 
 void ToProto(const ItemInfo &in, rpc::Item *out) {
@@ -55,15 +73,8 @@ void ToProto(const ItemInfo &in, rpc::Item *out) {
     ToProto(in.region, out->mutable_region());
     out->set_can_read(in.can_read);
     out->set_can_write(in.can_write);
-    for (const ServerAccess &a : in.access) {
-        rpc::ServerAccess *access = out->add_access();
-        access->set_server_id(a.server_id);
-        access->set_fabric_address(a.fabric_address);
-        access->set_key(a.key);
-        access->set_base(a.base);
-        access->set_heap_path(a.heap_path);
-        access->set_node(a.node);
-    }
+    for (const ServerAccess &a : in.access) ToProto(a, out->add_access());
+    for (const ServerAccess &a : in.member_access) ToProto(a, out->add_member_access());
 }
 
 ItemInfo FromProto(const rpc::Item &in) {
@@ -78,10 +89,8 @@ ItemInfo FromProto(const rpc::Item &in) {
     out.region = FromProto(in.region());
     out.can_read = in.can_read();
     out.can_write = in.can_write();
-    for (const rpc::ServerAccess &a : in.access()) {
-        out.access.push_back(ServerAccess{a.server_id(), a.fabric_address(), a.key(), a.base(),
-                                          a.heap_path(), a.node()});
-    }
+    for (const rpc::ServerAccess &a : in.access()) out.access.push_back(FromProto(a));
+    for (const rpc::ServerAccess &a : in.member_access()) out.member_access.push_back(FromProto(a));
     return out;
 }
 
@@ -112,9 +121,12 @@ BackupInfo FromProto(const rpc::BackupRecord &in) {
 void ToProto(const ExtentRef &in, rpc::Extent *out) {
     out->set_region_id(in.region_id);
     out->set_persistent(in.persistent);
+    out->set_copy(in.copy);
 }
 
-ExtentRef FromProto(const rpc::Extent &in) { return ExtentRef{in.region_id(), in.persistent()}; }
+ExtentRef FromProto(const rpc::Extent &in) {
+    return ExtentRef{in.region_id(), in.persistent(), in.copy()};
+}
 
 void ToProto(const ItemLayout &in, rpc::ItemLayout *out) {
     ToProto(in.extent, out->mutable_extent());
@@ -128,7 +140,9 @@ void ToProto(const ItemLayout &in, rpc::ItemLayout *out) {
         access->set_fabric_address(server.fabric_address);
         access->set_key(server.key);
         access->set_base(server.base);
+        access->set_copy(server.copy);
     }
+    out->set_raid5_members(in.raid5_members);
 }
 
 ItemLayout FromProto(const rpc::ItemLayout &in) {
@@ -137,11 +151,12 @@ ItemLayout FromProto(const rpc::ItemLayout &in) {
     out.offset = in.offset();
     out.size = in.size();
     out.interleave = in.interleave();
+    out.raid5_members = in.raid5_members();
     out.name = in.name();
     for (const rpc::ServerAccess &access : in.servers()) {
         out.servers.push_back(
             ItemLayout::Server{access.server_id(), access.fabric_address(), access.key(),
-                               access.base()});
+                               access.base(), access.copy()});
     }
     return out;
 }

@@ -18,6 +18,8 @@ namespace fampool {
 
 void ToProto(const RegionInfo &in, rpc::Region *out);
 RegionInfo FromProto(const rpc::Region &in);
+void ToProto(const ServerAccess &in, rpc::ServerAccess *out);
+ServerAccess FromProto(const rpc::ServerAccess &in);
 void ToProto(const ItemInfo &in, rpc::Item *out);
 ItemInfo FromProto(const rpc::Item &in);
 void ToProto(const BackupInfo &in, rpc::BackupRecord *out);

@@ -29,10 +29,12 @@ MemoryServerClient::MemoryServerClient(uint64_t id, std::string address,
     : id_(id), address_(std::move(address)), timeout_(timeout),
       stub_(rpc::MemoryServer::NewStub(OpenChannel(address_))) {}
 
-MemoryServerInfo MemoryServerClient::Info() {
+MemoryServerInfo MemoryServerClient::Info() { return Info(timeout_); }
+
+MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout) {
     rpc::Empty request;
     rpc::ServerInfo reply;
-    auto context = CallContext(timeout_);
+    auto context = CallContext(timeout);
     CheckStatus(stub_->Info(context.get(), request, &reply), "MemoryServer.Info", address_);
     return MemoryServerInfo{reply.id(), reply.fabric_address(), reply.incarnation(),
                             reply.provider()};
@@ -209,6 +211,35 @@ void MemoryServerClient::RevokeKeys(ExtentRef extent, uint64_t offset) {
     auto context = CallContext(timeout_);
     CheckStatus(stub_->RevokeKeys(context.get(), Request(extent, offset), &reply),
                 "MemoryServer.RevokeKeys", address_);
+}
+
+rpc::AtomicReply MemoryServerClient::Atomic(const rpc::AtomicRequest &request) {
+    rpc::AtomicReply reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->Atomic(context.get(), request, &reply), "MemoryServer.Atomic", address_);
+    return reply;
+}
+
+void MemoryServerClient::Mirror(const rpc::MirrorRequest &request) {
+    rpc::Empty reply;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->Mirror(context.get(), request, &reply), "MemoryServer.Mirror", address_);
+}
+
+rpc::StripeReply MemoryServerClient::Stripe(const rpc::StripeRequest &request,
+                                            std::chrono::milliseconds timeout) {
+    rpc::StripeReply reply;
+    auto context = CallContext(
+        timeout.count() ? timeout : ForBytes(timeout_, request.data().size()));
+    CheckStatus(stub_->Stripe(context.get(), request, &reply), "MemoryServer.Stripe", address_);
+    return reply;
+}
+
+void MemoryServerClient::Resync(const rpc::ResyncRequest &request,
+                                std::chrono::milliseconds timeout) {
+    rpc::Empty reply;
+    auto context = CallContext(timeout);
+    CheckStatus(stub_->Resync(context.get(), request, &reply), "MemoryServer.Resync", address_);
 }
 
 }  // namespace fampool

@@ -26,6 +26,7 @@ class MemoryServerClient : public MemoryServer {
     uint64_t id() const override { return id_; }
     const std::string &address() const { return address_; }
     MemoryServerInfo Info();
+    MemoryServerInfo Info(std::chrono::milliseconds timeout);  // a heartbeat's short wait
 
     void CreateExtent(ExtentRef extent, uint64_t size) override;
     void DestroyExtent(ExtentRef extent) override;
@@ -45,6 +46,14 @@ class MemoryServerClient : public MemoryServer {
                        const std::vector<uint64_t> &offsets, char *data) override;
     KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable) override;
     void RevokeKeys(ExtentRef extent, uint64_t offset) override;
+
+    // Redundant regions (memserver/redundancy.h), as the messages say. `timeout` 0: the
+    // client's; a rebuild gives more.
+    rpc::AtomicReply Atomic(const rpc::AtomicRequest &request);
+    void Mirror(const rpc::MirrorRequest &request);
+    rpc::StripeReply Stripe(const rpc::StripeRequest &request,
+                            std::chrono::milliseconds timeout = {});
+    void Resync(const rpc::ResyncRequest &request, std::chrono::milliseconds timeout);
 
   private:
     uint64_t id_;

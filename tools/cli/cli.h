@@ -106,6 +106,7 @@ struct RunOptions {
 int Up(const UpOptions &options);
 int Down(const DownOptions &options);
 int Status(const QueryOptions &options);
+int Rebuild(const QueryOptions &options);
 int List(const QueryOptions &options);
 int Stat(const QueryOptions &options);
 int Run(const RunOptions &options);

@@ -108,6 +108,17 @@ int Main(int argc, char **argv) {
     AddClusterChoice(status_command, status.cluster);
     status_command->add_flag("--bytes", status.exact_bytes, "print sizes in bytes");
 
+    QueryOptions rebuild;
+    CLI::App *rebuild_command = app.add_subcommand(
+        "rebuild",
+        "rebuild the lost members of redundant regions (RAID1 copies, RAID5 columns) on live "
+        "memory servers while clients keep working; prints each member rebuilt, where, and how "
+        "fast");
+    rebuild_command->add_option("REGION", rebuild.region,
+                                "only this region (default: every degraded region)");
+    AddClusterChoice(rebuild_command, rebuild.cluster);
+    rebuild_command->add_flag("--bytes", rebuild.exact_bytes, "print sizes in bytes");
+
     QueryOptions list;
     CLI::App *list_command =
         app.add_subcommand("ls", "list the regions, or the data items of REGION");
@@ -139,6 +150,7 @@ int Main(int argc, char **argv) {
     if (up_command->parsed()) return Up(up);
     if (down_command->parsed()) return Down(down);
     if (status_command->parsed()) return Status(status);
+    if (rebuild_command->parsed()) return Rebuild(rebuild);
     if (list_command->parsed()) return List(list);
     if (stat_command->parsed()) return Stat(stat);
     run.command = run_command->remaining();

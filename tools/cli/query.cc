@@ -110,14 +110,46 @@ std::string Hex(const std::string &bytes) {
     return out;
 }
 
+// "NONE", "RAID1", "RAID5", with the health of a redundant region: "RAID1 degraded" while a
+// member is lost, "RAID1 rebuilding" while one is being rebuilt.
+std::string Redundancy(const RegionInfo &region) {
+    const char *level = region.attributes.redundancyLevel == RAID1   ? "RAID1"
+                        : region.attributes.redundancyLevel == RAID5 ? "RAID5"
+                                                                      : "NONE";
+    bool lost = false, rebuilding = false;
+    for (uint8_t state : region.member_state) {
+        lost |= state == kLost;
+        rebuilding |= state == kRebuilding;
+    }
+    return std::string(level) + (lost ? " degraded" : rebuilding ? " rebuilding" : "");
+}
+
+// Each member of a redundant region not healthy, one line each.
+void MemberLines(const RegionInfo &region) {
+    for (size_t m = 0; m < MemberCount(region); ++m) {
+        uint8_t state = StateOf(region, m);
+        if (state == kHealthy) continue;
+        std::printf("  region %s member %zu (%s) on memory server %llu: %s\n",
+                    Quote(region.name).c_str(), m,
+                    region.attributes.redundancyLevel == RAID5
+                        ? "stripe column"
+                        : (m < region.memory_servers.size() ? "extent" : "copy"),
+                    static_cast<unsigned long long>(MemberServer(region, m)),
+                    state == kLost ? "lost (read from the other members; `fampool rebuild`)"
+                                   : "rebuilding");
+    }
+}
+
 void RegionTable(const rpc::ClusterStatus &status, bool exact) {
-    Table table({"NAME", "ID", "SIZE", "USED", "ITEMS", "TYPE", "PERM", "UID", "GID", "SERVERS"});
+    Table table({"NAME", "ID", "SIZE", "USED", "ITEMS", "TYPE", "REDUNDANCY", "PERM", "UID",
+                 "GID", "SERVERS"});
     for (const rpc::RegionUsage &usage : status.regions()) {
         const rpc::Region &r = usage.region();
         RegionInfo region = FromProto(r);
         uint64_t used = r.size() >= usage.free_bytes() ? r.size() - usage.free_bytes() : 0;
         table.Add({r.name(), std::to_string(r.id()), Bytes(r.size(), exact), Bytes(used, exact),
-                   std::to_string(usage.items()), MemoryType(region.attributes), Mode(r.perm()),
+                   std::to_string(usage.items()), MemoryType(region.attributes),
+                   Redundancy(region), Mode(r.perm()),
                    std::to_string(r.uid()), std::to_string(r.gid()),
                    ServersOf(r.memory_servers())});
     }
@@ -148,13 +180,14 @@ int Status(const QueryOptions &options) {
                     static_cast<unsigned long long>(status.metadata_fabric_calls()));
     }
     std::printf("\nmemory servers\n");
-    Table servers({"ID", "ADDRESS", "REACHABLE", "PROVIDER", "EXTENT BYTES"});
+    Table servers({"ID", "ADDRESS", "REACHABLE", "STATE", "PROVIDER", "EXTENT BYTES"});
     uint64_t reachable = 0, extents = 0;
     for (const rpc::ServerState &server : status.servers()) {
         reachable += server.reachable();
         extents += server.extent_bytes();
         servers.Add({std::to_string(server.id()), server.address(),
                      server.reachable() ? "yes" : "NO",
+                     server.lost() ? "dead" : server.spare() ? "spare" : "in use",
                      server.provider().empty() ? "-" : server.provider(),
                      Bytes(server.extent_bytes(), exact)});
     }
@@ -162,6 +195,13 @@ int Status(const QueryOptions &options) {
 
     std::printf("\nregions\n");
     RegionTable(status, exact);
+    int degraded = 0;
+    for (const rpc::RegionUsage &usage : status.regions()) {
+        RegionInfo region = FromProto(usage.region());
+        if (!Degraded(region)) continue;
+        if (degraded++ == 0) std::printf("\ndegraded regions\n");
+        MemberLines(region);
+    }
     uint64_t size = 0, used = 0, items = 0;
     for (const rpc::RegionUsage &usage : status.regions()) {
         size += usage.region().size();
@@ -323,6 +363,41 @@ int Stat(const QueryOptions &options) {
         [&] { return session.client->LookupItem(options.item, options.region, session.caller); });
     PrintItem(session, item);
     return 0;
+}
+
+int Rebuild(const QueryOptions &options) {
+    Session session("rebuild", options.cluster);
+    std::printf("rebuilding the lost members of %s on live memory servers (clients keep "
+                "working meanwhile)...\n",
+                options.region.empty() ? "every degraded region"
+                                       : ("region " + Quote(options.region)).c_str());
+    std::fflush(stdout);
+    // A rebuild copies a member's whole extent: no deadline shorter than an hour.
+    MetadataClient client(session.cluster.metadata_address, std::chrono::hours(1));
+    rpc::RebuildReply reply =
+        session.Ask(options.region.empty() ? std::string("rebuild")
+                                           : "region " + Quote(options.region),
+                    [&] { return client.Rebuild(options.region, std::chrono::hours(1)); });
+    int failed = 0;
+    for (const rpc::RebuiltMember &member : reply.members()) {
+        if (!member.error().empty()) {
+            ++failed;
+            std::printf("region %s member %u (was on memory server %llu): NOT rebuilt: %s\n",
+                        Quote(member.region()).c_str(), member.member(),
+                        static_cast<unsigned long long>(member.from_server()),
+                        member.error().c_str());
+            continue;
+        }
+        std::printf("region %s member %u: rebuilt on memory server %llu (was on %llu), %s in "
+                    "%.2f s (%.0f MB/s)\n",
+                    Quote(member.region()).c_str(), member.member(),
+                    static_cast<unsigned long long>(member.to_server()),
+                    static_cast<unsigned long long>(member.from_server()),
+                    Bytes(member.bytes(), options.exact_bytes).c_str(), member.seconds(),
+                    member.seconds() > 0 ? member.bytes() / member.seconds() / 1e6 : 0.0);
+    }
+    if (reply.members_size() == 0) std::printf("no member to rebuild: every region is healthy\n");
+    return failed ? 1 : 0;
 }
 
 }  // namespace fampool::cli

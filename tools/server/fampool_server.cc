@@ -56,6 +56,9 @@ struct MemoryRole {
     std::unique_ptr<LocalMemoryServer> heaps;
     std::unique_ptr<FabricServer> fabric;
     std::unique_ptr<FabricPeers> peers;  // reaches other memory servers for copy and backup
+    // gRPC clients of the other memory servers (RAID1 copies of atomics go there), by id.
+    std::shared_ptr<std::vector<std::unique_ptr<MemoryServerClient>>> others;
+    std::unique_ptr<RedundancyService> redundancy;
     std::unique_ptr<MemoryServerService> service;
 };
 
@@ -96,7 +99,21 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     role.heaps->AttachFabric(role.fabric.get());
     role.peers = std::make_unique<FabricPeers>(fabric);
     role.heaps->AttachPeers(role.peers.get());
-    role.service = std::make_unique<MemoryServerService>(role.heaps.get(), NewIncarnation());
+    // Shared with the lambda below: the role is moved out of this function.
+    role.others = std::make_shared<std::vector<std::unique_ptr<MemoryServerClient>>>();
+    for (const MemoryServerConfig &server : cluster.memservers) {
+        role.others->push_back(std::make_unique<MemoryServerClient>(
+            server.id, server.rpc_address, std::chrono::milliseconds(cluster.rpc_timeout_ms)));
+    }
+    auto peer = [others = role.others](uint64_t id) -> MemoryServerClient & {
+        if (id >= others->size()) {
+            Fail(openfam::FAM_ERR_INVALID, "memory server {} is not in the cluster", id);
+        }
+        return *(*others)[id];
+    };
+    role.redundancy = std::make_unique<RedundancyService>(role.heaps.get(), role.peers.get(), peer);
+    role.service = std::make_unique<MemoryServerService>(role.heaps.get(), NewIncarnation(),
+                                                         role.redundancy.get());
     return role;
 }
 
@@ -141,6 +158,8 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     placement.policy = cluster.placement;
     for (const MemoryServerConfig &server : cluster.memservers) {
         placement.memory_types.push_back(server.memory_type);
+        placement.failure_domains.push_back(server.failure_domain);
+        placement.spares.push_back(server.spare);
     }
     placement.grant_keys = true;
     // fam_deallocate returns before its item is zeroed (allocation never waits for zeroing),
@@ -220,7 +239,7 @@ int Run(int argc, char **argv) {
     if (role == "metadata" || role == "all") {
         metadata = StartMetadataRole(cluster, memory.heaps.get());
         servers.push_back(Listen(cluster.metadata_address, metadata.service.get()));
-        metadata.service->StartMonitor(std::chrono::milliseconds(1000));
+        metadata.service->StartMonitor(std::chrono::milliseconds(100));
         std::printf("fampool-server: metadata service on %s (%zu memory servers; %s)\n",
                     cluster.metadata_address.c_str(), cluster.memservers.size(),
                     metadata.fabric ? ("lookups and allocations over the fabric too, at " +
@@ -234,6 +253,8 @@ int Run(int argc, char **argv) {
     sigwait(&signals, &signal_number);
     std::printf("fampool-server: signal %d, shutting down\n", signal_number);
     std::fflush(stdout);
+    // The memory servers are being stopped too: their silence from now on is no death.
+    if (metadata.service) metadata.service->StopMonitor();
     // A thread stuck inside a provider (a wedged shm endpoint, docs/deployment.md) must not
     // keep the process alive: the store is crash-safe, and it is synced first.
     std::thread([] {

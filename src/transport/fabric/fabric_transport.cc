@@ -80,14 +80,14 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
         FabricBinding::Server &server = binding->servers[i];
         server.id = ids[i];
         const ServerAccess *access = nullptr;
+        if (item.access.size() == ids.size() && !item.access[i].fabric_address.empty() &&
+            (item.access[i].server_id == ids[i] || item.access[i].server_id == 0)) {
+            access = &item.access[i];  // in server order (a server may be listed twice)
+        }
         for (const ServerAccess &candidate : item.access) {
-            if (candidate.server_id == ids[i] && !candidate.fabric_address.empty()) {
+            if (!access && candidate.server_id == ids[i] && !candidate.fabric_address.empty()) {
                 access = &candidate;
             }
-        }
-        if (!access && item.access.size() == ids.size() &&
-            !item.access[i].fabric_address.empty()) {
-            access = &item.access[i];  // listed in server order without ids
         }
         if (!access) continue;
         server.reachable = true;

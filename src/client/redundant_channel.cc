@@ -1,0 +1,526 @@
+#include "client/redundant_channel.h"
+
+#include <cstring>
+#include <future>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "common/error.h"
+#include "rpc/convert.h"
+
+namespace fampool {
+namespace {
+
+// Rounds of recovery (check the servers, fetch the members again, redo) before a failure
+// stands: each round follows a member's loss, and a region survives one.
+constexpr int kRecoveryRounds = 3;
+// Bytes of one stripe request (below gRPC's message limit).
+constexpr uint64_t kStripeRequestBytes = 16 << 20;
+
+RedundantBinding &Redundant(const std::shared_ptr<Binding> &binding) {
+    return static_cast<RedundantBinding &>(*binding);
+}
+
+bool IsRedundantBinding(const Binding *binding) {
+    return dynamic_cast<const RedundantBinding *>(binding) != nullptr;
+}
+
+bool Reachable(const ItemInfo &item, size_t member) { return MemberReachable(item, member); }
+bool Healthy(const ItemInfo &item, size_t m) { return MemberHealthy(item, m); }
+bool Writable(const ItemInfo &item, size_t m) { return MemberWritable(item, m); }
+void BothLost(const ItemInfo &item, uint64_t at) { NoMemberLeft(item, at); }
+
+// RAID1: the pieces of item bytes [offset, offset + nbytes), each on one server position
+// (slot) of the region: (byte of the item, slot, length, physical offset).
+struct Piece {
+    uint64_t at, slot, length, physical;
+};
+std::vector<Piece> Raid1Pieces(const ItemInfo &item, uint64_t offset, uint64_t nbytes) {
+    std::vector<Piece> pieces;
+    uint64_t k = item.region.memory_servers.size();
+    uint64_t interleave = k > 1 ? item.region.interleave_size : 0;
+    for (uint64_t at = offset; at < offset + nbytes;) {
+        BytePlace place = PlaceOfByte(item.offset, interleave, k, at);
+        uint64_t length = std::min(place.contiguous, offset + nbytes - at);
+        pieces.push_back({at, place.index, length, place.physical});
+        at += length;
+    }
+    return pieces;
+}
+
+// RAID5: the pieces of item bytes, each inside one data unit of a stripe.
+struct StripePiece {
+    uint64_t at, stripe, column, within, length;
+};
+std::vector<StripePiece> Raid5Pieces(const ItemInfo &item, uint64_t offset, uint64_t nbytes) {
+    std::vector<StripePiece> pieces;
+    uint64_t unit = item.region.interleave_size, k = DataColumns(item.region);
+    for (uint64_t at = offset; at < offset + nbytes;) {
+        uint64_t v = item.offset + at, block = v / unit, within = v % unit;
+        uint64_t length = std::min(unit - within, offset + nbytes - at);
+        pieces.push_back({at, block / k, block % k, within, length});
+        at += length;
+    }
+    return pieces;
+}
+
+// Sends each server its stripe request at once and waits for every answer; throws the first
+// failure.
+std::vector<rpc::StripeReply> SendStripes(RedundantTransport &transport,
+                                          const std::vector<std::pair<uint64_t, rpc::StripeRequest>> &requests) {
+    std::vector<std::future<rpc::StripeReply>> answers;
+    for (const auto &[server, request] : requests) {
+        answers.push_back(std::async(std::launch::async, [&transport, server = server, &request] {
+            return transport.services().server(server).Stripe(request);
+        }));
+    }
+    std::vector<rpc::StripeReply> replies;
+    std::optional<Failure> failure;
+    for (auto &answer : answers) {
+        try {
+            replies.push_back(answer.get());
+        } catch (const Failure &error) {
+            if (!failure) failure = error;
+            replies.emplace_back();
+        }
+    }
+    if (failure) throw *failure;
+    return replies;
+}
+
+}  // namespace
+
+void AddMembers(const ItemInfo &item, rpc::StripeRequest *request) {
+    request->set_interleave(item.region.interleave_size);
+    for (size_t m = 0; m < MemberCount(item.region); ++m) {
+        rpc::Member *member = request->add_members();
+        member->set_server_id(MemberServer(item.region, m));
+        ExtentRef extent{item.region_id, item.region.attributes.memoryType == PERSISTENT, false};
+        ToProto(extent, member->mutable_extent());
+        member->set_state(StateOf(item.region, m));
+        if (!Reachable(item, m)) continue;
+        const ServerAccess &access = item.member_access[m];
+        member->set_fabric_address(access.fabric_address);
+        member->set_key(access.key);
+        member->set_base(access.base);
+    }
+}
+
+Channel &RedundantChannel::Raid() {
+    std::call_once(raid_opened_, [this] { raid_ = open_(); });
+    return *raid_;
+}
+
+void RedundantChannel::Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
+                            uint64_t nbytes, bool blocking) {
+    if (!IsRedundantBinding(item.get())) return plain_->Read(item, offset, local, nbytes, blocking);
+    Transfer(item, false, offset, static_cast<char *>(local), nbytes, blocking);
+}
+
+void RedundantChannel::Write(const std::shared_ptr<Binding> &item, uint64_t offset,
+                             const void *local, uint64_t nbytes, bool blocking) {
+    if (!IsRedundantBinding(item.get())) {
+        return plain_->Write(item, offset, local, nbytes, blocking);
+    }
+    Transfer(item, true, offset, const_cast<char *>(static_cast<const char *>(local)), nbytes,
+             blocking);
+}
+
+void RedundantChannel::Elements(const std::shared_ptr<Binding> &item, ElementPlan plan,
+                                char *local, uint64_t count, uint64_t element_size, bool to_fam,
+                                bool blocking) {
+    if (!IsRedundantBinding(item.get())) {
+        return plain_->Elements(item, std::move(plan), local, count, element_size, to_fam,
+                                blocking);
+    }
+    for (uint64_t i = 0; i < count; ++i) {
+        Transfer(item, to_fam, plan.IndexOf(i) * element_size, local + i * element_size,
+                 element_size, false);
+    }
+    if (blocking) Quiet();
+}
+
+void RedundantChannel::ApplyElements(const std::shared_ptr<Binding> &item, ElementOp op,
+                                     const uint64_t *index, uint64_t count,
+                                     uint64_t element_size, char *data) {
+    if (!IsRedundantBinding(item.get())) {
+        return plain_->ApplyElements(item, op, index, count, element_size, data);
+    }
+    if (op != ElementOp::kAdd) {
+        ElementPlan plan;
+        plan.strided = false;
+        plan.indices.assign(index, index + count);
+        return Elements(item, std::move(plan), data, count, element_size,
+                        op == ElementOp::kScatter, true);
+    }
+    DataType type = element_size == 4 ? DataType::kUint32 : DataType::kUint64;
+    for (uint64_t i = 0; i < count; ++i) {
+        Atomic(*item, index[i] * element_size, AtomicOp::kAdd, type, data + i * element_size,
+               nullptr, nullptr);
+    }
+}
+
+void RedundantChannel::Transfer(const std::shared_ptr<Binding> &item, bool write,
+                                uint64_t offset, char *local, uint64_t nbytes, bool blocking) {
+    Logged op;
+    op.write = write;
+    op.binding = item;
+    op.offset = offset;
+    op.local = local;
+    op.nbytes = nbytes;
+    {
+        std::lock_guard<std::mutex> lock(log_mutex_);
+        op.sequence = next_sequence_++;
+        log_.push_back(op);
+    }
+    Issue(op);
+    if (blocking) Settle(op.sequence + 1);
+}
+
+void RedundantChannel::Issue(const Logged &op) {
+    for (int round = 0;; ++round) {
+        try {
+            return Post(op);
+        } catch (const Failure &failure) {
+            if (round == kRecoveryRounds || failure.fam_error() == openfam::FAM_ERR_RESOURCE) {
+                throw;
+            }
+            transport_.Recover(Redundant(op.binding));
+        }
+    }
+}
+
+void RedundantChannel::Post(const Logged &op) {
+    std::shared_ptr<const RedundantBinding::View> view =
+        transport_.Fresh(Redundant(op.binding), false);
+    bool raid1 = view->item.region.attributes.redundancyLevel == RAID1;
+    if (op.write) {
+        raid1 ? Raid1Write(*view, op.offset, op.local, op.nbytes)
+              : Raid5Write(*view, op.offset, op.local, op.nbytes);
+    } else {
+        raid1 ? Raid1Read(*view, op.offset, op.local, op.nbytes)
+              : Raid5Read(*view, op.offset, op.local, op.nbytes);
+    }
+}
+
+void RedundantChannel::Settle(uint64_t upto) {
+    for (int round = 0;; ++round) {
+        try {
+            Raid().Quiet();
+            break;
+        } catch (const Failure &failure) {
+            if (round == kRecoveryRounds) throw;
+            std::vector<Logged> redo;
+            {
+                std::lock_guard<std::mutex> lock(log_mutex_);
+                for (const Logged &op : log_) {
+                    if (op.sequence < upto) redo.push_back(op);
+                }
+            }
+            std::set<Binding *> recovered;
+            for (const Logged &op : redo) {
+                if (recovered.insert(op.binding.get()).second) {
+                    transport_.Recover(Redundant(op.binding));
+                }
+            }
+            for (const Logged &op : redo) Issue(op);
+        }
+    }
+    std::lock_guard<std::mutex> lock(log_mutex_);
+    std::erase_if(log_, [upto](const Logged &op) { return op.sequence < upto; });
+}
+
+void RedundantChannel::Raid1Read(const RedundantBinding::View &view, uint64_t offset,
+                                 char *local, uint64_t nbytes) {
+    const ItemInfo &item = view.item;
+    uint64_t k = item.region.memory_servers.size();
+    std::vector<Piece> pieces = Raid1Pieces(item, offset, nbytes);
+    bool first_copy = true;
+    for (const Piece &piece : pieces) first_copy &= Healthy(item, piece.slot);
+    if (first_copy) return Raid().Read(view.copies[0], offset, local, nbytes, false);
+    for (const Piece &piece : pieces) {
+        size_t copy = Healthy(item, piece.slot) ? 0 : Healthy(item, k + piece.slot) ? 1 : 2;
+        if (copy == 2) BothLost(item, piece.at);
+        Raid().Read(view.copies[copy], piece.at, local + (piece.at - offset), piece.length, false);
+    }
+}
+
+void RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t offset,
+                                  const char *local, uint64_t nbytes) {
+    const ItemInfo &item = view.item;
+    uint64_t k = item.region.memory_servers.size();
+    std::vector<Piece> pieces = Raid1Pieces(item, offset, nbytes);
+    for (const Piece &piece : pieces) {
+        if (!Healthy(item, piece.slot) && !Healthy(item, k + piece.slot)) {
+            BothLost(item, piece.at);
+        }
+    }
+    // Healthy members first; members being rebuilt once those hold the bytes.
+    bool rebuilding = false;
+    for (size_t copy = 0; copy < 2; ++copy) {
+        bool whole = true;
+        for (const Piece &piece : pieces) whole &= Healthy(item, copy * k + piece.slot);
+        if (whole) {
+            Raid().Write(view.copies[copy], offset, local, nbytes, false);
+            continue;
+        }
+        for (const Piece &piece : pieces) {
+            size_t m = copy * k + piece.slot;
+            if (Healthy(item, m)) {
+                Raid().Write(view.copies[copy], piece.at, local + (piece.at - offset),
+                             piece.length, false);
+            }
+            rebuilding |= Writable(item, m) && !Healthy(item, m);
+        }
+    }
+    if (!rebuilding) return;
+    Raid().Quiet();
+    for (size_t copy = 0; copy < 2; ++copy) {
+        for (const Piece &piece : pieces) {
+            size_t m = copy * k + piece.slot;
+            if (Writable(item, m) && !Healthy(item, m)) {
+                Raid().Write(view.copies[copy], piece.at, local + (piece.at - offset),
+                             piece.length, false);
+            }
+        }
+    }
+}
+
+void RedundantChannel::Raid5Read(const RedundantBinding::View &view, uint64_t offset,
+                                 char *local, uint64_t nbytes) {
+    const ItemInfo &item = view.item;
+    uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
+    // Units of lost or rebuilding members: read by their stripes' parity servers.
+    std::map<uint64_t, rpc::StripeRequest> rebuilt;  // parity member -> request
+    std::map<uint64_t, std::vector<std::pair<char *, uint64_t>>> targets;
+    for (const StripePiece &piece : Raid5Pieces(item, offset, nbytes)) {
+        uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
+        char *to = local + (piece.at - offset);
+        if (Healthy(item, d)) {
+            Raid().Read(view.columns[d], piece.stripe * unit + piece.within, to, piece.length,
+                        false);
+            continue;
+        }
+        uint64_t p = Raid5ParityMember(piece.stripe, n);
+        if (!Healthy(item, p)) BothLost(item, piece.at);
+        rpc::StripeRequest &request = rebuilt[p];
+        rpc::StripePiece *wanted = request.add_pieces();
+        wanted->set_stripe(piece.stripe);
+        wanted->set_column(piece.column);
+        wanted->set_within(piece.within);
+        wanted->set_length(piece.length);
+        targets[p].emplace_back(to, piece.length);
+    }
+    if (rebuilt.empty()) return;
+    std::vector<std::pair<uint64_t, rpc::StripeRequest>> requests;
+    for (auto &[p, request] : rebuilt) {
+        request.set_op(rpc::StripeRequest::READ);
+        request.set_self(static_cast<uint32_t>(p));
+        AddMembers(item, &request);
+        requests.emplace_back(MemberServer(item.region, p), std::move(request));
+    }
+    std::vector<rpc::StripeReply> replies = SendStripes(transport_, requests);
+    size_t i = 0;
+    for (auto &[p, places] : targets) {
+        const std::string &bytes = replies[i++].data();
+        uint64_t at = 0;
+        for (auto [to, length] : places) {
+            if (at + length > bytes.size()) Fail(openfam::FAM_ERR_RPC, "short stripe read reply");
+            std::memcpy(to, bytes.data() + at, length);
+            at += length;
+        }
+    }
+}
+
+void RedundantChannel::Raid5Write(const RedundantBinding::View &view, uint64_t offset,
+                                  const char *local, uint64_t nbytes) {
+    const ItemInfo &item = view.item;
+    uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
+    std::map<uint64_t, std::vector<rpc::StripeRequest>> by_parity;
+    for (const StripePiece &piece : Raid5Pieces(item, offset, nbytes)) {
+        uint64_t p = Raid5ParityMember(piece.stripe, n);
+        uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
+        const char *from = local + (piece.at - offset);
+        if (!Writable(item, p)) {  // no parity to keep: the data unit alone
+            if (!Writable(item, d)) BothLost(item, piece.at);
+            Raid().Write(view.columns[d], piece.stripe * unit + piece.within, from, piece.length,
+                         false);
+            continue;
+        }
+        std::vector<rpc::StripeRequest> &list = by_parity[p];
+        if (list.empty() || list.back().data().size() + piece.length > kStripeRequestBytes) {
+            list.emplace_back();
+        }
+        rpc::StripePiece *write = list.back().add_pieces();
+        write->set_stripe(piece.stripe);
+        write->set_column(piece.column);
+        write->set_within(piece.within);
+        write->set_length(piece.length);
+        list.back().mutable_data()->append(from, piece.length);
+    }
+    // One request per parity server at a time, the servers in parallel.
+    for (size_t round = 0;; ++round) {
+        std::vector<std::pair<uint64_t, rpc::StripeRequest>> requests;
+        for (auto &[p, list] : by_parity) {
+            if (round >= list.size()) continue;
+            rpc::StripeRequest &request = list[round];
+            request.set_op(rpc::StripeRequest::WRITE);
+            request.set_self(static_cast<uint32_t>(p));
+            AddMembers(item, &request);
+            requests.emplace_back(MemberServer(item.region, p), std::move(request));
+        }
+        if (requests.empty()) break;
+        SendStripes(transport_, requests);
+    }
+}
+
+void RedundantChannel::Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type,
+                              const void *operand, const void *compare, void *result) {
+    auto *redundant = dynamic_cast<RedundantBinding *>(&item);
+    if (!redundant) return plain_->Atomic(item, offset, op, type, operand, compare, result);
+    if (redundant->view()->item.region.attributes.redundancyLevel == RAID1) {
+        Raid1Atomic(*redundant, offset, op, type, operand, compare, result);
+    } else {
+        Raid5Atomic(*redundant, offset, op, type, operand, compare, result);
+    }
+}
+
+void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op,
+                                   DataType type, const void *operand, const void *compare,
+                                   void *result) {
+    size_t size = SizeOf(type);
+    std::string op_id = transport_.NextOpId();
+    for (int round = 0;; ++round) {
+        std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
+        const ItemInfo &item = view->item;
+        uint64_t k = item.region.memory_servers.size();
+        Piece piece = Raid1Pieces(item, offset, size).front();
+        size_t first = piece.slot, second = k + piece.slot;
+        if (!Healthy(item, first)) std::swap(first, second);
+        if (!Healthy(item, first)) BothLost(item, offset);
+        rpc::AtomicRequest request;
+        bool persistent = item.region.attributes.memoryType == PERSISTENT;
+        ToProto(ExtentRef{item.region_id, persistent, first >= k}, request.mutable_extent());
+        request.set_key(item.member_access[first].key);
+        request.set_offset(piece.physical);
+        request.set_op(static_cast<int>(op));
+        request.set_type(static_cast<int>(type));
+        request.set_operand(operand, size);
+        if (compare) request.set_compare(compare, size);
+        request.set_op_id(op_id);
+        if (Writable(item, second)) {
+            rpc::Member *mirror = request.mutable_mirror();
+            mirror->set_server_id(MemberServer(item.region, second));
+            ToProto(ExtentRef{item.region_id, persistent, second >= k}, mirror->mutable_extent());
+            mirror->set_fabric_address(item.member_access[second].fabric_address);
+            mirror->set_key(item.member_access[second].key);
+        }
+        try {
+            rpc::AtomicReply reply =
+                transport_.services().server(MemberServer(item.region, first)).Atomic(request);
+            if (result && reply.result().size() == size) {
+                std::memcpy(result, reply.result().data(), size);
+            }
+            if (reply.mirror_failed()) transport_.Recover(binding);
+            return;
+        } catch (const Failure &failure) {
+            if (round == kRecoveryRounds || failure.fam_error() != openfam::FAM_ERR_RPC) throw;
+            transport_.Recover(binding);
+        }
+    }
+}
+
+void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op,
+                                   DataType type, const void *operand, const void *compare,
+                                   void *result) {
+    size_t size = SizeOf(type);
+    for (int round = 0;; ++round) {
+        std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
+        const ItemInfo &item = view->item;
+        uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
+        StripePiece piece = Raid5Pieces(item, offset, size).front();
+        uint64_t p = Raid5ParityMember(piece.stripe, n);
+        uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
+        char old[16] = {};
+        try {
+            if (Writable(item, p)) {
+                rpc::StripeRequest request;
+                request.set_op(rpc::StripeRequest::ATOMIC);
+                request.set_self(static_cast<uint32_t>(p));
+                AddMembers(item, &request);
+                rpc::StripePiece *at = request.add_pieces();
+                at->set_stripe(piece.stripe);
+                at->set_column(piece.column);
+                at->set_within(piece.within);
+                at->set_length(size);
+                request.set_atomic_op(static_cast<int>(op));
+                request.set_type(static_cast<int>(type));
+                request.set_operand(operand, size);
+                if (compare) request.set_compare(compare, size);
+                rpc::StripeReply reply =
+                    transport_.services().server(MemberServer(item.region, p)).Stripe(request);
+                if (reply.data().size() == size) std::memcpy(old, reply.data().data(), size);
+            } else {
+                if (!Writable(item, d)) BothLost(item, offset);
+                bool persistent = item.region.attributes.memoryType == PERSISTENT;
+                transport_.services()
+                    .server(MemberServer(item.region, d))
+                    .Atomic(ExtentRef{item.region_id, persistent, false},
+                            item.member_access[d].key, piece.stripe * unit + piece.within,
+                            static_cast<int>(op), static_cast<int>(type), operand, compare, old);
+            }
+            if (result) std::memcpy(result, old, size);
+            return;
+        } catch (const Failure &failure) {
+            // Not made again after its server answered (twice is not once); a server that
+            // did not answer may not have applied it (a documented limit of RAID5 atomics).
+            if (round == kRecoveryRounds || failure.fam_error() != openfam::FAM_ERR_RPC) throw;
+            transport_.Recover(binding);
+        }
+    }
+}
+
+void RedundantChannel::Fence() {
+    plain_->Fence();
+    if (raid_) raid_->Fence();
+}
+
+void RedundantChannel::Quiet() {
+    std::optional<Failure> plain_failure;
+    try {
+        plain_->Quiet();
+    } catch (const Failure &failure) {
+        plain_failure = failure;
+    }
+    if (raid_) {
+        uint64_t upto;
+        {
+            std::lock_guard<std::mutex> lock(log_mutex_);
+            upto = next_sequence_;
+        }
+        Settle(upto);
+    }
+    if (plain_failure) throw *plain_failure;
+}
+
+void RedundantChannel::Drain() {
+    plain_->Drain();
+    if (!raid_) return;
+    uint64_t upto;
+    {
+        std::lock_guard<std::mutex> lock(log_mutex_);
+        upto = next_sequence_;
+    }
+    try {
+        Settle(upto);
+    } catch (const Failure &) {
+        raid_->Drain();  // what could not be recovered stays for the caller's next quiet
+    }
+}
+
+uint64_t RedundantChannel::Pending() {
+    return plain_->Pending() + (raid_ ? raid_->Pending() : 0);
+}
+
+}  // namespace fampool

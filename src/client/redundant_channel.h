@@ -1,0 +1,89 @@
+// The channel of RedundantTransport (client/redundant_transport.h): operations on items of
+// redundant regions go through here, the others to the plain channel underneath.
+#ifndef FAMPOOL_CLIENT_REDUNDANT_CHANNEL_H_
+#define FAMPOOL_CLIENT_REDUNDANT_CHANNEL_H_
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "client/redundant_transport.h"
+#include "rpc/fampool.pb.h"
+
+namespace fampool {
+
+class RedundantChannel : public Channel {
+  public:
+    using Opener = std::function<std::unique_ptr<Channel>()>;
+    RedundantChannel(RedundantTransport &transport, std::unique_ptr<Channel> plain, Opener open)
+        : transport_(transport), plain_(std::move(plain)), open_(std::move(open)) {}
+
+    void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
+              uint64_t nbytes, bool blocking) override;
+    void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
+               uint64_t nbytes, bool blocking) override;
+    // Redundant items: one transfer per element.
+    void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
+                  uint64_t count, uint64_t element_size, bool to_fam, bool blocking) override;
+    // Redundant items: gathers and scatters per element, adds as atomics.
+    void ApplyElements(const std::shared_ptr<Binding> &item, ElementOp op, const uint64_t *index,
+                       uint64_t count, uint64_t element_size, char *data) override;
+    // Redundant items: blocking, through the memory servers (see redundant_transport.h).
+    void Atomic(Binding &item, uint64_t offset, AtomicOp op, DataType type, const void *operand,
+                const void *compare, void *result) override;
+    void Fence() override;
+    void Quiet() override;
+    void Drain() override;
+    uint64_t Pending() override;
+
+  private:
+    // A transfer on a redundant item, kept until a quiet saw it complete: redone after a
+    // failure.
+    struct Logged {
+        uint64_t sequence = 0;
+        bool write = false;
+        std::shared_ptr<Binding> binding;
+        uint64_t offset = 0;
+        char *local = nullptr;
+        uint64_t nbytes = 0;
+    };
+    Channel &Raid();
+    // Logs and issues a transfer; blocking ones are waited for.
+    void Transfer(const std::shared_ptr<Binding> &item, bool write, uint64_t offset, char *local,
+                  uint64_t nbytes, bool blocking);
+    // Issues `op` on the item's members as they are now, recovering from a failure found while
+    // issuing it (a few rounds).
+    void Issue(const Logged &op);
+    void Post(const Logged &op);
+    // Waits for the redundant transfers logged before `upto`, redoing them after failures.
+    void Settle(uint64_t upto);
+    void Raid1Read(const RedundantBinding::View &view, uint64_t offset, char *local,
+                   uint64_t nbytes);
+    void Raid1Write(const RedundantBinding::View &view, uint64_t offset, const char *local,
+                    uint64_t nbytes);
+    void Raid5Read(const RedundantBinding::View &view, uint64_t offset, char *local,
+                   uint64_t nbytes);
+    void Raid5Write(const RedundantBinding::View &view, uint64_t offset, const char *local,
+                    uint64_t nbytes);
+    void Raid1Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op, DataType type,
+                     const void *operand, const void *compare, void *result);
+    void Raid5Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op, DataType type,
+                     const void *operand, const void *compare, void *result);
+
+    RedundantTransport &transport_;
+    std::unique_ptr<Channel> plain_;
+    Opener open_;
+    std::once_flag raid_opened_;
+    std::unique_ptr<Channel> raid_;
+    std::mutex log_mutex_;
+    std::vector<Logged> log_;
+    uint64_t next_sequence_ = 0;
+};
+
+// A RAID5 region's members as a StripeRequest names them.
+void AddMembers(const ItemInfo &item, rpc::StripeRequest *request);
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_CLIENT_REDUNDANT_CHANNEL_H_

@@ -1,0 +1,128 @@
+#include "client/redundant_transport.h"
+
+#include <random>
+
+#include "client/redundant_channel.h"
+#include "common/error.h"
+
+namespace fampool {
+
+void NoMemberLeft(const ItemInfo &item, uint64_t at) {
+    Fail(openfam::FAM_ERR_RESOURCE,
+         "item \"{}\" of region \"{}\": byte {} has no live member left (more memory servers "
+         "lost than its redundancy survives)",
+         item.name, item.region.name, at);
+}
+
+bool RedundantBinding::valid() const {
+    std::shared_ptr<const View> now = view();
+    for (const auto &binding : now->copies) {
+        if (binding && !binding->valid()) return false;
+    }
+    for (const auto &binding : now->columns) {
+        if (binding && !binding->valid()) return false;
+    }
+    return true;
+}
+
+RedundantTransport::RedundantTransport(std::unique_ptr<Transport> inner,
+                                       RedundancyServices services)
+    : inner_(std::move(inner)), services_(std::move(services)) {
+    std::random_device random;
+    client_id_ = (static_cast<uint64_t>(random()) << 32) ^ random();
+}
+
+std::string RedundantTransport::NextOpId() {
+    uint64_t id[2] = {client_id_, sequence_.fetch_add(1)};
+    return std::string(reinterpret_cast<const char *>(id), sizeof id);
+}
+
+std::shared_ptr<const RedundantBinding::View> RedundantTransport::MakeView(const ItemInfo &item) {
+    auto view = std::make_shared<RedundantBinding::View>();
+    view->item = item;
+    view->fetched = std::chrono::steady_clock::now();
+    const RegionInfo &region = item.region;
+    size_t k = region.memory_servers.size();
+    // Members are reached over the fabric even on their own node: a dead server's heap file
+    // would still take loads and stores.
+    auto fabric_only = [](ServerAccess access) {
+        access.heap_path.clear();
+        access.node.clear();
+        return access;
+    };
+    if (region.attributes.redundancyLevel == RAID1) {
+        for (size_t c = 0; c < 2; ++c) {
+            ItemInfo copy = item;
+            copy.member_access.clear();
+            copy.access.clear();
+            copy.region.memory_servers = c == 0 ? region.memory_servers : region.copy_servers;
+            for (size_t s = 0; s < k && c * k + s < item.member_access.size(); ++s) {
+                copy.access.push_back(fabric_only(item.member_access[c * k + s]));
+            }
+            view->copies.push_back(inner_->Attach(copy));
+        }
+    } else {
+        for (size_t m = 0; m < k; ++m) {
+            ItemInfo column;
+            column.region_id = item.region_id;
+            column.size = uint64_t{1} << 47;  // physical addressing of the member's extent
+            column.name = item.name;
+            column.region = region;
+            column.region.memory_servers = {region.memory_servers[m]};
+            column.region.interleave_size = 0;
+            if (m < item.member_access.size()) {
+                column.access.push_back(fabric_only(item.member_access[m]));
+            }
+            view->columns.push_back(inner_->Attach(column));
+        }
+    }
+    return view;
+}
+
+std::shared_ptr<Binding> RedundantTransport::Attach(const ItemInfo &item) {
+    if (!IsRedundant(item.region)) return inner_->Attach(item);
+    auto binding = std::make_shared<RedundantBinding>();
+    binding->current = MakeView(item);
+    return binding;
+}
+
+std::unique_ptr<Channel> RedundantTransport::OpenChannel() {
+    return std::make_unique<RedundantChannel>(*this, inner_->OpenChannel(),
+                                              [this] { return inner_->OpenChannel(); });
+}
+
+void *RedundantTransport::Map(Binding &item, bool writable) {
+    if (auto *redundant = dynamic_cast<RedundantBinding *>(&item)) {
+        const ItemInfo &info = redundant->view()->item;
+        Fail(openfam::FAM_ERR_INVALIDOP,
+             "fam_map of item \"{}\": its region \"{}\" is {}, and loads and stores through a "
+             "mapping would reach one of its members only; use fam_get and fam_put",
+             info.name, info.region.name,
+             info.region.attributes.redundancyLevel == RAID1 ? "RAID1" : "RAID5");
+    }
+    return inner_->Map(item, writable);
+}
+
+std::shared_ptr<const RedundantBinding::View> RedundantTransport::Fresh(RedundantBinding &binding,
+                                                                        bool stale) {
+    std::shared_ptr<const RedundantBinding::View> view = binding.view();
+    bool young = std::chrono::steady_clock::now() - view->fetched < kViewLease;
+    if (!stale && (young || !Degraded(view->item.region))) return view;
+    ItemInfo item = services_.refresh(view->item.region_id, view->item.offset);
+    std::shared_ptr<const RedundantBinding::View> fresh = MakeView(item);
+    std::lock_guard<std::mutex> lock(binding.mutex);
+    binding.current = fresh;
+    return fresh;
+}
+
+void RedundantTransport::Recover(RedundantBinding &binding) {
+    std::shared_ptr<const RedundantBinding::View> view = binding.view();
+    std::set<uint64_t> servers;
+    for (size_t m = 0; m < MemberCount(view->item.region); ++m) {
+        servers.insert(MemberServer(view->item.region, m));
+    }
+    services_.report(std::vector<uint64_t>(servers.begin(), servers.end()));
+    Fresh(binding, /*stale=*/true);
+}
+
+}  // namespace fampool

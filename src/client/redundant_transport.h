@@ -1,0 +1,115 @@
+// The data path of redundant regions (RAID1, RAID5; Members in common/fam_objects.h), laid over
+// the fabric transport: items of other regions pass straight through.
+//
+// RAID1: an item's bytes are bound twice, once per copy (the same item on the extents of
+// memory_servers, and on their copies on copy_servers). A write goes to both copies at once and
+// completes when both hold it; a read goes to the first copy, piece by piece to the other where
+// a member is lost. A member being rebuilt gets writes only after the healthy copy holds them
+// (the rebuild's Resync relies on that order). Atomics go to the first healthy member's memory
+// server, which applies them and mirrors the new value to the copy (memserver/redundancy.h).
+//
+// RAID5: reads of healthy data units go straight to their members; writes, atomics and reads
+// of a lost member's units go to the memory server holding the stripes' parity (Stripe), which
+// keeps parity and data in step under its stripe locks. When the parity member itself is lost,
+// writes and atomics go straight to the data units.
+//
+// Failures: when a transfer fails, the channel asks the metadata service to check the servers
+// of the item (ReportFailure), fetches the item's members again, and redoes every transfer of
+// redundant items since the last quiet on the members still alive: nothing acknowledged is lost
+// while one member of each piece lives. A view of an item with a member not healthy is fetched
+// again when older than kViewLease before a write, so that a rebuild started meanwhile (the
+// metadata service waits kRebuildGrace before copying) gets every later write.
+#ifndef FAMPOOL_CLIENT_REDUNDANT_TRANSPORT_H_
+#define FAMPOOL_CLIENT_REDUNDANT_TRANSPORT_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "rpc/memory_server_client.h"
+#include "transport/transport.h"
+
+namespace fampool {
+
+constexpr std::chrono::milliseconds kViewLease(100);
+
+// Member `m` of a redundant item: the client was given access to it; it holds the bytes
+// (reads may go there); it takes writes (healthy, or being rebuilt).
+inline bool MemberReachable(const ItemInfo &item, size_t m) {
+    return m < item.member_access.size() && !item.member_access[m].fabric_address.empty();
+}
+inline bool MemberHealthy(const ItemInfo &item, size_t m) {
+    return StateOf(item.region, m) == kHealthy && MemberReachable(item, m);
+}
+inline bool MemberWritable(const ItemInfo &item, size_t m) {
+    return StateOf(item.region, m) != kLost && MemberReachable(item, m);
+}
+// Throws FAM_ERR_RESOURCE: item byte `at` has no live member left.
+[[noreturn]] void NoMemberLeft(const ItemInfo &item, uint64_t at);
+
+// What the redundant data path asks of the rest of the client.
+struct RedundancyServices {
+    // The item at (region id, offset) as the metadata service describes it now.
+    std::function<ItemInfo(uint64_t region_id, uint64_t offset)> refresh;
+    // Asks the metadata service to check these memory servers now (marking a dead one's members
+    // lost) and returns once it has.
+    std::function<void(const std::vector<uint64_t> &servers)> report;
+    // The gRPC client of a memory server.
+    std::function<MemoryServerClient &(uint64_t id)> server;
+};
+
+// A redundant item's binding: its members as the metadata service last described them.
+struct RedundantBinding : Binding {
+    struct View {
+        ItemInfo item;
+        std::vector<std::shared_ptr<Binding>> copies;   // RAID1: per copy, the item bound
+        std::vector<std::shared_ptr<Binding>> columns;  // RAID5: per member, physical bytes
+        std::chrono::steady_clock::time_point fetched;
+    };
+    std::shared_ptr<const View> view() const {
+        std::lock_guard<std::mutex> lock(mutex);
+        return current;
+    }
+    bool valid() const override;
+
+    mutable std::mutex mutex;
+    std::shared_ptr<const View> current;
+};
+
+class RedundantTransport : public Transport {
+  public:
+    RedundantTransport(std::unique_ptr<Transport> inner, RedundancyServices services);
+
+    const char *name() const override { return inner_->name(); }
+    std::shared_ptr<Binding> Attach(const ItemInfo &item) override;
+    std::unique_ptr<Channel> OpenChannel() override;
+    // Refused for redundant items: stores through a mapping would reach one copy only.
+    void *Map(Binding &item, bool writable) override;
+    void Unmap(void *local) override { inner_->Unmap(local); }
+    void Forget(uint64_t region_id) override { inner_->Forget(region_id); }
+
+    // The view of a redundant item, fetched again if `stale` (a failure) or when a member is
+    // not healthy and it is older than kViewLease.
+    std::shared_ptr<const RedundantBinding::View> Fresh(RedundantBinding &binding, bool stale);
+    // After a failure on `binding`'s item: has its servers checked, then fetches it again.
+    void Recover(RedundantBinding &binding);
+    const RedundancyServices &services() const { return services_; }
+    // A fresh id for a mirrored atomic: this client's and a sequence number.
+    std::string NextOpId();
+
+  private:
+    std::shared_ptr<const RedundantBinding::View> MakeView(const ItemInfo &item);
+
+    std::unique_ptr<Transport> inner_;
+    RedundancyServices services_;
+    uint64_t client_id_;
+    std::atomic<uint64_t> sequence_{0};
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_CLIENT_REDUNDANT_TRANSPORT_H_

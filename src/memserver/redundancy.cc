@@ -1,0 +1,423 @@
+#include "memserver/redundancy.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "common/atomic_apply.h"
+#include "common/error.h"
+#include "rpc/convert.h"
+
+namespace fampool {
+namespace {
+
+// The most bytes one stripe request may move (a gRPC message's limit).
+constexpr uint64_t kMostStripeBytes = 64 << 20;
+// Mirrored atomics remembered by op_id.
+constexpr size_t kRecalled = 1 << 16;
+// Bytes a resync copies at a time, and how often a chunk may change under it before it gives
+// up (a client rewriting the same bytes without pause).
+constexpr uint64_t kResyncChunk = 1 << 20;
+constexpr int kResyncAttempts = 1000;
+// Stripes a rebuild request recomputes under one set of locks.
+constexpr uint64_t kRebuildBatch = 64;
+
+void XorInto(char *to, const char *from, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) to[i] ^= from[i];
+}
+
+uint64_t Mix(uint64_t a, uint64_t b) {
+    uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
+    x ^= x >> 29;
+    return x * 0xbf58476d1ce4e5b9ull;
+}
+
+}  // namespace
+
+// Reads and writes of the members' physical bytes for one request: this server's own member
+// through its heap (after checking the client's key), the others over the fabric with the
+// client's keys, in the background until Finish.
+class RedundancyService::MemberIo {
+  public:
+    MemberIo(RedundancyService &service, const rpc::StripeRequest &request)
+        : service_(service), members_(request.members()), self_(request.self()) {}
+
+    void Read(size_t m, uint64_t p, char *to, uint64_t n) {
+        if (m == self_) {
+            CopyFamBytes(to, Local(p, n, false), n);
+        } else {
+            Peer(m).Read(p, to, n);
+        }
+    }
+    void Write(size_t m, uint64_t p, const char *from, uint64_t n) {
+        if (m == self_) {
+            CopyFamBytes(Local(p, n, true), from, n);
+        } else {
+            Peer(m).Write(p, from, n);
+        }
+    }
+    char *Local(uint64_t p, uint64_t n, bool write) {
+        const rpc::Member &me = members_[static_cast<int>(self_)];
+        return service_.local_->Reach(FromProto(me.extent()), me.key(), p, n, write,
+                                      "a RAID5 stripe", &hold_);
+    }
+    void Finish() {
+        for (auto &[m, transfers] : peers_) transfers->Finish();
+    }
+
+  private:
+    PeerTransfers &Peer(size_t m) {
+        auto found = peers_.find(m);
+        if (found != peers_.end()) return *found->second;
+        const rpc::Member &member = members_[static_cast<int>(m)];
+        if (member.fabric_address().empty()) {
+            Fail(openfam::FAM_ERR_RESOURCE, "member {} of the region is lost (memory server {})",
+                 m, member.server_id());
+        }
+        ItemLayout layout;
+        layout.extent = FromProto(member.extent());
+        layout.size = uint64_t{1} << 47;  // physical addressing: the member's whole extent
+        layout.name = fmt::format("member {} of region {}", m, layout.extent.region_id);
+        layout.servers.push_back(
+            {member.server_id(), member.fabric_address(), member.key(), member.base()});
+        return *peers_.emplace(m, service_.peers_->Open(layout)).first->second;
+    }
+
+    RedundancyService &service_;
+    const google::protobuf::RepeatedPtrField<rpc::Member> &members_;
+    size_t self_;
+    std::map<size_t, std::unique_ptr<PeerTransfers>> peers_;
+    std::shared_ptr<HeapMapping> hold_;
+};
+
+bool RedundancyService::Recall(const std::string &op_id, std::string *result) {
+    std::lock_guard<std::mutex> lock(recall_mutex_);
+    auto found = recall_.find(op_id);
+    if (found == recall_.end()) return false;
+    *result = found->second;
+    return true;
+}
+
+void RedundancyService::Remember(const std::string &op_id, const std::string &result) {
+    std::lock_guard<std::mutex> lock(recall_mutex_);
+    if (!recall_.emplace(op_id, result).second) return;
+    recall_order_.push_back(op_id);
+    if (recall_order_.size() > kRecalled) {
+        recall_.erase(recall_order_.front());
+        recall_order_.pop_front();
+    }
+}
+
+std::mutex &RedundancyService::WordLock(const rpc::Extent &extent, uint64_t offset,
+                                        bool mirrored) {
+    auto &locks = mirrored ? mirror_locks_ : word_locks_;
+    return locks[Mix(extent.region_id() * 2 + extent.copy(), offset / 16) % locks.size()];
+}
+
+void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicReply *reply) {
+    std::string result;
+    if (Recall(request.op_id(), &result)) {  // applied already: a retry
+        reply->set_result(result);
+        return;
+    }
+    auto type = static_cast<DataType>(request.type());
+    size_t size = SizeOf(type);
+    ExtentRef extent = FromProto(request.extent());
+    std::lock_guard<std::mutex> word(WordLock(request.extent(), request.offset()));
+    if (Recall(request.op_id(), &result)) {
+        reply->set_result(result);
+        return;
+    }
+    char old[16] = {};
+    local_->Atomic(extent, request.key(), request.offset(), request.op(), request.type(),
+                   request.operand().data(),
+                   request.compare().empty() ? nullptr : request.compare().data(), old);
+    result.assign(old, size);
+    if (request.has_mirror() && !request.mirror().fabric_address().empty()) {
+        std::shared_ptr<HeapMapping> hold;
+        const char *now = local_->Reach(extent, request.key(), request.offset(), size, false,
+                                        "a mirrored atomic", &hold);
+        rpc::MirrorRequest mirror;
+        *mirror.mutable_extent() = request.mirror().extent();
+        mirror.set_key(request.mirror().key());
+        mirror.set_offset(request.offset());
+        char value[16];
+        CopyFamBytes(value, now, size);
+        mirror.set_value(value, size);
+        mirror.set_op_id(request.op_id());
+        mirror.set_result(result);
+        try {
+            peer_(request.mirror().server_id()).Mirror(mirror);
+        } catch (const Failure &) {
+            reply->set_mirror_failed(true);  // the copy's server is down: the client reports it
+        }
+    }
+    Remember(request.op_id(), result);
+    reply->set_result(result);
+}
+
+void RedundancyService::Mirror(const rpc::MirrorRequest &request) {
+    uint64_t size = request.value().size();
+    if (size == 0 || size > 16) Fail(openfam::FAM_ERR_INVALID, "mirror request of {} bytes", size);
+    std::lock_guard<std::mutex> word(WordLock(request.extent(), request.offset(), true));
+    std::shared_ptr<HeapMapping> hold;
+    char *to = local_->Reach(FromProto(request.extent()), request.key(), request.offset(), size,
+                             true, "a mirrored atomic", &hold);
+    CopyFamBytes(to, request.value().data(), size);
+    Remember(request.op_id(), request.result());
+}
+
+void RedundancyService::Resync(const rpc::ResyncRequest &request) {
+    ExtentRef extent = FromProto(request.extent());
+    if (request.end() < request.begin()) Fail(openfam::FAM_ERR_INVALID, "resync of a bad range");
+    auto mapping = local_->Map(extent, request.end());
+    rpc::StripeRequest members;  // MemberIo's view: member 0 the target, this server member 1
+    *members.add_members() = request.target();
+    members.set_self(1);
+    members.add_members();
+    std::vector<char> snapshot(kResyncChunk);
+    for (uint64_t at = request.begin(); at < request.end();) {
+        uint64_t n = std::min(kResyncChunk, request.end() - at);
+        const char *here = mapping->base() + at;
+        for (int attempt = 0;; ++attempt) {
+            if (attempt == kResyncAttempts) {
+                Fail(openfam::FAM_ERR_RESOURCE,
+                     "resync of region {}: bytes [{}, {}) changed under {} copies in a row",
+                     extent.region_id, at, at + n, kResyncAttempts);
+            }
+            CopyFamBytes(snapshot.data(), here, n);
+            MemberIo io(*this, members);
+            io.Write(0, at, snapshot.data(), n);
+            io.Finish();
+            // A client writes this copy first, then the rebuilding one: if the bytes here did
+            // not change since the snapshot, no client write the snapshot missed has reached
+            // the target before the snapshot's bytes did.
+            if (std::memcmp(snapshot.data(), here, n) == 0) break;
+        }
+        at += n;
+    }
+}
+
+void RedundancyService::Stripe(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
+    uint64_t n = static_cast<uint64_t>(request.members_size());
+    if (n < 3 || request.interleave() == 0 || request.self() >= n) {
+        Fail(openfam::FAM_ERR_INVALID, "stripe request with {} members, interleave {}, self {}",
+             n, request.interleave(), request.self());
+    }
+    uint64_t total = 0;
+    for (const rpc::StripePiece &piece : request.pieces()) {
+        if (piece.column() >= n - 1 || piece.length() == 0 ||
+            piece.within() >= request.interleave() ||
+            piece.length() > request.interleave() - piece.within() ||
+            Raid5ParityMember(piece.stripe(), n) != request.self()) {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "stripe request piece (stripe {}, column {}, bytes {}+{}) is not in a unit of a "
+                 "stripe whose parity memory server {} holds",
+                 piece.stripe(), piece.column(), piece.within(), piece.length(), local_->id());
+        }
+        total += piece.length();
+        if (total > kMostStripeBytes) Fail(openfam::FAM_ERR_INVALID, "stripe request too large");
+    }
+    switch (request.op()) {
+        case rpc::StripeRequest::READ:
+        case rpc::StripeRequest::WRITE:
+            if (request.op() == rpc::StripeRequest::WRITE && request.data().size() != total) {
+                Fail(openfam::FAM_ERR_INVALID, "stripe write of {} bytes for pieces of {}",
+                     request.data().size(), total);
+            }
+            return StripeReadOrWrite(request, reply);
+        case rpc::StripeRequest::ATOMIC: return StripeAtomic(request, reply);
+        case rpc::StripeRequest::REBUILD: return StripeRebuild(request);
+        default: Fail(openfam::FAM_ERR_INVALID, "unknown stripe operation {}", request.op());
+    }
+}
+
+namespace {
+
+// The stripe locks of `stripes`, taken in one order by every request (no deadlock).
+class StripeLocks {
+  public:
+    template <typename Stripes>
+    StripeLocks(std::array<std::mutex, 256> &locks, uint64_t region, const Stripes &stripes) {
+        std::set<size_t> indices;
+        for (uint64_t stripe : stripes) indices.insert(Mix(region, stripe) % locks.size());
+        for (size_t i : indices) held_.emplace_back(locks[i]);
+    }
+
+  private:
+    std::vector<std::unique_lock<std::mutex>> held_;
+};
+
+}  // namespace
+
+void RedundancyService::StripeReadOrWrite(const rpc::StripeRequest &request,
+                                          rpc::StripeReply *reply) {
+    uint64_t n = request.members_size(), unit = request.interleave(), self = request.self();
+    bool write = request.op() == rpc::StripeRequest::WRITE;
+    auto lost = [&](uint64_t m) {
+        return request.members(static_cast<int>(m)).state() != kHealthy;
+    };
+    std::vector<uint64_t> stripes;
+    for (const rpc::StripePiece &piece : request.pieces()) stripes.push_back(piece.stripe());
+    StripeLocks locks(stripe_locks_, request.members(0).extent().region_id(), stripes);
+    MemberIo io(*this, request);
+    // Full stripes (every data unit written whole, none lost): parity straight from the data.
+    std::map<uint64_t, uint64_t> whole;  // stripe -> data units written whole
+    if (write) {
+        for (const rpc::StripePiece &piece : request.pieces()) {
+            if (piece.within() == 0 && piece.length() == unit) ++whole[piece.stripe()];
+        }
+        for (auto it = whole.begin(); it != whole.end();) {
+            bool any_lost = false;
+            for (uint64_t c = 0; c < n - 1; ++c) any_lost |= lost(Raid5DataMember(it->first, c, n));
+            it = it->second == n - 1 && !any_lost ? std::next(it) : whole.erase(it);
+        }
+    }
+    // The old bytes of each piece (a lost or rebuilding member's rebuilt from the others:
+    // parity here, and the other data units read into `others`).
+    std::string old(write ? request.data().size() : 0, '\0');
+    std::string &out = write ? old : *reply->mutable_data();
+    uint64_t total = 0;
+    for (const rpc::StripePiece &piece : request.pieces()) total += piece.length();
+    if (!write) out.assign(total, '\0');
+    std::vector<std::pair<uint64_t, std::vector<char>>> others;  // (position in out, bytes)
+    uint64_t at = 0;
+    for (const rpc::StripePiece &piece : request.pieces()) {
+        uint64_t s = piece.stripe(), len = piece.length(), p = s * unit + piece.within();
+        uint64_t d = Raid5DataMember(s, piece.column(), n);
+        bool from_data = !lost(d) && !whole.count(s);
+        if (whole.count(s)) {
+            // nothing to read
+        } else if (from_data) {
+            io.Read(d, p, out.data() + at, len);
+        } else {
+            io.Read(self, p, out.data() + at, len);
+            for (uint64_t m = 0; m < n; ++m) {
+                if (m == d || m == self) continue;
+                others.emplace_back(at, std::vector<char>(len));
+                io.Read(m, p, others.back().second.data(), len);
+            }
+        }
+        at += len;
+    }
+    io.Finish();
+    for (auto &[position, bytes] : others) XorInto(out.data() + position, bytes.data(), bytes.size());
+    if (!write) return;
+    // Parity first, then the data units: a rebuild that reads them in between finds the
+    // parity changed and recomputes.
+    at = 0;
+    std::map<uint64_t, std::vector<char>> parity;  // full stripes' parity
+    for (const rpc::StripePiece &piece : request.pieces()) {
+        uint64_t s = piece.stripe(), len = piece.length(), p = s * unit + piece.within();
+        const char *fresh = request.data().data() + at;
+        if (whole.count(s)) {
+            std::vector<char> &sum = parity[s];
+            if (sum.empty()) sum.assign(unit, 0);
+            XorInto(sum.data(), fresh, len);
+        } else {
+            std::vector<char> delta(old.begin() + at, old.begin() + at + len);
+            XorInto(delta.data(), fresh, len);
+            char *mine = io.Local(p, len, true);
+            std::vector<char> now(len);
+            CopyFamBytes(now.data(), mine, len);
+            XorInto(now.data(), delta.data(), len);
+            CopyFamBytes(mine, now.data(), len);
+        }
+        at += len;
+    }
+    for (auto &[s, sum] : parity) io.Write(self, s * unit, sum.data(), unit);
+    at = 0;
+    for (const rpc::StripePiece &piece : request.pieces()) {
+        uint64_t s = piece.stripe(), len = piece.length(), p = s * unit + piece.within();
+        uint64_t d = Raid5DataMember(s, piece.column(), n);
+        if (request.members(static_cast<int>(d)).state() != kLost) {
+            io.Write(d, p, request.data().data() + at, len);
+        }
+        at += len;
+    }
+    io.Finish();
+}
+
+void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
+    auto type = static_cast<DataType>(request.type());
+    size_t size = SizeOf(type);
+    if (request.pieces_size() != 1 || size == 0 || request.pieces(0).length() != size ||
+        request.pieces(0).within() % size != 0 || request.operand().size() != size ||
+        (!request.compare().empty() && request.compare().size() != size)) {
+        Fail(openfam::FAM_ERR_INVALID, "malformed RAID5 atomic request");
+    }
+    const rpc::StripePiece &piece = request.pieces(0);
+    uint64_t n = request.members_size(), unit = request.interleave(), self = request.self();
+    uint64_t s = piece.stripe(), p = s * unit + piece.within();
+    uint64_t d = Raid5DataMember(s, piece.column(), n);
+    bool reconstruct = request.members(static_cast<int>(d)).state() != kHealthy;
+    StripeLocks locks(stripe_locks_, request.members(0).extent().region_id(),
+                      std::vector<uint64_t>{s});
+    MemberIo io(*this, request);
+    char old[16] = {}, value[16] = {}, result[16] = {};
+    std::vector<std::vector<char>> others;
+    if (reconstruct) {
+        io.Read(self, p, old, size);
+        for (uint64_t m = 0; m < n; ++m) {
+            if (m == d || m == self) continue;
+            others.emplace_back(size);
+            io.Read(m, p, others.back().data(), size);
+        }
+    } else {
+        io.Read(d, p, old, size);
+    }
+    io.Finish();
+    for (const std::vector<char> &bytes : others) XorInto(old, bytes.data(), size);
+    std::memcpy(value, old, size);
+    ApplyAtomic(value, static_cast<AtomicOp>(request.atomic_op()), type, request.operand().data(),
+                request.compare().empty() ? nullptr : request.compare().data(), result);
+    char delta[16];
+    std::memcpy(delta, old, size);
+    XorInto(delta, value, size);
+    char *mine = io.Local(p, size, true);
+    char parity[16];
+    CopyFamBytes(parity, mine, size);
+    XorInto(parity, delta, size);
+    CopyFamBytes(mine, parity, size);
+    if (request.members(static_cast<int>(d)).state() != kLost) io.Write(d, p, value, size);
+    io.Finish();
+    reply->set_data(result, size);
+}
+
+void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
+    uint64_t n = request.members_size(), unit = request.interleave(), self = request.self();
+    uint64_t lost = request.lost();
+    if (lost >= n || request.end() < request.first()) {
+        Fail(openfam::FAM_ERR_INVALID, "rebuild request of member {} of {}", lost, n);
+    }
+    for (uint64_t first = request.first(); first < request.end(); first += kRebuildBatch) {
+        std::vector<uint64_t> stripes;
+        for (uint64_t s = first; s < std::min(request.end(), first + kRebuildBatch); ++s) {
+            if (Raid5ParityMember(s, n) == self) stripes.push_back(s);
+        }
+        if (stripes.empty()) continue;
+        StripeLocks locks(stripe_locks_, request.members(0).extent().region_id(), stripes);
+        MemberIo io(*this, request);
+        // Every member's unit but `lost`'s; their XOR is lost's unit.
+        std::vector<std::vector<char>> units(stripes.size() * (n - 1), std::vector<char>(unit));
+        for (size_t i = 0; i < stripes.size(); ++i) {
+            size_t k = 0;
+            for (uint64_t m = 0; m < n; ++m) {
+                if (m == lost) continue;
+                io.Read(m, stripes[i] * unit, units[i * (n - 1) + k++].data(), unit);
+            }
+        }
+        io.Finish();
+        std::vector<std::vector<char>> rebuilt(stripes.size(), std::vector<char>(unit, 0));
+        for (size_t i = 0; i < stripes.size(); ++i) {
+            for (size_t k = 0; k < n - 1; ++k) {
+                XorInto(rebuilt[i].data(), units[i * (n - 1) + k].data(), unit);
+            }
+            io.Write(lost, stripes[i] * unit, rebuilt[i].data(), unit);
+        }
+        io.Finish();
+    }
+}
+
+}  // namespace fampool

@@ -1,0 +1,67 @@
+// The memory server's side of redundant regions (Members in common/fam_objects.h): what one
+// server does for a client on bytes that other servers hold copies or parity of.
+//   RAID1 atomics: the server of the first healthy member applies the atomic and writes the
+//   word's new value to the copy (Mirror) while it holds the word, so both copies see the
+//   same order of updates; each operation's result is remembered by its id on both servers,
+//   so a client that retries on the copy after the first server died gets the same answer.
+//   RAID5: every change of a stripe, and every read of a lost member's bytes, is done by the
+//   server holding the stripe's parity, under its lock of the stripe.
+//   Rebuild: RAID1 copies a healthy member to the rebuilding one (Resync); RAID5 recomputes
+//   the lost member's units stripe by stripe (Stripe REBUILD).
+#ifndef FAMPOOL_MEMSERVER_REDUNDANCY_H_
+#define FAMPOOL_MEMSERVER_REDUNDANCY_H_
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "memserver/local_memory_server.h"
+#include "memserver/peers.h"
+#include "rpc/fampool.pb.h"
+#include "rpc/memory_server_client.h"
+
+namespace fampool {
+
+class RedundancyService {
+  public:
+    // `peer(id)`: the gRPC client of memory server `id` (RAID1 copies are written through it).
+    using PeerServer = std::function<MemoryServerClient &(uint64_t id)>;
+    RedundancyService(LocalMemoryServer *local, Peers *peers, PeerServer peer)
+        : local_(local), peers_(peers), peer_(std::move(peer)) {}
+
+    // An atomic with an op_id (RAID1): applied once, mirrored, remembered.
+    void Atomic(const rpc::AtomicRequest &request, rpc::AtomicReply *reply);
+    void Mirror(const rpc::MirrorRequest &request);
+    void Resync(const rpc::ResyncRequest &request);
+    void Stripe(const rpc::StripeRequest &request, rpc::StripeReply *reply);
+
+  private:
+    class MemberIo;
+    // Results of recent mirrored atomics by op_id (bounded: a retry comes within seconds).
+    bool Recall(const std::string &op_id, std::string *result);
+    void Remember(const std::string &op_id, const std::string &result);
+    // The lock of a word: `mirrored` for copies written by Mirror (never held while calling
+    // out, so two servers mirroring to each other cannot wait on each other).
+    std::mutex &WordLock(const rpc::Extent &extent, uint64_t offset, bool mirrored = false);
+    void StripeReadOrWrite(const rpc::StripeRequest &request, rpc::StripeReply *reply);
+    void StripeAtomic(const rpc::StripeRequest &request, rpc::StripeReply *reply);
+    void StripeRebuild(const rpc::StripeRequest &request);
+
+    LocalMemoryServer *local_;
+    Peers *peers_;
+    PeerServer peer_;
+    std::mutex recall_mutex_;
+    std::map<std::string, std::string> recall_;
+    std::deque<std::string> recall_order_;
+    // Striped locks: of words (RAID1 atomics) and of stripes (RAID5), by hash.
+    std::array<std::mutex, 256> word_locks_;
+    std::array<std::mutex, 256> mirror_locks_;
+    std::array<std::mutex, 256> stripe_locks_;
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_MEMSERVER_REDUNDANCY_H_

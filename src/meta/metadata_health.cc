@@ -1,0 +1,278 @@
+// MetadataRpcService: memory servers' heartbeats, their deaths, and the rebuild of the members
+// of redundant regions they held (see metadata_rpc_service.h).
+#include <cstdio>
+#include <future>
+#include <optional>
+
+#include "common/error.h"
+#include "meta/metadata_rpc_service.h"
+#include "rpc/convert.h"
+
+namespace fampool {
+
+void MetadataRpcService::StartMonitor(std::chrono::milliseconds period) {
+    CheckServers();
+    monitor_ = std::thread([this, period] {
+        std::unique_lock<std::mutex> lock(monitor_mutex_);
+        while (!monitor_wake_.wait_for(lock, period, [this] { return stopping_; })) {
+            lock.unlock();
+            CheckServers();
+            MaybeRebuild();
+            lock.lock();
+        }
+    });
+}
+
+void MetadataRpcService::CheckServers() {
+    // The monitor and a Rebuild call may check at once: one at a time (a restart must be
+    // handled once, before any rebuild on the restarted server).
+    std::lock_guard<std::mutex> checking(check_mutex_);
+    // Every server at once: a dead one must not delay the others' heartbeats.
+    std::vector<std::future<std::optional<MemoryServerInfo>>> answers;
+    for (MemoryServerClient *server : servers_) {
+        answers.push_back(std::async(std::launch::async, [server] {
+            try {
+                return std::optional<MemoryServerInfo>(server->Info(kHeartbeatTimeout));
+            } catch (const Failure &) {
+                return std::optional<MemoryServerInfo>();
+            }
+        }));
+    }
+    for (size_t i = 0; i < servers_.size(); ++i) {
+        uint64_t id = servers_[i]->id();
+        std::optional<MemoryServerInfo> info = answers[i].get();
+        if (!info) {
+            bool dies;
+            {
+                std::lock_guard<std::mutex> lock(health_mutex_);
+                dies = ++missed_[id] == kMissedHeartbeats;
+            }
+            if (dies) ServerDied(id);
+            continue;
+        }
+        {
+            std::lock_guard<std::mutex> lock(health_mutex_);
+            missed_[id] = 0;
+            if (dead_.erase(id)) {
+                std::fprintf(stderr, "fampool-server: memory server %llu answers again\n",
+                             static_cast<unsigned long long>(id));
+            }
+        }
+        std::string name = "incarnation/" + std::to_string(id);
+        std::string known = store_->GetValue(name);
+        if (known == info->incarnation) continue;
+        if (!known.empty()) {
+            std::fprintf(stderr,
+                         "fampool-server: memory server %llu restarted; releasing its volatile "
+                         "regions (members of redundant ones are rebuilt)\n",
+                         static_cast<unsigned long long>(id));
+            store_->ServerRestarted(id);
+        }
+        store_->SetValue(name, info->incarnation);
+    }
+}
+
+void MetadataRpcService::ServerDied(uint64_t id) {
+    {
+        std::lock_guard<std::mutex> lock(health_mutex_);
+        if (!dead_.insert(id).second) return;
+    }
+    std::vector<RegionInfo> changed = store_->ServerLost(id);
+    std::fprintf(stderr,
+                 "fampool-server: memory server %llu is not answering: declared dead; %zu "
+                 "redundant region(s) degraded\n",
+                 static_cast<unsigned long long>(id), changed.size());
+}
+
+std::set<uint64_t> MetadataRpcService::Alive() {
+    std::lock_guard<std::mutex> lock(health_mutex_);
+    std::set<uint64_t> alive;
+    for (MemoryServerClient *server : servers_) {
+        auto missed = missed_.find(server->id());
+        if (!dead_.count(server->id()) && (missed == missed_.end() || missed->second == 0)) {
+            alive.insert(server->id());
+        }
+    }
+    return alive;
+}
+
+grpc::Status MetadataRpcService::ReportFailure(grpc::ServerContext *,
+                                               const rpc::ServerReport *request, rpc::Empty *) {
+    return Serve([&] {
+        std::vector<uint64_t> reported;
+        for (uint64_t id : request->servers()) {
+            if (id < servers_.size()) reported.push_back(id);
+        }
+        std::vector<std::future<bool>> answers;
+        for (uint64_t id : reported) {
+            answers.push_back(std::async(std::launch::async, [this, id] {
+                try {
+                    servers_[id]->Info(kHeartbeatTimeout);
+                    return true;
+                } catch (const Failure &) {
+                    return false;
+                }
+            }));
+        }
+        // A client saw it fail, and it does not answer now: dead without waiting for the
+        // heartbeats.
+        for (size_t i = 0; i < reported.size(); ++i) {
+            if (!answers[i].get()) ServerDied(reported[i]);
+        }
+    });
+}
+
+grpc::Status MetadataRpcService::Rebuild(grpc::ServerContext *,
+                                         const rpc::RebuildRequest *request,
+                                         rpc::RebuildReply *reply) {
+    return Serve([&] {
+        if (!request->region().empty()) {
+            bool known = false;
+            for (const RegionInfo &region : store_->RedundantRegions()) {
+                known |= region.name == request->region();
+            }
+            if (!known) {
+                Fail(openfam::FAM_ERR_NOTFOUND, "no redundant region \"{}\"", request->region());
+            }
+        }
+        CheckServers();  // servers that came back since the last heartbeat count as alive
+        RebuildLost(request->region(), /*automatic=*/false, reply);
+    });
+}
+
+void MetadataRpcService::MaybeRebuild() {
+    if (rebuilding_.load()) return;
+    std::set<uint64_t> alive = Alive();
+    bool wanted = false;
+    for (const RegionInfo &region : store_->RedundantRegions()) {
+        for (size_t m = 0; m < MemberCount(region) && !wanted; ++m) {
+            wanted = StateOf(region, m) == kLost &&
+                     store_->RebuildTarget(region, m, alive, /*automatic=*/true).has_value();
+        }
+    }
+    if (!wanted) return;
+    if (rebuilder_.joinable()) rebuilder_.join();
+    rebuilding_.store(true);
+    rebuilder_ = std::thread([this] {
+        rpc::RebuildReply reply;
+        try {
+            RebuildLost("", /*automatic=*/true, &reply);
+        } catch (const Failure &failure) {
+            std::fprintf(stderr, "fampool-server: automatic rebuild failed: %s\n",
+                         failure.fam_error_msg());
+        }
+        rebuilding_.store(false);
+    });
+}
+
+void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
+                                     rpc::RebuildReply *reply) {
+    std::lock_guard<std::mutex> lock(rebuild_mutex_);
+    for (const RegionInfo &listed : store_->RedundantRegions()) {
+        if (!name.empty() && listed.name != name) continue;
+        for (size_t m = 0; m < MemberCount(listed); ++m) {
+            RegionInfo region;
+            try {
+                region = store_->GetRegion(listed.id, Caller{listed.uid, listed.gid});
+            } catch (const Failure &) {
+                break;  // destroyed meanwhile
+            }
+            if (StateOf(region, m) != kLost) continue;
+            rpc::RebuiltMember *result = reply->add_members();
+            result->set_region(region.name);
+            result->set_member(static_cast<uint32_t>(m));
+            result->set_from_server(MemberServer(region, m));
+            std::optional<uint64_t> target = store_->RebuildTarget(region, m, Alive(), automatic);
+            if (!target) {
+                result->set_error(automatic ? "no replacement or spare server is alive"
+                                            : "no live memory server can hold it (every live "
+                                              "one holds a member its loss would take along)");
+                continue;
+            }
+            result->set_to_server(*target);
+            // Twice: a first transfer to a server that restarted may find the connection of
+            // its earlier life dead (the channel then opens a new one).
+            for (int attempt = 0; attempt < 2; ++attempt) {
+                try {
+                    result->set_error("");
+                    RebuildMember(region, m, *target, result);
+                    break;
+                } catch (const Failure &failure) {
+                    result->set_error(failure.fam_error_msg());
+                    store_->AbortRebuild(region.id, m, *target);
+                }
+            }
+            std::fprintf(stderr,
+                         "fampool-server: region \"%s\" member %zu: %s on memory server %llu "
+                         "(%.1f MB in %.2f s)%s%s\n",
+                         region.name.c_str(), m, result->error().empty() ? "rebuilt" : "not rebuilt",
+                         static_cast<unsigned long long>(*target), result->bytes() / 1e6,
+                         result->seconds(), result->error().empty() ? "" : ": ",
+                         result->error().c_str());
+        }
+    }
+}
+
+void MetadataRpcService::RebuildMember(const RegionInfo &lost, size_t member, uint64_t target,
+                                       rpc::RebuiltMember *result) {
+    auto start = std::chrono::steady_clock::now();
+    RegionInfo region = store_->StartRebuild(lost.id, member, target);
+    std::this_thread::sleep_for(kRebuildGrace);
+    uint64_t extent = store_->ExtentSize(region);
+    bool persistent = region.attributes.memoryType == PERSISTENT;
+    size_t k = region.memory_servers.size();
+    auto member_message = [&](size_t m, rpc::Member *out) {
+        out->set_server_id(MemberServer(region, m));
+        bool copy = region.attributes.redundancyLevel == RAID1 && m >= k;
+        ToProto(ExtentRef{region.id, persistent, copy}, out->mutable_extent());
+        out->set_state(StateOf(region, m));
+        ServerAccess access = store_->MemberKey(region, m);
+        out->set_fabric_address(access.fabric_address);
+        out->set_key(access.key);
+        out->set_base(access.base);
+    };
+    // A pessimistic 50 MB/s, and a minute at least.
+    auto timeout = std::chrono::milliseconds(60000 + extent / 50000);
+    if (region.attributes.redundancyLevel == RAID1) {
+        size_t source = member < k ? member + k : member - k;
+        rpc::ResyncRequest request;
+        ToProto(ExtentRef{region.id, persistent, source >= k}, request.mutable_extent());
+        member_message(member, request.mutable_target());
+        request.set_begin(0);
+        request.set_end(extent);
+        servers_[MemberServer(region, source)]->Resync(request, timeout);
+    } else {
+        // Each member recomputes the lost one's units of the stripes it holds parity of
+        // (the rebuilt member itself its parity units), all at once.
+        rpc::StripeRequest base;
+        base.set_op(rpc::StripeRequest::REBUILD);
+        base.set_interleave(region.interleave_size);
+        for (size_t m = 0; m < MemberCount(region); ++m) member_message(m, base.add_members());
+        base.set_lost(static_cast<uint32_t>(member));
+        base.set_first(0);
+        base.set_end(extent / region.interleave_size);
+        std::vector<std::future<void>> done;
+        for (size_t m = 0; m < MemberCount(region); ++m) {
+            done.push_back(std::async(std::launch::async, [this, &region, &base, m, timeout] {
+                rpc::StripeRequest request = base;
+                request.set_self(static_cast<uint32_t>(m));
+                servers_[MemberServer(region, m)]->Stripe(request, timeout);
+            }));
+        }
+        std::optional<Failure> failure;
+        for (auto &each : done) {
+            try {
+                each.get();
+            } catch (const Failure &error) {
+                if (!failure) failure = error;
+            }
+        }
+        if (failure) throw *failure;
+    }
+    store_->FinishRebuild(region.id, member, target);
+    result->set_bytes(extent);
+    result->set_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+}  // namespace fampool

@@ -1,0 +1,192 @@
+// MetadataStore: the members of redundant regions (Members in common/fam_objects.h) as memory
+// servers die and members are rebuilt. A member's state and server are part of its region's
+// record: a restarted metadata service knows which members are lost and where each copy is.
+#include <algorithm>
+
+#include "common/error.h"
+#include "meta/metadata_store.h"
+#include "meta/records.h"
+#include "meta/store_internals.h"
+
+namespace fampool {
+
+using namespace store;
+
+namespace {
+
+void SetMemberServer(RegionInfo &region, size_t member, uint64_t server) {
+    size_t k = region.memory_servers.size();
+    (member < k ? region.memory_servers[member] : region.copy_servers[member - k]) = server;
+}
+
+}  // namespace
+
+std::vector<size_t> store::Partners(const RegionInfo &region, size_t member) {
+    size_t k = region.memory_servers.size();
+    if (region.attributes.redundancyLevel == RAID1) return {member < k ? member + k : member - k};
+    std::vector<size_t> others;
+    for (size_t m = 0; m < MemberCount(region); ++m) {
+        if (m != member) others.push_back(m);
+    }
+    return others;
+}
+
+bool store::RegionRecoverable(const RegionInfo &region) {
+    for (size_t m = 0; m < MemberCount(region); ++m) {
+        if (StateOf(region, m) == kHealthy) continue;
+        for (size_t partner : Partners(region, m)) {
+            if (StateOf(region, partner) != kHealthy) return false;
+        }
+    }
+    return true;
+}
+
+std::vector<RegionInfo> MetadataStore::RedundantRegions() {
+    Txn txn(*env_, /*write=*/false);
+    std::vector<RegionInfo> list;
+    Cursor cursor(txn, Table::kRegions);
+    for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
+        RegionInfo region = DecodeRegion(ReadU64(cursor.key()), cursor.value());
+        if (IsRedundant(region)) list.push_back(std::move(region));
+    }
+    return list;
+}
+
+std::vector<RegionInfo> MetadataStore::ServerLost(uint64_t server_id) {
+    std::vector<RegionInfo> changed;
+    {
+        Txn txn(*env_, /*write=*/true);
+        std::vector<RegionInfo> all;
+        Cursor cursor(txn, Table::kRegions);
+        for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
+            RegionInfo region = DecodeRegion(ReadU64(cursor.key()), cursor.value());
+            if (IsRedundant(region)) all.push_back(std::move(region));
+        }
+        for (RegionInfo &region : all) {
+            bool touched = false;
+            region.member_state.resize(MemberCount(region), kHealthy);
+            for (size_t m = 0; m < MemberCount(region); ++m) {
+                if (MemberServer(region, m) == server_id && region.member_state[m] != kLost) {
+                    region.member_state[m] = kLost;
+                    touched = true;
+                }
+            }
+            if (!touched) continue;
+            txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
+            changed.push_back(region);
+        }
+        txn.Commit();
+    }
+    for (const RegionInfo &region : changed) {
+        ForgetGrants(region.id);
+        if (!RegionRecoverable(region)) {
+            std::fprintf(stderr,
+                         "fampool-server: region \"%s\" lost more members than its redundancy "
+                         "survives (memory server %llu died)\n",
+                         region.name.c_str(), static_cast<unsigned long long>(server_id));
+        }
+    }
+    return changed;
+}
+
+std::optional<uint64_t> MetadataStore::RebuildTarget(const RegionInfo &region, size_t member,
+                                                     const std::set<uint64_t> &alive,
+                                                     bool automatic) {
+    std::set<uint64_t> taken;  // servers of the members a loss could take along with this one
+    for (size_t partner : Partners(region, member)) taken.insert(MemberServer(region, partner));
+    auto usable = [&](uint64_t id) { return alive.count(id) && !taken.count(id); };
+    uint64_t own = MemberServer(region, member);
+    if (usable(own)) return own;  // its server is back (or was replaced)
+    for (uint64_t id = 0; id < servers_.size(); ++id) {
+        if (id < options_.spares.size() && options_.spares[id] && usable(id)) return id;
+    }
+    if (automatic) return std::nullopt;
+    auto domain = [this](uint64_t id) {
+        return id < options_.failure_domains.size() ? options_.failure_domains[id] : "";
+    };
+    std::optional<uint64_t> any;
+    for (uint64_t id : Candidates(region.attributes.memoryType)) {
+        if (!usable(id)) continue;
+        bool apart = true;
+        for (uint64_t partner : taken) {
+            apart &= domain(id).empty() || domain(id) != domain(partner);
+        }
+        if (apart) return id;
+        if (!any) any = id;
+    }
+    return any;
+}
+
+uint64_t MetadataStore::ExtentSize(const RegionInfo &region) {
+    return LayoutOf(region).extent_size;
+}
+
+RegionInfo MetadataStore::StartRebuild(uint64_t region_id, size_t member, uint64_t target) {
+    RegionInfo region;
+    {
+        Txn txn(*env_, /*write=*/false);
+        region = ReadRegion(txn, region_id);
+    }
+    if (member >= MemberCount(region) || StateOf(region, member) != kLost) {
+        Fail(openfam::FAM_ERR_INVALID, "member {} of region \"{}\" is not lost", member,
+             region.name);
+    }
+    ExtentRef extent = ExtentsOf(region)[member].extent;
+    try {
+        servers_[target]->DestroyExtent(extent);  // what an earlier life of it left
+    } catch (const Failure &) {
+    }
+    servers_[target]->CreateExtent(extent, ExtentSize(region));
+    Txn txn(*env_, /*write=*/true);
+    RegionInfo now = ReadRegion(txn, region_id);
+    if (StateOf(now, member) != kLost || now.size != region.size) {
+        Fail(openfam::FAM_ERR_RESOURCE, "region \"{}\" changed while its rebuild started",
+             region.name);
+    }
+    SetMemberServer(now, member, target);
+    now.member_state.resize(MemberCount(now), kHealthy);
+    now.member_state[member] = kRebuilding;
+    txn.Put(Table::kRegions, Key(now.id), EncodeRegion(now));
+    txn.Commit();
+    ForgetGrants(now.id);
+    return now;
+}
+
+void MetadataStore::FinishRebuild(uint64_t region_id, size_t member, uint64_t target) {
+    {
+        Txn txn(*env_, /*write=*/true);
+        RegionInfo region = ReadRegion(txn, region_id);
+        if (StateOf(region, member) != kRebuilding || MemberServer(region, member) != target) {
+            Fail(openfam::FAM_ERR_RESOURCE,
+                 "member {} of region \"{}\" was lost again while it was rebuilt", member,
+                 region.name);
+        }
+        region.member_state[member] = kHealthy;
+        txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
+        txn.Commit();
+    }
+    ForgetGrants(region_id);
+}
+
+void MetadataStore::AbortRebuild(uint64_t region_id, size_t member, uint64_t target) {
+    {
+        Txn txn(*env_, /*write=*/true);
+        RegionInfo region = ReadRegion(txn, region_id);
+        if (StateOf(region, member) != kRebuilding || MemberServer(region, member) != target) {
+            return;
+        }
+        region.member_state[member] = kLost;
+        txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
+        txn.Commit();
+    }
+    ForgetGrants(region_id);
+}
+
+ServerAccess MetadataStore::MemberKey(const RegionInfo &region, size_t member) {
+    PlacedExtent placed = ExtentsOf(region)[member];
+    KeyGrant grant = servers_[placed.server]->GrantKey(placed.extent, 0, 0, true);
+    return ServerAccess{placed.server, grant.fabric_address, grant.key, grant.base,
+                        grant.heap_path, grant.node};
+}
+
+}  // namespace fampool

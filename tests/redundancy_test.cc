@@ -1,0 +1,320 @@
+// Redundant regions (RAID1, RAID5) on clusters of 3 and 4 memory servers, with 4 PEs (forked
+// processes, each its own fam object) working all along:
+// - a memory server is killed with SIGKILL while they write; every write acknowledged before
+//   reads back byte for byte, writes go on (degraded mode), the server comes back and its
+//   members are rebuilt while the PEs keep working, then everything is checked again, also
+//   with another server killed (so the rebuilt member is what answers), and after a restart of
+//   the whole cluster (persistent region);
+// - atomics on a RAID1 region from 4 PEs give exact totals, and every fetched value is seen
+//   once, with and without a kill of the server applying them.
+#include <inttypes.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "cluster_fixtures.h"
+#include "common/cluster_config.h"
+#include "meta/metadata_client.h"
+#include "multiprocess.h"
+#include "rpc/convert.h"
+
+namespace fampool_test {
+namespace {
+
+constexpr int kPes = 4;
+constexpr uint64_t kItemSize = 1 << 20;
+
+Fam_Region_Attributes Redundant(Fam_Redundancy_Level level, Fam_Memory_Type memory) {
+    Fam_Region_Attributes attributes{};
+    attributes.redundancyLevel = level;
+    attributes.memoryType = memory;
+    attributes.interleaveEnable = INTERLEAVE_DEFAULT;
+    attributes.permissionLevel = PERMISSION_LEVEL_DEFAULT;
+    return attributes;
+}
+
+// The PEs are raid_worker processes (tests/workers/raid_worker.cc); they and the test share a
+// state file, mapped by both: a stop word, each PE's progress, the atomics' seen bytes.
+struct State {
+    std::atomic<uint64_t> stop;
+    std::atomic<uint64_t> progress[8];
+    std::atomic<uint8_t> seen[1];
+};
+
+class StateFile {
+  public:
+    StateFile(const std::string &path, size_t seen_bytes) : path_(path) {
+        size_ = sizeof(State) + seen_bytes;
+        int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || ftruncate(fd, static_cast<off_t>(size_)) != 0) return;
+        void *mapped = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (mapped != MAP_FAILED) state_ = static_cast<State *>(mapped);
+    }
+    ~StateFile() {
+        if (state_) munmap(state_, size_);
+    }
+    State *operator->() { return state_; }
+    State *get() { return state_; }
+    const std::string &path() const { return path_; }
+
+  private:
+    std::string path_;
+    size_t size_ = 0;
+    State *state_ = nullptr;
+};
+
+// raid_worker's pattern.
+uint8_t RaidPatternByte(uint64_t offset, uint32_t seed) {
+    uint64_t x = (offset + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t{seed} * 0xbf58476d1ce4e5b9ull);
+    x ^= x >> 31;
+    return static_cast<uint8_t>(x * 0x94d049bb133111ebull >> 56);
+}
+
+uint32_t SeedOf(int pe, uint64_t round) { return static_cast<uint32_t>(pe * 100000 + round); }
+
+void PutRaidPattern(openfam::fam *f, Fam_Descriptor *item, uint32_t seed) {
+    std::vector<uint8_t> bytes(kItemSize);
+    for (uint64_t i = 0; i < kItemSize; ++i) bytes[i] = RaidPatternByte(i, seed);
+    f->fam_put_blocking(bytes.data(), item, 0, kItemSize);
+}
+
+// The first byte of the item that is not the pattern, or -1.
+int64_t RaidMismatch(openfam::fam *f, Fam_Descriptor *item, uint32_t seed) {
+    std::vector<uint8_t> bytes(kItemSize);
+    f->fam_get_blocking(bytes.data(), item, 0, kItemSize);
+    for (uint64_t i = 0; i < kItemSize; ++i) {
+        if (bytes[i] != RaidPatternByte(i, seed)) return static_cast<int64_t>(i);
+    }
+    return -1;
+}
+
+// The PEs: raid_worker processes, stopped (by process group) if the test ends first.
+class Pes {
+  public:
+    Pes(const std::vector<std::string> &args, int count) {
+        for (int pe = 0; pe < count; ++pe) {
+            ProgramSpec spec;
+            spec.argv = {WorkerPath("raid_worker"), args[0], std::to_string(pe)};
+            spec.argv.insert(spec.argv.end(), args.begin() + 1, args.end());
+            auto child = std::make_unique<ChildProcess>();
+            EXPECT_TRUE(child->Start(spec)) << child->error();
+            children_.push_back(std::move(child));
+        }
+    }
+    // Waits for every PE; expects each to exit 0.
+    void Join(int timeout_s) {
+        for (size_t pe = 0; pe < children_.size(); ++pe) {
+            ProcessResult result = children_[pe]->Wait(timeout_s);
+            EXPECT_EQ(result.exit_code, 0) << "PE " << pe << ": " << result.err;
+        }
+        children_.clear();
+    }
+
+  private:
+    std::vector<std::unique_ptr<ChildProcess>> children_;
+};
+
+struct Case {
+    Fam_Redundancy_Level level;
+    int servers;
+};
+
+std::string NameOf(const ::testing::TestParamInfo<Case> &info) {
+    return std::string(info.param.level == RAID1 ? "Raid1" : "Raid5") + "On" +
+           std::to_string(info.param.servers);
+}
+
+class RedundancyTest : public ClusterTest, public ::testing::WithParamInterface<Case> {
+  protected:
+    const char *Spec() const override { return GetParam().servers == 3 ? "3:4096" : "4:4096"; }
+    bool AutoInitialize() const override { return false; }
+
+    fampool::rpc::ClusterStatus Status() {
+        fampool::ClusterConfig config = fampool::LoadClusterConfig(cluster()->config_path());
+        fampool::MetadataClient client(config.metadata_address, std::chrono::seconds(20));
+        return client.Status();
+    }
+    // The region's member states (one byte each), as the metadata service has them.
+    std::string MemberStates(const std::string &name) {
+        fampool::rpc::ClusterStatus status = Status();
+        for (const auto &usage : status.regions()) {
+            if (usage.region().name() == name) return usage.region().member_state();
+        }
+        return "?";
+    }
+    // Waits (at most `seconds`) until the region's members are all healthy.
+    bool WaitHealthy(const std::string &name, double seconds) {
+        auto deadline = SteadyClock::now() + std::chrono::milliseconds(int64_t(seconds * 1000));
+        while (SteadyClock::now() < deadline) {
+            std::string states = MemberStates(name);
+            if (states != "?" && states.find_first_not_of('\0') == std::string::npos) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        return false;
+    }
+    bool WaitDegraded(const std::string &name, double seconds) {
+        auto deadline = SteadyClock::now() + std::chrono::milliseconds(int64_t(seconds * 1000));
+        while (SteadyClock::now() < deadline) {
+            std::string states = MemberStates(name);
+            if (states.find('\1') != std::string::npos) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return false;
+    }
+    fampool::rpc::RebuildReply Rebuild() {
+        fampool::ClusterConfig config = fampool::LoadClusterConfig(cluster()->config_path());
+        fampool::MetadataClient client(config.metadata_address, std::chrono::seconds(120));
+        return client.Rebuild("", std::chrono::seconds(120));
+    }
+    // Waits until every PE has acknowledged `more` rounds past `from` (or failed).
+    bool WaitRounds(State *state, const std::vector<uint64_t> &from, uint64_t more,
+                    double seconds) {
+        auto deadline = SteadyClock::now() + std::chrono::milliseconds(int64_t(seconds * 1000));
+        while (SteadyClock::now() < deadline) {
+            bool all = true;
+            for (int pe = 0; pe < kPes; ++pe) all &= state->progress[pe].load() >= from[pe] + more;
+            if (all) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return false;
+    }
+    std::vector<uint64_t> Rounds(State *state) {
+        std::vector<uint64_t> now;
+        for (int pe = 0; pe < kPes; ++pe) now.push_back(state->progress[pe].load());
+        return now;
+    }
+    // Every PE's item holds the pattern of its last acknowledged round.
+    void CheckItems(openfam::fam *f, State *state, const char *when) {
+        for (int pe = 0; pe < kPes; ++pe) {
+            std::unique_ptr<Fam_Descriptor> item(
+                f->fam_lookup(("pe" + std::to_string(pe)).c_str(), "raid"));
+            uint64_t round = state->progress[pe].load();
+            EXPECT_EQ(RaidMismatch(f, item.get(), SeedOf(pe, round)), -1)
+                << "PE " << pe << " round " << round << ", " << when;
+        }
+    }
+};
+
+TEST_P(RedundancyTest, KilledServerLosesNothingAndIsRebuiltWhilePesWork) {
+    StateFile shared(home_dir() + "/state", 0);
+    ASSERT_NE(shared.get(), nullptr);
+    InitializeFam();
+    Fam_Region_Attributes attributes = Redundant(GetParam().level, PERSISTENT);
+    auto region = CreateRegion("raid", 16 << 20, 0777, &attributes);
+    for (int pe = 0; pe < kPes; ++pe) {
+        auto item = Allocate(("pe" + std::to_string(pe)).c_str(), kItemSize, region.get());
+        PutRaidPattern(fam(), item.get(), SeedOf(pe, 0));
+    }
+    Pes pes({"write", shared.path()}, kPes);
+    auto stop_pes = [&] {
+        shared->stop.store(1);
+        pes.Join(120);
+    };
+    // Every PE acknowledges two more rounds; else the PEs are stopped (their errors shown).
+    auto progress = [&](const std::vector<uint64_t> &from, const char *when) {
+        if (WaitRounds(shared.get(), from, 2, 60)) return true;
+        ADD_FAILURE() << "the PEs stopped writing " << when << "\n" << cluster()->Logs();
+        shared->stop.store(1);
+        pes.Join(20);
+        return false;
+    };
+    ASSERT_TRUE(progress({0, 0, 0, 0}, "at the start"));
+
+    // SIGKILL memory server 2 in the middle of the PEs' writes.
+    auto killed = SteadyClock::now();
+    cluster()->Kill(2, SIGKILL);
+    EXPECT_TRUE(WaitDegraded("raid", 5));
+    double detected = std::chrono::duration<double>(SteadyClock::now() - killed).count();
+    EXPECT_LT(detected, 1.5) << "the metadata service took " << detected << " s to notice";
+    std::vector<uint64_t> at_kill = Rounds(shared.get());
+    ASSERT_TRUE(progress(at_kill, "in degraded mode"));
+
+    // The server comes back: its members are rebuilt while the PEs go on.
+    cluster()->Restart(2);
+    cluster()->WaitReady();
+    fampool::rpc::RebuildReply reply = Rebuild();
+    for (const auto &member : reply.members()) EXPECT_EQ(member.error(), "") << member.member();
+    ASSERT_TRUE(WaitHealthy("raid", 60)) << cluster()->Logs();
+    std::vector<uint64_t> rebuilt = Rounds(shared.get());
+    ASSERT_TRUE(progress(rebuilt, "after the rebuild"));
+    stop_pes();
+    CheckItems(fam(), shared.get(), "after the rebuild");
+
+    // Another server dies: the rebuilt members answer for it.
+    cluster()->Kill(1, SIGKILL);
+    EXPECT_TRUE(WaitDegraded("raid", 5));
+    CheckItems(fam(), shared.get(), "with memory server 1 dead after the rebuild");
+    cluster()->Restart(1);
+    cluster()->WaitReady();
+    fampool::rpc::RebuildReply second = Rebuild();
+    for (const auto &member : second.members()) EXPECT_EQ(member.error(), "") << member.member();
+    EXPECT_TRUE(WaitHealthy("raid", 60)) << cluster()->Logs();
+
+    // The whole cluster restarts: the persistent region comes back healthy, bytes intact.
+    region.reset();
+    FinalizeFam();
+    for (int index = 0; index < cluster()->servers(); ++index) cluster()->Kill(index, SIGTERM);
+    for (int index = 0; index < cluster()->servers(); ++index) cluster()->Restart(index);
+    cluster()->WaitReady();
+    EXPECT_TRUE(WaitHealthy("raid", 10)) << "after a restart of the whole cluster";
+    ScopedFam again;
+    CheckItems(again.get(), shared.get(), "after a restart of the whole cluster");
+    again.Finalize();
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, RedundancyTest,
+                         ::testing::Values(Case{RAID1, 3}, Case{RAID1, 4}, Case{RAID5, 3},
+                                           Case{RAID5, 4}),
+                         NameOf);
+
+// Atomics on a RAID1 region: 4 PEs add to three words (in different stripe blocks, so on
+// different memory servers) with fetch_add; each fetched value must come up exactly once and
+// the totals must be exact.
+class RedundantAtomicsTest : public ClusterTest {
+  protected:
+    const char *Spec() const override { return "3:4096"; }
+    bool AutoInitialize() const override { return false; }
+
+    void Hammer(bool kill) {
+        constexpr int kWords = 3;
+        constexpr uint64_t kAdds = 200, kOffsets[kWords] = {0, 4096, 8192};
+        StateFile shared(home_dir() + "/state", kWords * kPes * kAdds);
+        ASSERT_NE(shared.get(), nullptr);
+        InitializeFam();
+        Fam_Region_Attributes attributes = Redundant(RAID1, VOLATILE);
+        auto region = CreateRegion("atomics", 1 << 20, 0777, &attributes);
+        auto item = Allocate("words", 3 * 4096, region.get());
+        Pes pes({"atomics", shared.path(), std::to_string(kAdds), std::to_string(kPes)}, kPes);
+        if (kill) {
+            auto deadline = SteadyClock::now() + std::chrono::seconds(60);
+            while (shared->progress[0].load() < kAdds / 3 && SteadyClock::now() < deadline) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            }
+            // Memory server 1 holds an extent, or a copy, of one of the words at least.
+            cluster()->Kill(1, SIGKILL);
+        }
+        pes.Join(120);
+        for (int w = 0; w < kWords; ++w) {
+            EXPECT_EQ(fam()->fam_fetch_uint64(item.get(), kOffsets[w]), uint64_t{kPes} * kAdds)
+                << "word " << w;
+            for (uint64_t v = 0; v < kPes * kAdds; ++v) {
+                uint8_t times = shared->seen[w * kPes * kAdds + v].load();
+                EXPECT_EQ(times, 1) << "word " << w << " value " << v;
+                if (times != 1) break;
+            }
+        }
+    }
+};
+
+TEST_F(RedundantAtomicsTest, FourPesGetExactTotals) { Hammer(false); }
+TEST_F(RedundantAtomicsTest, FourPesGetExactTotalsAcrossAKill) { Hammer(true); }
+
+}  // namespace
+}  // namespace fampool_test

@@ -1,0 +1,128 @@
+// raid_worker: one PE of the redundancy tests (tests/redundancy_test.cc), a separate program
+// (exec, not fork: a forked child must not share the parent's gRPC and libfabric state).
+//
+//   raid_worker write PE STATE_FILE
+//     Rounds 1, 2, ...: writes item "peN" of region "raid" (all of it, in 256 KiB pieces, half
+//     blocking and half non-blocking then fam_quiet) with the pattern of seed PE * 100000 +
+//     round, reads it back and checks it, and only then stores the round in the state file's
+//     slot for PE (its acknowledgement). Stops when the state file's stop word is set.
+//   raid_worker atomics PE STATE_FILE ADDS
+//     ADDS times: fam_fetch_add(1) on each of three words of item "words" of region
+//     "atomics" (offsets 0, 4096, 8192); marks each fetched value in the state file (its
+//     word's byte array) and fails when one was fetched before. Stores its progress (adds
+//     done) in its slot.
+//
+// The state file (made by the test, mapped by both): uint64 stop, uint64 progress[8], then
+// the atomics' seen bytes. Exit status 0 on success, 1 on a mismatch, 2 on a fam error.
+#include <fam/fam.h>
+#include <fam/fam_exception.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+using openfam::fam;
+using openfam::Fam_Descriptor;
+using openfam::Fam_Exception;
+
+namespace {
+
+struct State {
+    std::atomic<uint64_t> stop;
+    std::atomic<uint64_t> progress[8];
+    std::atomic<uint8_t> seen[1];  // as many as the file holds
+};
+
+constexpr uint64_t kItemSize = 1 << 20, kPiece = 256 << 10;
+constexpr uint64_t kWordOffsets[3] = {0, 4096, 8192};
+
+uint8_t PatternByte(uint64_t offset, uint32_t seed) {
+    uint64_t x = (offset + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t{seed} * 0xbf58476d1ce4e5b9ull);
+    x ^= x >> 31;
+    return static_cast<uint8_t>(x * 0x94d049bb133111ebull >> 56);
+}
+
+int Write(fam &f, State *state, int pe) {
+    std::unique_ptr<Fam_Descriptor> item(f.fam_lookup(("pe" + std::to_string(pe)).c_str(), "raid"));
+    std::vector<uint8_t> bytes(kPiece), back(kItemSize);
+    for (uint64_t round = 1; !state->stop.load(); ++round) {
+        uint32_t seed = static_cast<uint32_t>(pe * 100000 + round);
+        for (uint64_t off = 0; off < kItemSize; off += kPiece) {
+            for (uint64_t i = 0; i < kPiece; ++i) bytes[i] = PatternByte(off + i, seed);
+            if ((off / kPiece) % 2) {
+                f.fam_put_blocking(bytes.data(), item.get(), off, kPiece);
+            } else {
+                f.fam_put_nonblocking(bytes.data(), item.get(), off, kPiece);
+                f.fam_quiet();
+            }
+        }
+        f.fam_get_blocking(back.data(), item.get(), 0, kItemSize);
+        for (uint64_t i = 0; i < kItemSize; ++i) {
+            if (back[i] != PatternByte(i, seed)) {
+                std::fprintf(stderr, "raid_worker %d: round %llu: byte %llu is %d, wrote %d\n", pe,
+                             static_cast<unsigned long long>(round),
+                             static_cast<unsigned long long>(i), back[i], PatternByte(i, seed));
+                return 1;
+            }
+        }
+        state->progress[pe].store(round);
+    }
+    return 0;
+}
+
+int Atomics(fam &f, State *state, int pe, uint64_t adds, uint64_t pes) {
+    std::unique_ptr<Fam_Descriptor> words(f.fam_lookup("words", "atomics"));
+    for (uint64_t i = 0; i < adds; ++i) {
+        for (int w = 0; w < 3; ++w) {
+            uint64_t old = f.fam_fetch_add(words.get(), kWordOffsets[w], uint64_t{1});
+            if (old >= pes * adds || state->seen[w * pes * adds + old].fetch_add(1) != 0) {
+                std::fprintf(stderr, "raid_worker %d: word %d gave %llu twice or out of range\n",
+                             pe, w, static_cast<unsigned long long>(old));
+                return 1;
+            }
+        }
+        state->progress[pe].store(i + 1);
+    }
+    return 0;
+}
+
+}  // namespace
+
+// The pattern here must be the test's (tests/redundancy_test.cc, RaidPatternByte).
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        std::fprintf(stderr, "usage: raid_worker write|atomics PE STATE_FILE [ADDS PES]\n");
+        return 2;
+    }
+    std::string mode = argv[1];
+    int pe = std::atoi(argv[2]);
+    int fd = open(argv[3], O_RDWR);
+    off_t length = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
+    void *mapped = fd >= 0 ? mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                           : MAP_FAILED;
+    if (mapped == MAP_FAILED) {
+        std::perror("raid_worker: state file");
+        return 2;
+    }
+    auto *state = static_cast<State *>(mapped);
+    fam f;
+    try {
+        f.fam_initialize("default", nullptr);
+        int result = mode == "write" ? Write(f, state, pe)
+                                     : Atomics(f, state, pe, std::strtoull(argv[4], nullptr, 10),
+                                               std::strtoull(argv[5], nullptr, 10));
+        f.fam_finalize("default");
+        return result;
+    } catch (const Fam_Exception &e) {
+        std::fprintf(stderr, "raid_worker %d: %s\n", pe, e.fam_error_msg());
+        return 2;
+    }
+}
