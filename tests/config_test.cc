@@ -163,6 +163,20 @@ TEST_F(ConfigTest, OpenFamKeyWithAValueFampoolDoesNotTakeIsRefused) {
     EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "thallium");
 }
 
+TEST_F(ConfigTest, AuthenticationIsMungeOrNone) {
+    Config defaults = fampool::LoadConfig(nullptr);
+    EXPECT_EQ(defaults.authentication, "none");
+    EXPECT_EQ(defaults.munge_socket, "");
+    Set("FAMPOOL_CONFIG",
+        File("pe.yaml", "authentication: munge\nmunge_socket: /run/site/munge.socket\n"));
+    Config c = fampool::LoadConfig(nullptr);
+    EXPECT_EQ(c.authentication, "munge");
+    EXPECT_EQ(c.munge_socket, "/run/site/munge.socket");
+    Set("FAMPOOL_AUTHENTICATION", "kerberos");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "authentication");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "\"kerberos\"");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Cluster files
 
@@ -206,6 +220,16 @@ TEST_F(ConfigTest, ClusterFileErrorsNameTheServerAndTheKey) {
         openfam::FAM_ERR_INVALID, "memory_type \"dram\"");
     EXPECT_FAM_ERROR(fampool::LoadClusterConfig(File("c.yaml", "rpc_timeout_ms: 0\n")),
                      openfam::FAM_ERR_INVALID, "rpc_timeout_ms");
+    EXPECT_FAM_ERROR(fampool::LoadClusterConfig(File("c.yaml", "authentication: maybe\n")),
+                     openfam::FAM_ERR_INVALID, "authentication \"maybe\" is not munge or none");
+}
+
+TEST_F(ConfigTest, ClusterAuthenticatesOnlyWhenItsFileSaysMunge) {
+    EXPECT_EQ(fampool::LoadClusterConfig(File("c.yaml", kCluster)).authentication, "none");
+    ClusterConfig c = fampool::LoadClusterConfig(File(
+        "c.yaml", std::string(kCluster) + "authentication: munge\nmunge_socket: /x/m.sock\n"));
+    EXPECT_EQ(c.authentication, "munge");
+    EXPECT_EQ(c.munge_socket, "/x/m.sock");
 }
 
 TEST_F(ConfigTest, ClusterWrittenBackReadsAsWhatItWas) {
@@ -215,6 +239,8 @@ TEST_F(ConfigTest, ClusterWrittenBackReadsAsWhatItWas) {
     c.delayed_free_threads = 0;
     c.archive_dir = "/tmp/with \"quotes\"\tand a tab\nand a line";
     c.memservers[0].if_device = "lo";
+    c.authentication = "munge";
+    c.munge_socket = "/run/munge/munge.socket.2";
     ClusterConfig back =
         fampool::LoadClusterConfig(File("back.yaml", fampool::ClusterFileText(c)));
     EXPECT_EQ(back.provider, c.provider);
@@ -223,6 +249,8 @@ TEST_F(ConfigTest, ClusterWrittenBackReadsAsWhatItWas) {
     EXPECT_EQ(back.span_size, c.span_size);
     EXPECT_EQ(back.region_spanning, false);
     EXPECT_EQ(back.delayed_free_threads, 0);
+    EXPECT_EQ(back.authentication, "munge");
+    EXPECT_EQ(back.munge_socket, c.munge_socket);
     ASSERT_EQ(back.memservers.size(), 2u);
     for (size_t i = 0; i < 2; ++i) {
         EXPECT_EQ(back.memservers[i].rpc_address, c.memservers[i].rpc_address);

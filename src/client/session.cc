@@ -76,6 +76,18 @@ void OpenCluster(Session &session) {
         Fail(openfam::FAM_ERR_MEMSERV_LIST_EMPTY, "metadata service {} has no memory servers",
              config.metadata_address);
     }
+    // The service says whether callers must prove who they are; this process then opens its
+    // session now, so that a refused credential fails fam_initialize, not a later call.
+    if (list.authentication() == "munge") {
+        metadata->UseMunge(config.munge_socket);
+        metadata->Authenticate();
+    } else if (config.authentication == "munge") {
+        Fail(openfam::FAM_ERR_INVALID,
+             "this process's configuration asks for authentication: munge, but the metadata "
+             "service {} does not authenticate its callers (its cluster file says "
+             "authentication: none)",
+             config.metadata_address);
+    }
     FabricConfig fabric;
     fabric.provider = config.libfabric_provider;
     fabric.timeout_ms = config.fabric_timeout_ms;

@@ -135,6 +135,8 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
         if (key == "delayed_free_threads") {
             config.delayed_free_threads = Read<int>(value, key, path);
         }
+        if (key == "authentication") config.authentication = Read<std::string>(value, key, path);
+        if (key == "munge_socket") config.munge_socket = Read<std::string>(value, key, path);
         if (key == "memservers") {
             if (!value.IsSequence()) Bad(path, "\"memservers\" must be a list");
             for (size_t i = 0; i < value.size(); ++i) {
@@ -156,6 +158,9 @@ void CheckClusterConfig(const ClusterConfig &config) {
     }
     if (config.placement != "hash" && config.placement != "least-used") {
         Bad(path, "placement \"" + config.placement + "\" is not hash or least-used");
+    }
+    if (config.authentication != "none" && config.authentication != "munge") {
+        Bad(path, "authentication \"" + config.authentication + "\" is not munge or none");
     }
     if (config.rpc_timeout_ms < 1 || config.fabric_timeout_ms < 1) {
         Bad(path, "rpc_timeout_ms and fabric_timeout_ms must be at least 1");
@@ -210,10 +215,13 @@ std::string ClusterFileText(const ClusterConfig &c) {
         "openfam_model: memory_server\nprovider: {}\nmetadata_address: {}\nmetadata_dir: {}\n"
         "placement: {}\nprogress: {}\nregion_span: {}\nenable_region_spanning: {}\n"
         "dataitem_interleave_size: {}\nrpc_timeout_ms: {}\nfabric_timeout_ms: {}\n"
-        "metadata_fabric: {}\ndelayed_free_threads: {}\n",
+        "metadata_fabric: {}\ndelayed_free_threads: {}\nauthentication: {}\n",
         c.provider, YamlQuoted(c.metadata_address), YamlQuoted(c.metadata_dir), c.placement,
         c.progress, c.region_span, c.region_spanning, c.interleave_size, c.rpc_timeout_ms,
-        c.fabric_timeout_ms, c.metadata_fabric, c.delayed_free_threads);
+        c.fabric_timeout_ms, c.metadata_fabric, c.delayed_free_threads, c.authentication);
+    if (!c.munge_socket.empty()) {
+        text += fmt::format("munge_socket: {}\n", YamlQuoted(c.munge_socket));
+    }
     if (!c.archive_dir.empty()) text += fmt::format("archive_dir: {}\n", YamlQuoted(c.archive_dir));
     if (c.span_size) text += fmt::format("region_span_size_per_memoryserver: {}\n", *c.span_size);
     if (!c.metadata_fabric_port.empty()) {

@@ -62,6 +62,11 @@ struct ClusterConfig {
     // OpenFAM's delayed_free_threads: 0 zeroes a deallocated item inside fam_deallocate; more
     // leave it to the metadata service's scrubber thread (one, whatever the number).
     int delayed_free_threads = 1;
+    // How the services learn who calls them: "none" (callers state their uid and gid) or
+    // "munge" (callers prove them with MUNGE credentials, decoded by the munged listening on
+    // `munge_socket`; empty: libmunge's default socket).
+    std::string authentication = "none";
+    std::string munge_socket;
     std::vector<MemoryServerConfig> memservers;
     std::string path;  // the file it came from
 };
@@ -81,7 +86,7 @@ std::vector<MemoryServerConfig> ReadMemoryServerMap(const YAML::Node &map,
 
 // Checks what a cluster file, however it was read, must hold: memory server ids 0, 1, ... in
 // order, each with its addresses and heap directory, valid memory types, interleave size,
-// placement and progress.
+// placement, progress and authentication.
 void CheckClusterConfig(const ClusterConfig &config);
 
 // `text` as a YAML double-quoted scalar: quotes, backslashes and control characters escaped.

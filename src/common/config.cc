@@ -201,6 +201,10 @@ Config LoadConfig(const Fam_Options *options) {
     Layer(timeout, yaml, {"fabric_timeout_ms"}, "FAMPOOL_FABRIC_TIMEOUT_MS", nullptr);
     c.fabric_timeout_ms = ParseMillis("fabric_timeout_ms", timeout);
 
+    Layer(c.authentication, yaml, {"authentication"}, "FAMPOOL_AUTHENTICATION", nullptr);
+    RequireOneOf("authentication", c.authentication, {"none", "munge"});
+    Layer(c.munge_socket, yaml, {"munge_socket"}, "FAMPOOL_MUNGE_SOCKET", nullptr);
+
     c.metadata_fabric = LayerSwitch(yaml, "metadata_fabric", "FAMPOOL_METADATA_FABRIC", true);
     c.fabric_checked_reads =
         LayerSwitch(yaml, "fabric_checked_reads", "FAMPOOL_FABRIC_CHECKED_READS", false);

@@ -53,6 +53,11 @@ struct Config {
     uint64_t aggregation_threshold = 16384;  // elements that ship a descriptor's queue; 0: flush only
     uint64_t atl_queue_size = 1 << 20;       // ATL_queue_size: elements a queue holds at most
     uint64_t atl_data_size = 4 << 20;        // ATL_data_size: bytes of one request to a server
+    // "munge": the metadata service must authenticate callers (fam_initialize fails against
+    // one that does not); "none": authenticate when the service asks for it. The credential
+    // comes from the munged on munge_socket (empty: libmunge's default socket).
+    std::string authentication = "none";
+    std::string munge_socket;
     std::string config_file;                // the YAML file that was read, if any
 };
 

@@ -23,6 +23,8 @@ const std::set<std::string> &Keys() {
         "fabric_timeout_ms", "metadata_fabric", "default_memory_type", "connect_timeout_ms",
         "fabric_checked_reads", "fabric_direct", "fabric_memory_side_elements", "aggregation",
         "aggregation_threshold",
+        // Both read these (authentication: munge, docs/deployment.md).
+        "authentication", "munge_socket",
         // What the servers read (common/cluster_config.cc).
         "metadata_dir", "metadata_path", "archive_dir", "placement", "region_span",
         "enable_region_spanning", "region_span_size_per_memoryserver", "progress", "memservers",

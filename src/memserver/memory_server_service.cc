@@ -5,6 +5,28 @@
 
 namespace fampool {
 
+void MemoryServerService::Authorize(const grpc::ServerContext &context, const char *call) {
+    if (!sessions_) return;
+    const auto &headers = context.client_metadata();
+    auto found = headers.find(kTokenHeader);
+    std::string token;
+    if (found != headers.end()) token.assign(found->second.data(), found->second.size());
+    sessions_->Resolve(token, call);
+}
+
+grpc::Status MemoryServerService::Authenticate(grpc::ServerContext *,
+                                               const rpc::Credential *request,
+                                               rpc::Session *reply) {
+    return Serve([&] {
+        if (!sessions_) return;  // nothing to prove: an empty token
+        SessionTable::Opened opened =
+            sessions_->Open(request->munge(), "MemoryServer.Authenticate");
+        reply->set_token(opened.token);
+        reply->set_uid(opened.caller.uid);
+        reply->set_gid(opened.caller.gid);
+    });
+}
+
 grpc::Status MemoryServerService::Info(grpc::ServerContext *, const rpc::Empty *,
                                        rpc::ServerInfo *reply) {
     return Serve([&] {
@@ -15,32 +37,42 @@ grpc::Status MemoryServerService::Info(grpc::ServerContext *, const rpc::Empty *
     });
 }
 
-grpc::Status MemoryServerService::CreateExtent(grpc::ServerContext *,
-                                               const rpc::ExtentRequest *request, rpc::Empty *) {
-    return Serve([&] { server_->CreateExtent(FromProto(request->extent()), request->size()); });
-}
-
-grpc::Status MemoryServerService::DestroyExtent(grpc::ServerContext *,
-                                                const rpc::ExtentRequest *request, rpc::Empty *) {
-    return Serve([&] { server_->DestroyExtent(FromProto(request->extent())); });
-}
-
-grpc::Status MemoryServerService::ResizeExtent(grpc::ServerContext *,
+grpc::Status MemoryServerService::CreateExtent(grpc::ServerContext *context,
                                                const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] {
+        Authorize(*context, "MemoryServer.CreateExtent");
+        server_->CreateExtent(FromProto(request->extent()), request->size());
+    });
+}
+
+grpc::Status MemoryServerService::DestroyExtent(grpc::ServerContext *context,
+                                                const rpc::ExtentRequest *request, rpc::Empty *) {
+    return Serve([&] {
+        Authorize(*context, "MemoryServer.DestroyExtent");
+        server_->DestroyExtent(FromProto(request->extent()));
+    });
+}
+
+grpc::Status MemoryServerService::ResizeExtent(grpc::ServerContext *context,
+                                               const rpc::ExtentRequest *request, rpc::Empty *) {
+    return Serve([&] {
+        Authorize(*context, "MemoryServer.ResizeExtent");
         server_->ResizeExtent(FromProto(request->extent()), request->size(), request->new_size());
     });
 }
 
-grpc::Status MemoryServerService::Zero(grpc::ServerContext *, const rpc::ExtentRequest *request,
-                                       rpc::Empty *) {
-    return Serve(
-        [&] { server_->Zero(FromProto(request->extent()), request->offset(), request->size()); });
+grpc::Status MemoryServerService::Zero(grpc::ServerContext *context,
+                                       const rpc::ExtentRequest *request, rpc::Empty *) {
+    return Serve([&] {
+        Authorize(*context, "MemoryServer.Zero");
+        server_->Zero(FromProto(request->extent()), request->offset(), request->size());
+    });
 }
 
-grpc::Status MemoryServerService::ZeroExtents(grpc::ServerContext *,
+grpc::Status MemoryServerService::ZeroExtents(grpc::ServerContext *context,
                                               const rpc::ZeroRequest *request, rpc::Empty *) {
     return Serve([&] {
+        Authorize(*context, "MemoryServer.ZeroExtents");
         std::vector<ExtentRanges> extents;
         extents.reserve(request->extents_size());
         for (const rpc::ExtentRanges &message : request->extents()) {
@@ -148,10 +180,11 @@ grpc::Status MemoryServerService::ApplyElements(grpc::ServerContext *,
     });
 }
 
-grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *,
+grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *context,
                                            const rpc::ExtentRequest *request,
                                            rpc::KeyGrant *reply) {
     return Serve([&] {
+        Authorize(*context, "MemoryServer.GrantKey");
         KeyGrant grant = server_->GrantKey(FromProto(request->extent()), request->offset(),
                                            request->size(), request->writable());
         reply->set_key(grant.key);
@@ -162,9 +195,12 @@ grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *,
     });
 }
 
-grpc::Status MemoryServerService::RevokeKeys(grpc::ServerContext *,
+grpc::Status MemoryServerService::RevokeKeys(grpc::ServerContext *context,
                                              const rpc::ExtentRequest *request, rpc::Empty *) {
-    return Serve([&] { server_->RevokeKeys(FromProto(request->extent()), request->offset()); });
+    return Serve([&] {
+        Authorize(*context, "MemoryServer.RevokeKeys");
+        server_->RevokeKeys(FromProto(request->extent()), request->offset());
+    });
 }
 
 RedundancyService &MemoryServerService::Redundant() {
@@ -186,9 +222,13 @@ grpc::Status MemoryServerService::Stripe(grpc::ServerContext *,
     return Serve([&] { Redundant().Stripe(*request, reply); });
 }
 
-grpc::Status MemoryServerService::Resync(grpc::ServerContext *,
+grpc::Status MemoryServerService::Resync(grpc::ServerContext *context,
                                          const rpc::ResyncRequest *request, rpc::Empty *) {
-    return Serve([&] { Redundant().Resync(*request); });
+    return Serve([&] {
+        // It reads this server's member without a client's key: the metadata service's call.
+        Authorize(*context, "MemoryServer.Resync");
+        Redundant().Resync(*request);
+    });
 }
 
 }  // namespace fampool

@@ -1,12 +1,17 @@
 // The memory server's gRPC service: each call runs on the server's LocalMemoryServer (heaps,
-// registrations with its fabric endpoint, copy, backup, restore, atomics).
+// registrations with its fabric endpoint, copy, backup, restore, atomics). With
+// authentication, the calls that manage extents and fabric keys are taken only with the token
+// of a session the metadata service opened (rpc/authentication.h): a client cannot grant
+// itself a key.
 #ifndef FAMPOOL_MEMSERVER_MEMORY_SERVER_SERVICE_H_
 #define FAMPOOL_MEMSERVER_MEMORY_SERVER_SERVICE_H_
 
+#include <memory>
 #include <string>
 
 #include "memserver/local_memory_server.h"
 #include "memserver/redundancy.h"
+#include "rpc/authentication.h"
 #include "rpc/fampool.grpc.pb.h"
 
 namespace fampool {
@@ -18,6 +23,14 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
                         RedundancyService *redundancy = nullptr)
         : server_(server), incarnation_(std::move(incarnation)), redundancy_(redundancy) {}
 
+    // Takes extent and key calls only from sessions `sessions` opened (its only_uid: the uid
+    // that runs the cluster). Set before serving.
+    void RequireAuthentication(std::unique_ptr<SessionTable> sessions) {
+        sessions_ = std::move(sessions);
+    }
+
+    grpc::Status Authenticate(grpc::ServerContext *, const rpc::Credential *,
+                              rpc::Session *) override;
     grpc::Status Info(grpc::ServerContext *, const rpc::Empty *, rpc::ServerInfo *) override;
     grpc::Status CreateExtent(grpc::ServerContext *, const rpc::ExtentRequest *,
                               rpc::Empty *) override;
@@ -53,10 +66,14 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
 
   private:
     RedundancyService &Redundant();
+    // Throws Unauthenticated unless the call carries a known session's token (or no
+    // authentication is required).
+    void Authorize(const grpc::ServerContext &context, const char *call);
 
     LocalMemoryServer *server_;
     std::string incarnation_;
     RedundancyService *redundancy_;
+    std::unique_ptr<SessionTable> sessions_;  // null: no authentication
 };
 
 }  // namespace fampool

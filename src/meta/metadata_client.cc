@@ -1,6 +1,7 @@
 #include "meta/metadata_client.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -45,8 +46,22 @@ template <typename Request, typename Reply>
 void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *,
                                                                       const Request &, Reply *),
                           const char *name, const Request &request, Reply *reply) {
-    auto context = CallContext(timeout_);
-    CheckStatus(((*stub_).*method)(context.get(), request, reply), name, address_);
+    for (int attempt = 0;; ++attempt) {
+        std::optional<std::string> token;  // the session token the call carried, if any
+        grpc::Status status;
+        auto context = CallContext(timeout_);
+        if constexpr (requires(Request r) { r.mutable_caller(); }) {
+            if (munge_) {
+                Request stamped = request;
+                token = Stamp(stamped.mutable_caller());
+                status = ((*stub_).*method)(context.get(), stamped, reply);
+            }
+        }
+        if (!token) status = ((*stub_).*method)(context.get(), request, reply);
+        if (attempt == 0 && token && Reauthenticated(status, *token)) continue;
+        CheckStatus(status, name, address_);
+        return;
+    }
 }
 
 template <typename Request, typename Reply>
@@ -55,21 +70,73 @@ bool MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::Clie
                           const char *name, const Request &request, Reply *reply,
                           Request *(rpc::FabricCall::*call_field)(),
                           Reply *(rpc::FabricReply::*reply_field)(), bool idempotent) {
-    if (std::shared_ptr<MetadataFabricClient> fabric = Fabric()) {
+    for (int attempt = 0;; ++attempt) {
+        std::shared_ptr<MetadataFabricClient> fabric = Fabric();
+        if (!fabric) break;  // over gRPC, below
         rpc::FabricCall call;
-        *(call.*call_field)() = request;
+        Request *sent = (call.*call_field)();
+        *sent = request;
+        std::optional<std::string> token;
+        if (munge_) token = Stamp(sent->mutable_caller());
         rpc::FabricReply answer;
         auto same_service = [&] { return fabric->Reaches(AskFabricEndpoint()); };
-        if (fabric->Call(call, &answer, name, idempotent, same_service)) {
-            CheckStatus(grpc::Status(static_cast<grpc::StatusCode>(answer.code()),
-                                     answer.message(), answer.details()),
-                        name, address_);
-            reply->Swap((answer.*reply_field)());
-            return answer.item_partial() || answer.region_partial();
-        }
+        if (!fabric->Call(call, &answer, name, idempotent, same_service)) break;
+        grpc::Status status(static_cast<grpc::StatusCode>(answer.code()), answer.message(),
+                            answer.details());
+        if (attempt == 0 && token && Reauthenticated(status, *token)) continue;
+        CheckStatus(status, name, address_);
+        reply->Swap((answer.*reply_field)());
+        return answer.item_partial() || answer.region_partial();
     }
     Call(method, name, request, reply);
     return false;
+}
+
+std::string MetadataClient::Stamp(rpc::Caller *caller) {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    if (!session_open_) {
+        token_ = OpenSession().token();
+        session_open_ = true;
+    }
+    caller->set_token(token_);
+    return token_;
+}
+
+bool MetadataClient::Reauthenticated(const grpc::Status &status, const std::string &token) {
+    if (status.error_code() != grpc::StatusCode::UNAUTHENTICATED) return false;
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    // Another thread may have opened a new session since this call was stamped: it is used.
+    if (token_ == token) {
+        session_open_ = false;
+        token_ = OpenSession().token();
+        session_open_ = true;
+    }
+    return true;
+}
+
+void MetadataClient::UseMunge(const std::string &socket) {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    munge_socket_ = socket;
+    munge_ = true;
+}
+
+rpc::Session MetadataClient::Authenticate() {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    rpc::Session session = OpenSession();
+    token_ = session.token();
+    session_open_ = true;
+    return session;
+}
+
+rpc::Session MetadataClient::OpenSession() {
+    rpc::Credential credential;
+    credential.set_munge(
+        MakeCredential(munge_socket_, kMetadataAudience, "Metadata.Authenticate"));
+    rpc::Session session;
+    auto context = CallContext(timeout_);
+    CheckStatus(stub_->Authenticate(context.get(), credential, &session), "Metadata.Authenticate",
+                address_);
+    return session;
 }
 
 void MetadataClient::UseFabric(const FabricConfig &config) {

@@ -1,11 +1,14 @@
 // The metadata service reached over gRPC: the MetadataService interface for clients of the
 // memory-server model, plus the cluster-level calls of the CLI (status, item listing). With
+// UseMunge, calls carry the token of a session opened with a MUNGE credential
+// (rpc/authentication.h) and open a new one when the service no longer knows it. With
 // UseFabric, lookups, fam_stat's reads, item allocation and region creation and destruction
 // go over the fabric instead
 // (meta/metadata_fabric.h), and fall back to gRPC when that way is busy or gone.
 #ifndef FAMPOOL_META_METADATA_CLIENT_H_
 #define FAMPOOL_META_METADATA_CLIENT_H_
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -27,6 +30,13 @@ class MetadataClient : public MetadataService {
     void UseFabric(const FabricConfig &config);
     // Calls made over the fabric by the current fabric client.
     uint64_t fabric_calls();
+    // From the next call on, proves who calls with MUNGE credentials from the munged on
+    // `socket` (empty: libmunge's default): a session is opened at the first call the service
+    // refuses for want of one, or by Authenticate.
+    void UseMunge(const std::string &socket);
+    // Opens a session now (UseMunge first). Throws Failure(FAM_ERR_NOPERM) naming the cause
+    // when munged or the service refuses. An empty token: the service does not authenticate.
+    rpc::Session Authenticate();
 
     RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                             const Fam_Region_Attributes &attributes, const Caller &caller) override;
@@ -72,6 +82,12 @@ class MetadataClient : public MetadataService {
               Request *(rpc::FabricCall::*call_field)(), Reply *(rpc::FabricReply::*reply_field)(),
               bool idempotent);
     RegionInfo GetRegionOverGrpc(uint64_t region_id, const Caller &caller);
+    // Puts the session token into `caller`; returns it.
+    std::string Stamp(rpc::Caller *caller);
+    // After a call stamped with `token` ended with `status`: true when the service did not
+    // know the session, and a new one is open (unless another thread opened one already).
+    bool Reauthenticated(const grpc::Status &status, const std::string &token);
+    rpc::Session OpenSession();  // under session_mutex_
     // The fabric client to use now, if any (connects or reconnects when due).
     std::shared_ptr<MetadataFabricClient> Fabric();
     // Where the service takes fabric calls now, asked over gRPC; empty when it does not
@@ -81,6 +97,12 @@ class MetadataClient : public MetadataService {
     std::string address_;
     std::chrono::milliseconds timeout_;
     std::unique_ptr<rpc::Metadata::Stub> stub_;
+
+    std::atomic<bool> munge_{false};
+    std::mutex session_mutex_;  // held while a session is opened
+    std::string munge_socket_;
+    std::string token_;
+    bool session_open_ = false;
 
     std::mutex fabric_mutex_;
     bool fabric_wanted_ = false;

@@ -23,21 +23,28 @@ void MetadataRpcService::StopMonitor() {
     if (rebuilder_.joinable()) rebuilder_.join();
 }
 
+Caller MetadataRpcService::Identify(const rpc::Caller &caller, const char *call) {
+    if (!sessions_) return FromProto(caller);
+    return sessions_->Resolve(caller.token(), call);
+}
+
 grpc::Status MetadataRpcService::CreateRegion(grpc::ServerContext *,
                                               const rpc::CreateRegionRequest *request,
                                               rpc::Region *reply) {
     return Serve([&] {
         ToProto(store_->CreateRegion(request->name(), request->size(), request->perm(),
                                      FromProto(request->attributes()),
-                                     FromProto(request->caller())),
+                                     Identify(request->caller(), "Metadata.CreateRegion")),
                 reply);
     });
 }
 
 grpc::Status MetadataRpcService::DestroyRegion(grpc::ServerContext *,
                                                const rpc::RegionRequest *request, rpc::Empty *) {
-    return Serve(
-        [&] { store_->DestroyRegion(request->region_id(), FromProto(request->caller())); });
+    return Serve([&] {
+        store_->DestroyRegion(request->region_id(),
+                              Identify(request->caller(), "Metadata.DestroyRegion"));
+    });
 }
 
 grpc::Status MetadataRpcService::ResizeRegion(grpc::ServerContext *,
@@ -45,7 +52,7 @@ grpc::Status MetadataRpcService::ResizeRegion(grpc::ServerContext *,
                                               rpc::Region *reply) {
     return Serve([&] {
         ToProto(store_->ResizeRegion(request->region_id(), request->size(),
-                                     FromProto(request->caller())),
+                                     Identify(request->caller(), "Metadata.ResizeRegion")),
                 reply);
     });
 }
@@ -54,7 +61,9 @@ grpc::Status MetadataRpcService::LookupRegion(grpc::ServerContext *,
                                               const rpc::LookupRequest *request,
                                               rpc::Region *reply) {
     return Serve([&] {
-        ToProto(store_->LookupRegion(request->name(), FromProto(request->caller())), reply);
+        ToProto(store_->LookupRegion(request->name(),
+                                     Identify(request->caller(), "Metadata.LookupRegion")),
+                reply);
     });
 }
 
@@ -62,7 +71,9 @@ grpc::Status MetadataRpcService::GetRegion(grpc::ServerContext *,
                                            const rpc::RegionRequest *request,
                                            rpc::Region *reply) {
     return Serve([&] {
-        ToProto(store_->GetRegion(request->region_id(), FromProto(request->caller())), reply);
+        ToProto(store_->GetRegion(request->region_id(),
+                                  Identify(request->caller(), "Metadata.GetRegion")),
+                reply);
     });
 }
 
@@ -70,8 +81,9 @@ grpc::Status MetadataRpcService::ChangeRegionPermissions(grpc::ServerContext *,
                                                          const rpc::RegionRequest *request,
                                                          rpc::Empty *) {
     return Serve([&] {
-        store_->ChangeRegionPermissions(request->region_id(), request->perm(),
-                                        FromProto(request->caller()));
+        store_->ChangeRegionPermissions(
+            request->region_id(), request->perm(),
+            Identify(request->caller(), "Metadata.ChangeRegionPermissions"));
     });
 }
 
@@ -80,7 +92,8 @@ grpc::Status MetadataRpcService::AllocateItem(grpc::ServerContext *,
                                               rpc::Item *reply) {
     return Serve([&] {
         ToProto(store_->AllocateItem(request->region_id(), request->name(), request->size(),
-                                     request->perm(), FromProto(request->caller())),
+                                     request->perm(),
+                                     Identify(request->caller(), "Metadata.AllocateItem")),
                 reply);
     });
 }
@@ -89,7 +102,7 @@ grpc::Status MetadataRpcService::DeallocateItem(grpc::ServerContext *,
                                                 const rpc::ItemRequest *request, rpc::Empty *) {
     return Serve([&] {
         store_->DeallocateItem(request->region_id(), request->offset(),
-                               FromProto(request->caller()));
+                               Identify(request->caller(), "Metadata.DeallocateItem"));
     });
 }
 
@@ -98,7 +111,7 @@ grpc::Status MetadataRpcService::LookupItem(grpc::ServerContext *,
                                             rpc::Item *reply) {
     return Serve([&] {
         ToProto(store_->LookupItem(request->name(), request->region(),
-                                   FromProto(request->caller())),
+                                   Identify(request->caller(), "Metadata.LookupItem")),
                 reply);
     });
 }
@@ -107,7 +120,7 @@ grpc::Status MetadataRpcService::GetItem(grpc::ServerContext *, const rpc::ItemR
                                          rpc::Item *reply) {
     return Serve([&] {
         ToProto(store_->GetItem(request->region_id(), request->offset(),
-                                FromProto(request->caller())),
+                                Identify(request->caller(), "Metadata.GetItem")),
                 reply);
     });
 }
@@ -116,8 +129,9 @@ grpc::Status MetadataRpcService::ChangeItemPermissions(grpc::ServerContext *,
                                                        const rpc::ItemRequest *request,
                                                        rpc::Empty *) {
     return Serve([&] {
-        store_->ChangeItemPermissions(request->region_id(), request->offset(), request->perm(),
-                                      FromProto(request->caller()));
+        store_->ChangeItemPermissions(
+            request->region_id(), request->offset(), request->perm(),
+            Identify(request->caller(), "Metadata.ChangeItemPermissions"));
     });
 }
 
@@ -165,6 +179,7 @@ grpc::Status MetadataRpcService::Servers(grpc::ServerContext *, const rpc::Empty
             state->set_id(server->id());
             state->set_address(server->address());
         }
+        reply->set_authentication(sessions_ ? "munge" : "none");
     });
 }
 
@@ -173,7 +188,8 @@ grpc::Status MetadataRpcService::ListItems(grpc::ServerContext *,
                                            rpc::ItemList *reply) {
     return Serve([&] {
         for (const ItemInfo &item :
-             store_->ListItems(request->region_id(), FromProto(request->caller()))) {
+             store_->ListItems(request->region_id(),
+                               Identify(request->caller(), "Metadata.ListItems"))) {
             ToProto(item, reply->add_items());
         }
     });
@@ -187,6 +203,18 @@ grpc::Status MetadataRpcService::MetadataEndpoint(grpc::ServerContext *, const r
         reply->set_incarnation(fabric_->incarnation());
     }
     return grpc::Status::OK;
+}
+
+grpc::Status MetadataRpcService::Authenticate(grpc::ServerContext *,
+                                              const rpc::Credential *request,
+                                              rpc::Session *reply) {
+    return Serve([&] {
+        if (!sessions_) return;  // nothing to prove: an empty token
+        SessionTable::Opened opened = sessions_->Open(request->munge(), "Metadata.Authenticate");
+        reply->set_token(opened.token);
+        reply->set_uid(opened.caller.uid);
+        reply->set_gid(opened.caller.gid);
+    });
 }
 
 }  // namespace fampool

@@ -1,15 +1,17 @@
 // The metadata service's gRPC face: each call runs on the MetadataStore with the caller's
-// identity. A monitor thread asks every memory server for its incarnation (a heartbeat, every
-// period): a restarted server has lost its volatile heaps and its registrations, and the store
-// is told so; a server that misses kMissedHeartbeats in a row (or one a client reports and
-// that does not answer) is dead, and its members of redundant regions are lost. Lost members
-// are rebuilt (metadata_health.cc) on `Rebuild`, and at once when their own server comes back
-// or a spare is alive.
+// identity: the uid and gid the caller states, or, with authentication, those of the session
+// its token names (rpc/authentication.h). A monitor thread asks every memory server for its
+// incarnation (a heartbeat, every period): a restarted server has lost its volatile heaps and
+// its registrations, and the store is told so; a server that misses kMissedHeartbeats in a
+// row (or one a client reports and that does not answer) is dead, and its members of
+// redundant regions are lost. Lost members are rebuilt (metadata_health.cc) on `Rebuild`, and
+// at once when their own server comes back or a spare is alive.
 #ifndef FAMPOOL_META_METADATA_RPC_SERVICE_H_
 #define FAMPOOL_META_METADATA_RPC_SERVICE_H_
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -17,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "rpc/authentication.h"
 #include "rpc/memory_server_client.h"
 #include "meta/metadata_store.h"
 #include "rpc/fampool.grpc.pb.h"
@@ -44,6 +47,11 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     // The fabric endpoint that takes the frequent calls too, named to clients in Status. Set
     // before serving; it must outlive the service's last Status call.
     void AdvertiseFabric(const MetadataFabricService *fabric) { fabric_ = fabric; }
+    // Authenticates callers with MUNGE: every call is made as the uid and gid of the session
+    // its token names (the stated ones are not used). Set before serving.
+    void RequireAuthentication(std::unique_ptr<SessionTable> sessions) {
+        sessions_ = std::move(sessions);
+    }
 
     grpc::Status CreateRegion(grpc::ServerContext *, const rpc::CreateRegionRequest *,
                               rpc::Region *) override;
@@ -77,9 +85,14 @@ class MetadataRpcService final : public rpc::Metadata::Service {
                                rpc::Empty *) override;
     grpc::Status Rebuild(grpc::ServerContext *, const rpc::RebuildRequest *,
                          rpc::RebuildReply *) override;
+    grpc::Status Authenticate(grpc::ServerContext *, const rpc::Credential *,
+                              rpc::Session *) override;
 
   private:
     void CheckServers();
+    // Who makes the call `call`: the stated uid and gid without authentication, else the
+    // session's (throws Unauthenticated when the token names none).
+    Caller Identify(const rpc::Caller &caller, const char *call);
     // The server is dead: marks its members lost (once).
     void ServerDied(uint64_t id);
     std::set<uint64_t> Alive();
@@ -95,6 +108,7 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     MetadataStore *store_;
     std::vector<MemoryServerClient *> servers_;
     const MetadataFabricService *fabric_ = nullptr;
+    std::unique_ptr<SessionTable> sessions_;  // null: no authentication
     std::mutex monitor_mutex_;
     std::condition_variable monitor_wake_;
     bool stopping_ = false;

@@ -170,7 +170,8 @@ Caller FromProto(const rpc::Caller &in) { return Caller{in.uid(), in.gid()}; }
 
 void CheckStatus(const grpc::Status &status, const char *method, const std::string &target) {
     if (status.ok()) return;
-    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+        status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
         int error = openfam::FAM_ERR_UNKNOWN;
         try {
             error = std::stoi(status.error_details());

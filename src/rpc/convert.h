@@ -1,6 +1,7 @@
 // Between fampool's structs and the control-path messages, and between Failure and gRPC status:
-// a failed call travels as FAILED_PRECONDITION with the Fam_Error number in the details; a
-// transport failure (server gone, deadline passed) becomes FAM_ERR_RPC at the caller.
+// a failed call travels as FAILED_PRECONDITION with the Fam_Error number in the details, a call
+// without a known session (Unauthenticated) as UNAUTHENTICATED; a transport failure (server
+// gone, deadline passed) becomes FAM_ERR_RPC at the caller.
 #ifndef FAMPOOL_RPC_CONVERT_H_
 #define FAMPOOL_RPC_CONVERT_H_
 
@@ -12,6 +13,7 @@
 #include "common/error.h"
 #include "common/memory_server.h"
 #include "common/fam_objects.h"
+#include "rpc/authentication.h"
 #include "rpc/fampool.grpc.pb.h"
 
 namespace fampool {
@@ -39,6 +41,9 @@ grpc::Status Serve(Body &&body) {
     try {
         body();
         return grpc::Status::OK;
+    } catch (const Unauthenticated &e) {
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, e.fam_error_msg(),
+                            std::to_string(e.fam_error()));
     } catch (const Fam_Exception &e) {
         return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, e.fam_error_msg(),
                             std::to_string(e.fam_error()));
@@ -48,7 +53,8 @@ grpc::Status Serve(Body &&body) {
     }
 }
 
-// Client side: throws the Failure a status stands for. `target` names the server for messages.
+// Client side: throws the Failure a status stands for (UNAUTHENTICATED: FAM_ERR_NOPERM).
+// `target` names the server for messages.
 void CheckStatus(const grpc::Status &status, const char *method, const std::string &target);
 
 // A client context whose deadline bounds the call (no hang when a server is gone).

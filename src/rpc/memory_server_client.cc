@@ -29,6 +29,51 @@ MemoryServerClient::MemoryServerClient(uint64_t id, std::string address,
     : id_(id), address_(std::move(address)), timeout_(timeout),
       stub_(rpc::MemoryServer::NewStub(OpenChannel(address_))) {}
 
+void MemoryServerClient::UseMunge(const std::string &socket) {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    munge_socket_ = socket;
+    munge_ = true;
+}
+
+std::string MemoryServerClient::SessionToken(const std::string *stale) {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    if (stale && *stale == token_) session_open_ = false;
+    if (!session_open_) {
+        rpc::Credential credential;
+        credential.set_munge(MakeCredential(munge_socket_, MemoryServerAudience(id_),
+                                            "MemoryServer.Authenticate"));
+        rpc::Session session;
+        auto context = CallContext(timeout_);
+        CheckStatus(stub_->Authenticate(context.get(), credential, &session),
+                    "MemoryServer.Authenticate", address_);
+        token_ = session.token();
+        session_open_ = true;
+    }
+    return token_;
+}
+
+template <typename Request, typename Reply>
+void MemoryServerClient::Control(grpc::Status (rpc::MemoryServer::Stub::*method)(
+                                     grpc::ClientContext *, const Request &, Reply *),
+                                 const char *name, const Request &request, Reply *reply,
+                                 std::chrono::milliseconds timeout) {
+    for (int attempt = 0;; ++attempt) {
+        auto context = CallContext(timeout);
+        std::string token;
+        if (munge_) {
+            token = SessionToken();
+            context->AddMetadata(kTokenHeader, token);
+        }
+        grpc::Status status = ((*stub_).*method)(context.get(), request, reply);
+        if (munge_ && attempt == 0 && status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+            SessionToken(&token);
+            continue;
+        }
+        CheckStatus(status, name, address_);
+        return;
+    }
+}
+
 MemoryServerInfo MemoryServerClient::Info() { return Info(timeout_); }
 
 MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout) {
@@ -42,32 +87,28 @@ MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout) {
 
 void MemoryServerClient::CreateExtent(ExtentRef extent, uint64_t size) {
     rpc::Empty reply;
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->CreateExtent(context.get(), Request(extent, 0, size), &reply),
-                "MemoryServer.CreateExtent", address_);
+    Control(&rpc::MemoryServer::Stub::CreateExtent, "MemoryServer.CreateExtent",
+            Request(extent, 0, size), &reply, timeout_);
 }
 
 void MemoryServerClient::DestroyExtent(ExtentRef extent) {
     rpc::Empty reply;
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->DestroyExtent(context.get(), Request(extent), &reply),
-                "MemoryServer.DestroyExtent", address_);
+    Control(&rpc::MemoryServer::Stub::DestroyExtent, "MemoryServer.DestroyExtent", Request(extent),
+            &reply, timeout_);
 }
 
 void MemoryServerClient::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) {
     rpc::ExtentRequest request = Request(extent, 0, old_size);
     request.set_new_size(new_size);
     rpc::Empty reply;
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->ResizeExtent(context.get(), request, &reply),
-                "MemoryServer.ResizeExtent", address_);
+    Control(&rpc::MemoryServer::Stub::ResizeExtent, "MemoryServer.ResizeExtent", request, &reply,
+            timeout_);
 }
 
 void MemoryServerClient::Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) {
     rpc::Empty reply;
-    auto context = CallContext(ForBytes(timeout_, nbytes));
-    CheckStatus(stub_->Zero(context.get(), Request(extent, offset, nbytes), &reply),
-                "MemoryServer.Zero", address_);
+    Control(&rpc::MemoryServer::Stub::Zero, "MemoryServer.Zero", Request(extent, offset, nbytes),
+            &reply, ForBytes(timeout_, nbytes));
 }
 
 void MemoryServerClient::ZeroExtents(const std::vector<ExtentRanges> &extents) {
@@ -84,9 +125,8 @@ void MemoryServerClient::ZeroExtents(const std::vector<ExtentRanges> &extents) {
         }
     }
     rpc::Empty reply;
-    auto context = CallContext(ForBytes(timeout_, bytes));
-    CheckStatus(stub_->ZeroExtents(context.get(), request, &reply), "MemoryServer.ZeroExtents",
-                address_);
+    Control(&rpc::MemoryServer::Stub::ZeroExtents, "MemoryServer.ZeroExtents", request, &reply,
+            ForBytes(timeout_, bytes));
 }
 
 void MemoryServerClient::Copy(const ItemLayout &src, uint64_t src_offset,
@@ -199,18 +239,16 @@ KeyGrant MemoryServerClient::GrantKey(ExtentRef extent, uint64_t offset, uint64_
     rpc::ExtentRequest request = Request(extent, offset, size);
     request.set_writable(writable);
     rpc::KeyGrant reply;
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->GrantKey(context.get(), request, &reply), "MemoryServer.GrantKey",
-                address_);
+    Control(&rpc::MemoryServer::Stub::GrantKey, "MemoryServer.GrantKey", request, &reply,
+            timeout_);
     return KeyGrant{reply.key(), reply.base(), reply.fabric_address(), reply.heap_path(),
                     reply.node()};
 }
 
 void MemoryServerClient::RevokeKeys(ExtentRef extent, uint64_t offset) {
     rpc::Empty reply;
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->RevokeKeys(context.get(), Request(extent, offset), &reply),
-                "MemoryServer.RevokeKeys", address_);
+    Control(&rpc::MemoryServer::Stub::RevokeKeys, "MemoryServer.RevokeKeys",
+            Request(extent, offset), &reply, timeout_);
 }
 
 rpc::AtomicReply MemoryServerClient::Atomic(const rpc::AtomicRequest &request) {
@@ -238,8 +276,7 @@ rpc::StripeReply MemoryServerClient::Stripe(const rpc::StripeRequest &request,
 void MemoryServerClient::Resync(const rpc::ResyncRequest &request,
                                 std::chrono::milliseconds timeout) {
     rpc::Empty reply;
-    auto context = CallContext(timeout);
-    CheckStatus(stub_->Resync(context.get(), request, &reply), "MemoryServer.Resync", address_);
+    Control(&rpc::MemoryServer::Stub::Resync, "MemoryServer.Resync", request, &reply, timeout);
 }
 
 }  // namespace fampool

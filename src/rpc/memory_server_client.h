@@ -1,10 +1,14 @@
 // A memory server reached over gRPC: the MemoryServer interface for the metadata service and
-// for clients (copy, backup, restore, fallback atomics) of the memory-server model.
+// for clients (copy, backup, restore, fallback atomics) of the memory-server model. The
+// metadata service's clients UseMunge: their extent and key calls carry the token of a session
+// opened with a MUNGE credential of the metadata service's uid (rpc/authentication.h).
 #ifndef FAMPOOL_RPC_MEMORY_SERVER_CLIENT_H_
 #define FAMPOOL_RPC_MEMORY_SERVER_CLIENT_H_
 
 #include <chrono>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/memory_server.h"
@@ -27,6 +31,10 @@ class MemoryServerClient : public MemoryServer {
     const std::string &address() const { return address_; }
     MemoryServerInfo Info();
     MemoryServerInfo Info(std::chrono::milliseconds timeout);  // a heartbeat's short wait
+    // Extent and key calls prove who makes them with credentials from the munged on `socket`
+    // (empty: libmunge's default); a session is opened at the first one, and again when the
+    // server no longer knows it (it restarted).
+    void UseMunge(const std::string &socket);
 
     void CreateExtent(ExtentRef extent, uint64_t size) override;
     void DestroyExtent(ExtentRef extent) override;
@@ -56,10 +64,26 @@ class MemoryServerClient : public MemoryServer {
     void Resync(const rpc::ResyncRequest &request, std::chrono::milliseconds timeout);
 
   private:
+    // A call that manages extents or keys: with UseMunge, it carries the session token, and is
+    // made once more after opening a new session when the server did not know the token.
+    template <typename Request, typename Reply>
+    void Control(grpc::Status (rpc::MemoryServer::Stub::*method)(grpc::ClientContext *,
+                                                                const Request &, Reply *),
+                 const char *name, const Request &request, Reply *reply,
+                 std::chrono::milliseconds timeout);
+    // The token to send now (a session is opened when none is); `stale`: the token the server
+    // did not know, replaced unless another thread replaced it already.
+    std::string SessionToken(const std::string *stale = nullptr);
+
     uint64_t id_;
     std::string address_;
     std::chrono::milliseconds timeout_;
     std::unique_ptr<rpc::MemoryServer::Stub> stub_;
+    std::atomic<bool> munge_{false};
+    std::mutex session_mutex_;  // held while a session is opened
+    std::string munge_socket_;
+    std::string token_;
+    bool session_open_ = false;
 };
 
 }  // namespace fampool

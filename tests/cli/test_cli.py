@@ -72,7 +72,10 @@ def free_base_port(servers=2):
 def run_dir(request):
     """A fresh run directory; the cluster started there is stopped afterwards, whatever happens."""
     path = tempfile.mkdtemp(prefix="fampool-cli-")
-    os.chmod(path, 0o777)
+    # Readable by all (clients of other users read the cluster file and reach the munged
+    # socket), writable by its owner only: munged refuses to run below a directory others may
+    # write.
+    os.chmod(path, 0o755)
 
     def stop():
         fampool("down", "--run-dir", path, timeout=30)
@@ -111,7 +114,7 @@ def test_up_prints_servers_and_export_line(run_dir):
     assert up.stdout.rstrip().splitlines()[-1] == f"export FAMPOOL_CONFIG={cluster_file}"
     assert f"127.0.0.1:{base}" in up.stdout
     assert f"127.0.0.1:{base + 1}" in up.stdout and f"127.0.0.1:{base + 2}" in up.stdout
-    assert sorted(pids_of(run_dir)) == ["memory0", "memory1", "metadata"]
+    assert sorted(pids_of(run_dir)) == ["memory0", "memory1", "metadata", "munged"]
     assert all(running(pid) for pid in pids_of(run_dir).values())
 
 
@@ -235,7 +238,7 @@ def test_second_up_in_other_run_dir_names_port_and_owner(cluster):
 def test_down_stops_every_server(cluster):
     run_dir, _ = cluster
     pids = pids_of(run_dir)
-    assert len(pids) == 3
+    assert len(pids) == 4  # the servers and munged
     down = fampool("down", "--run-dir", run_dir, timeout=30)
     assert down.returncode == 0, down.stderr
     assert "stopped" in down.stdout

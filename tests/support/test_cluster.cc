@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "meta/metadata_client.h"
+#include "rpc/convert.h"
+#include "test_munged.h"
 
 namespace {
 
@@ -139,6 +141,11 @@ void TestCluster::Start(const TestClusterSpec &spec, const std::string &dir,
            << "dataitem_interleave_size: " << spec.interleave << "\n"
            << "rpc_timeout_ms: 10000\n"
            << "fabric_timeout_ms: 5000\n";
+    if (spec.keys.find("authentication=munge") != std::string::npos &&
+        spec.keys.find("munge_socket=") == std::string::npos) {
+        if (!munged_) munged_ = std::make_unique<TestMunged>();
+        config << "munge_socket: " << munged_->socket() << "\n";
+    }
     std::stringstream keys(spec.keys);
     for (std::string pair; std::getline(keys, pair, ',');) {
         size_t equals = pair.find('=');
@@ -170,6 +177,8 @@ void TestCluster::Start(const TestClusterSpec &spec, const std::string &dir,
 }
 
 TestCluster::~TestCluster() { StopServers(); }
+
+std::string TestCluster::munge_socket() const { return munged_ ? munged_->socket() : ""; }
 
 void TestCluster::StopServers() {
     for (pid_t pid : pids_) {
@@ -288,9 +297,32 @@ bool TestCluster::Alive() {
 void TestCluster::Clean() {
     fampool::MetadataClient client(MetadataAddress(), std::chrono::milliseconds(10000));
     fampool::rpc::ClusterStatus status = client.Status();
-    for (const auto &usage : status.regions()) {
-        const auto &region = usage.region();
-        client.DestroyRegion(region.id(), fampool::Caller{region.uid(), region.gid()});
+    if (!munged_) {
+        for (const auto &usage : status.regions()) {
+            const auto &region = usage.region();
+            client.DestroyRegion(region.id(), fampool::Caller{region.uid(), region.gid()});
+        }
+    } else {
+        // Each region as its owner, whom munged vouches for (the munge program run as that
+        // user makes the credential).
+        auto stub = fampool::rpc::Metadata::NewStub(fampool::OpenChannel(MetadataAddress()));
+        for (const auto &usage : status.regions()) {
+            const auto &region = usage.region();
+            fampool::rpc::Credential credential;
+            credential.set_munge(CredentialOf(region.uid(), region.gid(), munged_->socket(),
+                                              fampool::kMetadataAudience));
+            fampool::rpc::Session session;
+            auto context = fampool::CallContext(std::chrono::milliseconds(10000));
+            fampool::CheckStatus(stub->Authenticate(context.get(), credential, &session),
+                                 "Metadata.Authenticate", MetadataAddress());
+            fampool::rpc::RegionRequest request;
+            request.mutable_caller()->set_token(session.token());
+            request.set_region_id(region.id());
+            fampool::rpc::Empty reply;
+            context = fampool::CallContext(std::chrono::milliseconds(10000));
+            fampool::CheckStatus(stub->DestroyRegion(context.get(), request, &reply),
+                                 "Metadata.DestroyRegion", MetadataAddress());
+        }
     }
     std::error_code ignored;
     for (const auto &entry : std::filesystem::directory_iterator(archive_dir_, ignored)) {

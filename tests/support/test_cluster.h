@@ -7,15 +7,21 @@
 // With FAMPOOL_TEST_CLUSTER_SHARED=1 too, every test of the program uses one cluster, started
 // by the first test and emptied (TestCluster::Clean) after each: the way CTest runs the API
 // suites on clusters, since starting servers costs more than most tests.
+//
+// A cluster whose keys say authentication=munge (and name no munge_socket) gets a munged of its
+// own (test_munged.h), e.g. FAMPOOL_TEST_CLUSTER="1:0:tcp:authentication=munge".
 #ifndef FAMPOOL_TESTS_SUPPORT_TEST_CLUSTER_H_
 #define FAMPOOL_TESTS_SUPPORT_TEST_CLUSTER_H_
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+class TestMunged;
 
 struct TestClusterSpec {
     int servers = 1;
@@ -58,6 +64,8 @@ class TestCluster {
     // Every server's log, each under its path.
     std::string Logs() const;
     const std::string &archive_dir() const { return archive_dir_; }
+    // The socket of the cluster's own munged; empty when it does not authenticate with one.
+    std::string munge_socket() const;
 
   private:
     // A chosen port turned out to be taken (a server could not bind it, or another test's
@@ -77,6 +85,7 @@ class TestCluster {
     std::vector<std::string> logs_;
     std::vector<pid_t> pids_;
     std::vector<std::string> rpc_addresses_;  // memory server i's gRPC address
+    std::unique_ptr<TestMunged> munged_;      // authentication=munge without munge_socket
 };
 
 // A loopback port nobody listens on now (the kernel's choice for an ephemeral bind).

@@ -81,6 +81,10 @@ struct UpOptions {
     std::string placement = "hash";
     unsigned region_span = 0;
     std::string progress = "blocking";
+    // How the servers learn who calls them: munge (the default: `up` starts a munged for the
+    // cluster unless munge_socket names a site's) or none.
+    std::string authentication = "munge";
+    std::string munge_socket;
     std::string config;
     double timeout_s = 30;
 };
@@ -102,6 +106,19 @@ struct RunOptions {
     int ranks = 1;
     std::vector<std::string> command;  // PROGRAM ARGS...
 };
+
+// The munged `fampool up` starts for a cluster that authenticates with MUNGE when no site
+// munged is named (munged.cc): its key, socket and seed live in DIR/munge.
+struct MungedFiles {
+    std::string dir, key, socket, pid_file, seed;
+};
+MungedFiles MungedFilesOf(const std::string &run_dir);
+// Makes DIR/munge (mode 0755: clients of other users reach the socket) and a new key (1024
+// random bits, mode 0400); returns munged's command line (in the foreground, so that `up`
+// knows its PID). Throws CliError naming what failed.
+std::vector<std::string> PrepareMunged(const MungedFiles &files);
+// Whether the munged on `socket` makes credentials now; `why` gets the reason when not.
+bool MungedAnswers(const std::string &socket, std::string *why);
 
 int Up(const UpOptions &options);
 int Down(const DownOptions &options);

@@ -75,6 +75,16 @@ int Main(int argc, char **argv) {
                      "busy (poll without sleeping: lowest latency, a core per server)")
         ->check(CLI::IsMember({"blocking", "busy"}))
         ->capture_default_str();
+    up_command
+        ->add_option("--authentication", up.authentication,
+                     "how the servers learn who calls them: munge (MUNGE credentials; `up` "
+                     "starts a munged for the cluster unless --munge-socket names a site's) or "
+                     "none (callers state their uid and gid)")
+        ->check(CLI::IsMember({"munge", "none"}))
+        ->capture_default_str();
+    up_command->add_option("--munge-socket", up.munge_socket,
+                           "socket of a running munged (a site's, with the same key on every "
+                           "node) instead of starting one");
     auto *config_option = up_command->add_option(
         "--config", up.config,
         "use this cluster file instead of writing one from the options above (it is copied to "
@@ -84,7 +94,7 @@ int Main(int argc, char **argv) {
         "RUN_DIR/cluster.yaml in fampool's format");
     for (const char *generated :
          {"--memservers", "--provider", "--base-port", "--interleave", "--placement",
-          "--region-span", "--progress"}) {
+          "--region-span", "--progress", "--authentication", "--munge-socket"}) {
         config_option->excludes(up_command->get_option(generated));
     }
     up_command

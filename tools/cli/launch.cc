@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "meta/metadata_client.h"
 #include "process.h"
+#include "rpc/munge.h"
 
 namespace fampool::cli {
 namespace fs = std::filesystem;
@@ -46,6 +47,9 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
             "are used; the last must be at most 65535)",
             o.base_port, o.memservers, o.base_port, last_port);
     }
+    if (o.authentication == "none" && !o.munge_socket.empty()) {
+        Die(1, "fampool up: --munge-socket goes with --authentication munge, not none");
+    }
     uint64_t i = o.interleave;
     if (i && ((i & (i - 1)) || i < 64)) {
         Die(1, "fampool up: --interleave {} must be 0 or a power of two of at least 64", i);
@@ -55,9 +59,16 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
         "file>;\n# clients: export FAMPOOL_CONFIG=<this file>.\n"
         "openfam_model: memory_server\nprovider: {}\nmetadata_address: 127.0.0.1:{}\n"
         "metadata_dir: {}\narchive_dir: {}\ndataitem_interleave_size: {}\nplacement: {}\n"
-        "region_span: {}\nprogress: {}\nmemservers:\n",
+        "region_span: {}\nprogress: {}\nauthentication: {}\n",
         o.provider, o.base_port, YamlQuoted(dir + "/meta"), YamlQuoted(dir + "/backup"),
-        o.interleave, o.placement, o.region_span, o.progress);
+        o.interleave, o.placement, o.region_span, o.progress, o.authentication);
+    if (o.authentication == "munge") {
+        // A site's munged, or the one `up` starts for the cluster.
+        std::string socket =
+            o.munge_socket.empty() ? MungedFilesOf(dir).socket : o.munge_socket;
+        text += fmt::format("munge_socket: {}\n", YamlQuoted(socket));
+    }
+    text += "memservers:\n";
     for (unsigned i = 0; i < o.memservers; ++i) {
         text += fmt::format(
             "  - id: {}\n    rpc_interface: 127.0.0.1:{}\n    libfabric_port: {}\n"
@@ -108,7 +119,7 @@ std::string ServerProgram() {
 std::vector<PidFile> LiveServers(const std::string &dir) {
     std::vector<PidFile> live;
     for (const PidFile &file : ReadPidFiles(dir)) {
-        if (ProcessAlive(file.pid) && IsFampoolServer(file.pid)) {
+        if (ProcessAlive(file.pid) && IsClusterProcess(file)) {
             live.push_back(file);
         } else {
             std::error_code ec;
@@ -212,6 +223,32 @@ void WaitListening(const std::vector<Started> &servers, const std::vector<Starte
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
+    }
+}
+
+// Until the munged `up` started makes credentials.
+void WaitMunged(const std::vector<Started> &servers, const std::string &socket,
+                Clock::time_point deadline, double timeout_s) {
+    std::printf("fampool up: waiting for munged to answer on %s\n", socket.c_str());
+    std::fflush(stdout);
+    std::string why;
+    while (!MungedAnswers(socket, &why)) {
+        try {
+            CheckStarted(servers);
+        } catch (const CliError &e) {
+            throw CliError(e.code(),
+                           std::string(e.what()) +
+                               "\n(munged refuses a key, socket or seed in a directory that "
+                               "others may write, or below one: use a run directory whose "
+                               "parents only you or root can write, a site's munged "
+                               "(--munge-socket), or --authentication none)");
+        }
+        if (Clock::now() >= deadline) {
+            throw CliError(1, FailureOf(servers.back(), fmt::format("does not answer after {} s "
+                                                                    "({})",
+                                                                    timeout_s, why)));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
 }
 
@@ -327,6 +364,11 @@ int Up(const UpOptions &options) {
         fs::rename(cluster_file + ".new", cluster_file);
     }
     const std::string server_program = ServerProgram();
+    // `up` starts the munged of the run directory when the cluster file names its socket: a
+    // file `up` writes does unless the user named a site's munged, and a file given with
+    // --config may (the run directory's own cluster.yaml, to start the cluster again).
+    const bool own_munged = cluster.authentication == "munge" &&
+                            cluster.munge_socket == MungedFilesOf(dir).socket;
 
     interrupted = 0;
     struct sigaction action {
@@ -344,6 +386,7 @@ int Up(const UpOptions &options) {
         Started server{name, address, fabric_port, dir + "/logs/" + name + ".log",
                        dir + "/pids/" + name + ".pid"};
         std::vector<std::string> argv = {server_program, "--config", cluster_file};
+        if (name == "munged") argv.clear();  // `role` is its whole command line
         argv.insert(argv.end(), role.begin(), role.end());
         server.pid = StartDetached(argv, server.log);
         servers.push_back(server);
@@ -354,11 +397,22 @@ int Up(const UpOptions &options) {
     };
     int code = 0;
     try {
+        if (own_munged) {
+            MungedFiles files = MungedFilesOf(dir);
+            launch("munged", files.socket, "-", PrepareMunged(files));
+            WaitMunged(servers, files.socket, deadline, options.timeout_s);
+        } else if (cluster.authentication == "munge") {
+            std::string why;
+            if (!MungedAnswers(cluster.munge_socket, &why)) {
+                Die(1, "fampool up: the cluster authenticates callers with MUNGE, but {}", why);
+            }
+        }
         for (const MemoryServerConfig &server : cluster.memservers) {
             launch(fmt::format("memory{}", server.id), server.rpc_address, server.fabric_port,
                    {"--role", "memory", "--id", std::to_string(server.id)});
         }
-        WaitListening(servers, servers, deadline, options.timeout_s);
+        std::vector<Started> memory(servers.begin() + (own_munged ? 1 : 0), servers.end());
+        WaitListening(servers, memory, deadline, options.timeout_s);
         launch("metadata", cluster.metadata_address, "-", {"--role", "metadata"});
         WaitListening(servers, {servers.back()}, deadline, options.timeout_s);
         rpc::ClusterStatus status =
@@ -376,12 +430,21 @@ int Up(const UpOptions &options) {
         Table table({"SERVER", "ADDRESS", "FABRIC PORT", "PROVIDER", "PID", "LOG"});
         table.Add({servers.back().name, servers.back().address, "-", "-",
                    std::to_string(servers.back().pid), servers.back().log});
-        for (size_t i = 0; i + 1 < servers.size(); ++i) {
-            table.Add({servers[i].name, servers[i].address, servers[i].fabric_port,
-                       providers[cluster.memservers[i].id], std::to_string(servers[i].pid),
-                       servers[i].log});
+        for (const Started &server : servers) {
+            if (!server.name.starts_with("memory")) continue;
+            uint64_t id = std::stoull(server.name.substr(6));
+            table.Add({server.name, server.address, server.fabric_port, providers[id],
+                       std::to_string(server.pid), server.log});
+        }
+        if (own_munged) {
+            table.Add({servers.front().name, servers.front().address, "-", "-",
+                       std::to_string(servers.front().pid), servers.front().log});
         }
         table.Print();
+        if (cluster.authentication == "munge") {
+            std::printf("callers are authenticated with MUNGE (munged socket %s)\n",
+                        MungeSocketName(cluster.munge_socket).c_str());
+        }
         std::printf("stop it with: fampool down --run-dir %s\n", ShellQuote(dir).c_str());
         std::printf("export FAMPOOL_CONFIG=%s\n", ShellQuote(cluster_file).c_str());
     } catch (const CliError &e) {
@@ -410,12 +473,12 @@ int Down(const DownOptions &options) {
             notes.push_back(fmt::format("{} holds no PID: removed", file.path));
         } else if (!ProcessAlive(file.pid)) {
             notes.push_back(fmt::format("{} (pid {}) was not running", file.name, file.pid));
-        } else if (!IsFampoolServer(file.pid)) {
+        } else if (!IsClusterProcess(file)) {
             std::vector<std::string> argv = CommandLineOf(file.pid);
-            notes.push_back(
-                fmt::format("pid {} of {} now runs {}, not a fampool-server: left "
-                            "alone",
-                            file.pid, file.name, argv.empty() ? std::string("?") : argv[0]));
+            notes.push_back(fmt::format("pid {} of {} now runs {}, not a {}: left alone",
+                                        file.pid, file.name,
+                                        argv.empty() ? std::string("?") : argv[0],
+                                        file.name == "munged" ? "munged" : "fampool-server"));
         } else {
             pids.push_back(file.pid);
             names[file.pid] = file.name;

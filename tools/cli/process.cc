@@ -49,6 +49,12 @@ bool IsFampoolServer(pid_t pid) {
     return !argv.empty() && fs::path(argv[0]).filename() == "fampool-server";
 }
 
+bool IsClusterProcess(const PidFile &file) {
+    if (file.name != "munged") return IsFampoolServer(file.pid);
+    std::vector<std::string> argv = CommandLineOf(file.pid);
+    return !argv.empty() && fs::path(argv[0]).filename() == "munged";
+}
+
 pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log) {
     // The previous run's log is kept beside the new one (LOG.1): after a crash, the next
     // `fampool up` on the same run directory would otherwise erase what the server said.

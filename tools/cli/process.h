@@ -39,6 +39,9 @@ struct PidFile {
     std::string path;
     pid_t pid = 0;  // 0 when the file does not hold a PID
 };
+// Whether the process of a pid file is still the one `up` started: a fampool-server, or munged
+// for the file "munged" (what `down` may signal).
+bool IsClusterProcess(const PidFile &file);
 // The pid files of a run directory (DIR/pids/*.pid), sorted by name.
 std::vector<PidFile> ReadPidFiles(const std::string &run_dir);
 void WritePidFile(const std::string &path, pid_t pid);

@@ -29,6 +29,8 @@ struct Session {
         auto timeout = std::chrono::milliseconds(cluster.rpc_timeout_ms) *
                        static_cast<int64_t>(cluster.memservers.size() + 1);
         client = std::make_unique<MetadataClient>(cluster.metadata_address, timeout);
+        // ls and stat are made as the user munged vouches for; status needs no session.
+        if (cluster.authentication == "munge") client->UseMunge(cluster.munge_socket);
     }
 
     // Runs one call; an unreachable service ends the command with kExitUnreachable, any other

@@ -24,7 +24,9 @@
 #include "memserver/fabric_peers.h"
 #include "memserver/fabric_server.h"
 #include "memserver/local_memory_server.h"
+#include "rpc/authentication.h"
 #include "rpc/memory_server_client.h"
+#include "rpc/munge.h"
 #include "memserver/memory_server_service.h"
 #include "meta/lmdb.h"
 #include "meta/metadata_fabric.h"
@@ -49,6 +51,13 @@ void RemoveVolatileHeaps(const std::string &dir, const std::string &prefix) {
         std::string name = entry.path().filename().string();
         if (name.rfind(prefix + ".r", 0) == 0) std::filesystem::remove(entry.path(), ec);
     }
+}
+
+// With authentication munge, the munged the cluster file names must answer before the server
+// serves: a misconfigured socket stops the start with the reason, not every later call.
+void CheckMunged(const ClusterConfig &cluster, const std::string &who) {
+    if (cluster.authentication != "munge") return;
+    MungeEncode(cluster.munge_socket, "fampool-server start-up check", who.c_str());
 }
 
 // The pieces of a memory server: heaps, its fabric endpoint, its gRPC service.
@@ -114,6 +123,15 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     role.redundancy = std::make_unique<RedundancyService>(role.heaps.get(), role.peers.get(), peer);
     role.service = std::make_unique<MemoryServerService>(role.heaps.get(), NewIncarnation(),
                                                          role.redundancy.get());
+    if (cluster.authentication == "munge") {
+        // Extents and keys are the metadata service's to manage; it runs as the user that
+        // runs this server.
+        std::string name = fmt::format("memory server {}", id);
+        CheckMunged(cluster, name);
+        role.service->RequireAuthentication(std::make_unique<SessionTable>(
+            cluster.munge_socket, MemoryServerAudience(id), name,
+            static_cast<uint32_t>(geteuid())));
+    }
     return role;
 }
 
@@ -167,6 +185,13 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     placement.scrub_in_background = cluster.delayed_free_threads > 0;
     role.store = std::make_unique<MetadataStore>(role.env, servers, placement);
     role.service = std::make_unique<MetadataRpcService>(role.store.get(), clients);
+    if (cluster.authentication == "munge") {
+        std::string name = "metadata service " + cluster.metadata_address;
+        CheckMunged(cluster, name);
+        role.service->RequireAuthentication(std::make_unique<SessionTable>(
+            cluster.munge_socket, kMetadataAudience, name));
+        for (MemoryServerClient *client : clients) client->UseMunge(cluster.munge_socket);
+    }
     if (cluster.metadata_fabric) {
         FabricConfig fabric;
         fabric.provider = cluster.provider;
@@ -240,8 +265,13 @@ int Run(int argc, char **argv) {
         metadata = StartMetadataRole(cluster, memory.heaps.get());
         servers.push_back(Listen(cluster.metadata_address, metadata.service.get()));
         metadata.service->StartMonitor(std::chrono::milliseconds(100));
-        std::printf("fampool-server: metadata service on %s (%zu memory servers; %s)\n",
+        std::printf("fampool-server: metadata service on %s (%zu memory servers; %s; %s)\n",
                     cluster.metadata_address.c_str(), cluster.memservers.size(),
+                    cluster.authentication == "munge"
+                        ? ("callers authenticated with MUNGE at " +
+                           MungeSocketName(cluster.munge_socket))
+                              .c_str()
+                        : "callers not authenticated",
                     metadata.fabric ? ("lookups and allocations over the fabric too, at " +
                                        metadata.fabric->name())
                                           .c_str()

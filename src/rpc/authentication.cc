@@ -1,0 +1,128 @@
+#include "rpc/authentication.h"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "rpc/munge.h"
+
+namespace fampool {
+namespace {
+
+// The payload of a credential: this prefix, the audience, a newline and a nonce (hex). The
+// audience keeps a credential sniffed on its way to one service from opening a session at
+// another whose munged has not seen it; the nonce makes every credential's payload unique.
+constexpr char kPayloadPrefix[] = "fampool-auth 1\n";
+
+std::string RandomBytes(size_t count, const char *call) {
+    std::string bytes(count, '\0');
+    size_t filled = 0;
+    while (filled < count) {
+        ssize_t got = getrandom(bytes.data() + filled, count - filled, 0);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            Fail(openfam::FAM_ERR_NOPERM, "{}: cannot read random bytes: {}", call,
+                 std::strerror(errno));
+        }
+        filled += static_cast<size_t>(got);
+    }
+    return bytes;
+}
+
+std::string Hex(const std::string &bytes) {
+    std::string text;
+    for (unsigned char c : bytes) text += fmt::format("{:02x}", c);
+    return text;
+}
+
+}  // namespace
+
+std::string MemoryServerAudience(uint64_t id) { return fmt::format("memory {}", id); }
+
+std::string CredentialPayload(const std::string &audience) {
+    return kPayloadPrefix + audience + "\n" + Hex(RandomBytes(16, "CredentialPayload"));
+}
+
+std::string MakeCredential(const std::string &socket, const std::string &audience,
+                           const char *call) {
+    return MungeEncode(socket, CredentialPayload(audience), call);
+}
+
+SessionTable::SessionTable(std::string munge_socket, std::string audience, std::string service,
+                           std::optional<uint32_t> only_uid, std::chrono::seconds idle_limit)
+    : munge_socket_(std::move(munge_socket)), audience_(std::move(audience)),
+      service_(std::move(service)), only_uid_(only_uid), idle_limit_(idle_limit.count()) {}
+
+int64_t SessionTable::Now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+SessionTable::Opened SessionTable::Open(const std::string &credential, const char *call) {
+    MungeIdentity identity = MungeDecode(munge_socket_, credential, call);
+    std::string expected = kPayloadPrefix + audience_ + "\n";
+    if (identity.payload.compare(0, expected.size(), expected) != 0) {
+        std::string named = identity.payload.rfind(kPayloadPrefix, 0) == 0
+                                ? identity.payload.substr(sizeof kPayloadPrefix - 1)
+                                : std::string("not fampool's");
+        named = named.substr(0, named.find('\n'));
+        Fail(openfam::FAM_ERR_NOPERM,
+             "{}: refused: the MUNGE credential of uid {} is meant for \"{}\", not for the {}",
+             call, identity.uid, named, service_);
+    }
+    if (only_uid_ && identity.uid != *only_uid_) {
+        Fail(openfam::FAM_ERR_NOPERM,
+             "{}: refused: the {} takes these calls only from uid {} (the user that runs the "
+             "cluster, as the metadata service does); the credential is uid {}'s",
+             call, service_, *only_uid_, identity.uid);
+    }
+    Opened opened{RandomBytes(16, call), Caller{identity.uid, identity.gid}};
+    int64_t now = Now();
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    ForgetIdle(now);
+    Entry &entry = sessions_[opened.token];
+    entry.caller = opened.caller;
+    entry.last_used.store(now, std::memory_order_relaxed);
+    return opened;
+}
+
+Caller SessionTable::Resolve(const std::string &token, const char *call) {
+    if (token.empty()) {
+        throw Unauthenticated(fmt::format(
+            "{}: the {} authenticates callers with MUNGE (authentication: munge) and this call "
+            "carries no session token",
+            call, service_));
+    }
+    int64_t now = Now();
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto found = sessions_.find(token);
+    // An idle session has ended even before a sweep removes it.
+    if (found == sessions_.end() ||
+        now - found->second.last_used.load(std::memory_order_relaxed) > idle_limit_) {
+        throw Unauthenticated(fmt::format(
+            "{}: the {} does not know this caller's session (it ended after {} s unused, or "
+            "the service restarted)",
+            call, service_, idle_limit_));
+    }
+    found->second.last_used.store(now, std::memory_order_relaxed);
+    return found->second.caller;
+}
+
+size_t SessionTable::size() const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    return sessions_.size();
+}
+
+void SessionTable::ForgetIdle(int64_t now) {
+    // At most once a minute: a sweep reads every session.
+    if (now - last_sweep_ < 60) return;
+    last_sweep_ = now;
+    std::erase_if(sessions_, [&](const auto &session) {
+        return now - session.second.last_used.load(std::memory_order_relaxed) > idle_limit_;
+    });
+}
+
+}  // namespace fampool

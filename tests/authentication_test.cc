@@ -1,0 +1,363 @@
+// authentication_test.cc: callers proven with MUNGE (authentication: munge) on a cluster of
+// fampool-server processes with a munged of the test's own. The metadata service takes the
+// uid and gid of the caller's session, not the ones it states: another user (uid 65534) is
+// refused a 0600 region through the API, and also when it sends uid 0 with its own token over
+// gRPC or the fabric. Credentials from a munged with another key, replayed ones and ones meant
+// for another service are refused with the reason; a call without a session is refused naming
+// MUNGE; a client cannot grant itself a fabric key at a memory server. Clients carry on when
+// the services restart. Without authentication, the stated uid is believed (the control).
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "common/cluster_config.h"
+#include "meta/metadata_client.h"
+#include "meta/metadata_fabric.h"
+#include "rpc/convert.h"
+#include "rpc/munge.h"
+#include "test_munged.h"
+#include "test_support.h"
+
+namespace fampool_test {
+namespace {
+
+using namespace openfam;
+using fampool::Caller;
+namespace rpc = fampool::rpc;
+
+constexpr std::chrono::milliseconds kTimeout(10000);
+
+// What a gRPC call returned: its status code, its message, and the Fam_Error in its details.
+struct Answer {
+    grpc::StatusCode code = grpc::StatusCode::OK;
+    std::string message;
+    int fam_error = 0;
+};
+
+template <typename Stub, typename Request, typename Reply>
+Answer Ask(Stub &stub,
+           grpc::Status (Stub::*method)(grpc::ClientContext *, const Request &, Reply *),
+           const Request &request, Reply *reply, const std::string &token = "") {
+    auto context = fampool::CallContext(kTimeout);
+    if (!token.empty()) context->AddMetadata(fampool::kTokenHeader, token);
+    grpc::Status status = (stub.*method)(context.get(), request, reply);
+    Answer answer{status.error_code(), status.error_message(), 0};
+    if (!status.error_details().empty()) answer.fam_error = std::stoi(status.error_details());
+    return answer;
+}
+
+bool Names(const Answer &answer, const std::string &text) {
+    return answer.message.find(text) != std::string::npos;
+}
+
+// On a cluster whose servers authenticate callers with its own munged.
+class AuthenticationTest : public FamTest {
+  protected:
+    virtual std::string Spec() const { return "1:0:tcp:authentication=munge"; }
+    void PrepareEnvironment() override { SetEnv("FAMPOOL_TEST_CLUSTER", Spec()); }
+    void SetUp() override {
+        FamTest::SetUp();
+        if (HasFatalFailure()) return;
+        cluster_file_ = fampool::LoadClusterConfig(cluster()->config_path());
+        metadata_ = rpc::Metadata::NewStub(fampool::OpenChannel(cluster_file_.metadata_address));
+    }
+    void TearDown() override {
+        // Before the cluster stops: a server with a client still connected takes its whole
+        // shutdown deadline (5 s) to stop.
+        metadata_.reset();
+        FamTest::TearDown();
+    }
+
+    const std::string &MetadataAddress() const { return cluster_file_.metadata_address; }
+    std::unique_ptr<rpc::MemoryServer::Stub> MemoryServer(size_t id) {
+        return rpc::MemoryServer::NewStub(
+            fampool::OpenChannel(cluster_file_.memservers.at(id).rpc_address));
+    }
+    // Opens a metadata session with `credential`.
+    Answer Authenticate(const std::string &credential, rpc::Session *session) {
+        rpc::Credential request;
+        request.set_munge(credential);
+        return Ask(*metadata_, &rpc::Metadata::Stub::Authenticate, request, session);
+    }
+    // A metadata session of uid/gid, opened with a credential that user made.
+    rpc::Session SessionOf(uid_t uid, gid_t gid) {
+        rpc::Session session;
+        Answer answer = Authenticate(
+            CredentialOf(uid, gid, cluster()->munge_socket(), fampool::kMetadataAudience),
+            &session);
+        EXPECT_EQ(answer.code, grpc::StatusCode::OK) << answer.message;
+        return session;
+    }
+    // Region "secret" (0600, root's) with item "i" (0600) holding a pattern.
+    void MakeSecret() {
+        region_ = CreateRegion("secret", 4 << 20, 0600);
+        item_ = Allocate("i", 4096, region_.get(), 0600);
+        PutBytes(item_.get(), 0, Pattern(4096, 7));
+    }
+    // The access_worker program as uid/gid 65534: each operation's Fam_Error by name.
+    std::map<std::string, int> AccessAsNobody(ProgramSpec spec = {}) {
+        spec.argv = {WorkerPath("access_worker"), "secret", "i"};
+        spec.uid = kNobodyUid;
+        spec.gid = kNobodyGid;
+        last_ = RunProgram(spec, 60);
+        std::map<std::string, int> codes;
+        std::istringstream lines(last_.out);
+        std::string operation;
+        int code;
+        while (lines >> operation >> code) codes[operation] = code;
+        return codes;
+    }
+
+    fampool::ClusterConfig cluster_file_;
+    std::unique_ptr<rpc::Metadata::Stub> metadata_;
+    std::unique_ptr<Fam_Region_Descriptor> region_;
+    std::unique_ptr<Fam_Descriptor> item_;
+    ProcessResult last_;
+};
+
+TEST_F(AuthenticationTest, OtherUserIsRefusedA0600RegionThroughTheApi) {
+    MakeSecret();
+    std::map<std::string, int> codes = AccessAsNobody();
+    ASSERT_TRUE(last_.ok()) << last_.err;
+    EXPECT_EQ(codes["lookup_region"], FAM_ERR_NOPERM);
+    EXPECT_EQ(codes["lookup_item"], FAM_ERR_NOPERM);
+    EXPECT_EQ(GetBytes(item_.get(), 0, 4096), Pattern(4096, 7)) << "the owner still reads it";
+}
+
+TEST_F(AuthenticationTest, OtherUserClaimingUidZeroIsRefusedOverGrpc) {
+    MakeSecret();
+    rpc::Session nobody = SessionOf(kNobodyUid, kNobodyGid);
+    EXPECT_EQ(nobody.uid(), kNobodyUid) << "the session is the credential's user";
+    EXPECT_EQ(nobody.gid(), kNobodyGid);
+
+    rpc::LookupRequest lookup;  // "I am root", with nobody's token
+    lookup.mutable_caller()->set_uid(0);
+    lookup.mutable_caller()->set_gid(0);
+    lookup.mutable_caller()->set_token(nobody.token());
+    lookup.set_name("secret");
+    rpc::Region region;
+    Answer refused = Ask(*metadata_, &rpc::Metadata::Stub::LookupRegion, lookup, &region);
+    EXPECT_EQ(refused.code, grpc::StatusCode::FAILED_PRECONDITION) << refused.message;
+    EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
+    lookup.set_name("i");
+    lookup.set_region("secret");
+    rpc::Item item;
+    refused = Ask(*metadata_, &rpc::Metadata::Stub::LookupItem, lookup, &item);
+    EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
+    rpc::ItemRequest get;  // a read by the item's global descriptor
+    *get.mutable_caller() = lookup.caller();
+    get.set_region_id(item_->get_global_descriptor().regionId);
+    get.set_offset(item_->get_global_descriptor().offset);
+    refused = Ask(*metadata_, &rpc::Metadata::Stub::GetItem, get, &item);
+    EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
+
+    // The token decides both ways: root's session stating uid 65534 is root.
+    rpc::Session root = SessionOf(0, 0);
+    lookup.mutable_caller()->set_uid(kNobodyUid);
+    lookup.mutable_caller()->set_token(root.token());
+    Answer allowed = Ask(*metadata_, &rpc::Metadata::Stub::LookupItem, lookup, &item);
+    EXPECT_EQ(allowed.code, grpc::StatusCode::OK) << allowed.message;
+}
+
+TEST_F(AuthenticationTest, OtherUserClaimingUidZeroIsRefusedOverTheFabric) {
+    MakeSecret();
+    rpc::Session nobody = SessionOf(kNobodyUid, kNobodyGid);
+    rpc::FabricEndpoint endpoint;
+    rpc::Empty empty;
+    ASSERT_EQ(Ask(*metadata_, &rpc::Metadata::Stub::MetadataEndpoint, empty, &endpoint).code,
+              grpc::StatusCode::OK);
+    ASSERT_FALSE(endpoint.address().empty()) << "the service takes calls over the fabric";
+    fampool::FabricConfig fabric;
+    fabric.provider = "tcp";
+    fampool::MetadataFabricClient client(fabric, endpoint.address(), endpoint.incarnation(),
+                                         kTimeout);
+    rpc::FabricCall call;
+    rpc::LookupRequest *lookup = call.mutable_lookup_item();
+    lookup->mutable_caller()->set_uid(0);
+    lookup->mutable_caller()->set_gid(0);
+    lookup->mutable_caller()->set_token(nobody.token());
+    lookup->set_name("i");
+    lookup->set_region("secret");
+    rpc::FabricReply reply;
+    ASSERT_TRUE(client.Call(call, &reply, "LookupItem", true, [] { return true; }));
+    EXPECT_EQ(reply.code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
+        << reply.message();
+    EXPECT_EQ(reply.details(), std::to_string(FAM_ERR_NOPERM)) << reply.message();
+    EXPECT_FALSE(reply.has_item());
+}
+
+TEST_F(AuthenticationTest, CallWithoutASessionIsRefusedNamingMunge) {
+    MakeSecret();
+    rpc::LookupRequest lookup;
+    lookup.set_name("secret");
+    rpc::Region region;
+    Answer none = Ask(*metadata_, &rpc::Metadata::Stub::LookupRegion, lookup, &region);
+    EXPECT_EQ(none.code, grpc::StatusCode::UNAUTHENTICATED) << none.message;
+    EXPECT_EQ(none.fam_error, FAM_ERR_NOPERM);
+    EXPECT_TRUE(Names(none, "Metadata.LookupRegion")) << none.message;
+    EXPECT_TRUE(Names(none, "MUNGE")) << none.message;
+    lookup.mutable_caller()->set_token(std::string(16, 'x'));
+    Answer unknown = Ask(*metadata_, &rpc::Metadata::Stub::LookupRegion, lookup, &region);
+    EXPECT_EQ(unknown.code, grpc::StatusCode::UNAUTHENTICATED) << unknown.message;
+    EXPECT_TRUE(Names(unknown, "does not know this caller's session")) << unknown.message;
+    // Through the client library, without UseMunge: FAM_ERR_NOPERM with that message.
+    fampool::MetadataClient client(MetadataAddress(), kTimeout);
+    CaughtError caught = CatchFamError([&] { client.LookupRegion("secret", Caller{0, 0}); });
+    EXPECT_EQ(caught.code, FAM_ERR_NOPERM) << caught.message;
+    EXPECT_NE(caught.message.find("MUNGE"), std::string::npos) << caught.message;
+}
+
+TEST_F(AuthenticationTest, CredentialOfAnotherMungeKeyIsRefused) {
+    TestMunged other;  // another key
+    rpc::Session session;
+    Answer refused = Authenticate(
+        fampool::MakeCredential(other.socket(), fampool::kMetadataAudience, "test"), &session);
+    EXPECT_EQ(refused.code, grpc::StatusCode::FAILED_PRECONDITION) << refused.message;
+    EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM);
+    EXPECT_TRUE(Names(refused, "Metadata.Authenticate")) << refused.message;
+    EXPECT_TRUE(Names(refused, "invalid MUNGE credential")) << refused.message;
+    EXPECT_TRUE(Names(refused, "another key")) << refused.message;
+    EXPECT_TRUE(session.token().empty());
+
+    // A program whose munged has the other key fails at fam_initialize, saying why.
+    ProgramSpec spec;
+    spec.env = {{"FAMPOOL_MUNGE_SOCKET", other.socket()}};
+    AccessAsNobody(spec);
+    EXPECT_EQ(last_.exit_code, 2) << last_.out << last_.err;
+    EXPECT_NE(last_.err.find("fam_initialize"), std::string::npos) << last_.err;
+    EXPECT_NE(last_.err.find("another key"), std::string::npos) << last_.err;
+}
+
+TEST_F(AuthenticationTest, ReplayedCredentialIsRefused) {
+    std::string credential =
+        fampool::MakeCredential(cluster()->munge_socket(), fampool::kMetadataAudience, "test");
+    rpc::Session first, second;
+    ASSERT_EQ(Authenticate(credential, &first).code, grpc::StatusCode::OK);
+    EXPECT_EQ(first.token().size(), 16u);
+    Answer replayed = Authenticate(credential, &second);
+    EXPECT_EQ(replayed.fam_error, FAM_ERR_NOPERM) << replayed.message;
+    EXPECT_TRUE(Names(replayed, "replayed MUNGE credential")) << replayed.message;
+    EXPECT_TRUE(second.token().empty());
+}
+
+TEST_F(AuthenticationTest, CredentialForAnotherServiceIsRefused) {
+    rpc::Session session;
+    Answer refused = Authenticate(
+        fampool::MakeCredential(cluster()->munge_socket(), fampool::MemoryServerAudience(0),
+                                "test"),
+        &session);
+    EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
+    EXPECT_TRUE(Names(refused, "meant for \"memory 0\"")) << refused.message;
+}
+
+TEST_F(AuthenticationTest, ClientCannotGrantItselfAKeyOrManageExtents) {
+    MakeSecret();
+    auto memory = MemoryServer(0);
+    rpc::ExtentRequest request;
+    request.mutable_extent()->set_region_id(item_->get_global_descriptor().regionId);
+    request.set_offset(item_->get_global_descriptor().offset);
+    request.set_size(4096);
+    request.set_writable(true);
+    rpc::KeyGrant grant;
+    Answer none = Ask(*memory, &rpc::MemoryServer::Stub::GrantKey, request, &grant);
+    EXPECT_EQ(none.code, grpc::StatusCode::UNAUTHENTICATED) << none.message;
+    EXPECT_TRUE(Names(none, "MemoryServer.GrantKey")) << none.message;
+    EXPECT_EQ(grant.key(), 0u);
+    Answer forged =
+        Ask(*memory, &rpc::MemoryServer::Stub::GrantKey, request, &grant, std::string(16, 'k'));
+    EXPECT_EQ(forged.code, grpc::StatusCode::UNAUTHENTICATED) << forged.message;
+    rpc::Empty empty;
+    Answer destroy = Ask(*memory, &rpc::MemoryServer::Stub::DestroyExtent, request, &empty);
+    EXPECT_EQ(destroy.code, grpc::StatusCode::UNAUTHENTICATED) << destroy.message;
+
+    // Another user's credential opens no session there: only the servers' own uid may.
+    rpc::Credential credential;
+    credential.set_munge(CredentialOf(kNobodyUid, kNobodyGid, cluster()->munge_socket(),
+                                      fampool::MemoryServerAudience(0)));
+    rpc::Session session;
+    Answer refused = Ask(*memory, &rpc::MemoryServer::Stub::Authenticate, credential, &session);
+    EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
+    EXPECT_TRUE(Names(refused, "only from uid 0")) << refused.message;
+    EXPECT_TRUE(session.token().empty());
+    EXPECT_EQ(GetBytes(item_.get(), 0, 4096), Pattern(4096, 7)) << "the item is intact";
+}
+
+TEST_F(AuthenticationTest, SessionUnusedForItsIdleLimitEnds) {
+    fampool::SessionTable sessions(cluster()->munge_socket(), "test", "test service",
+                                   std::nullopt, std::chrono::seconds(1));
+    fampool::SessionTable::Opened opened = sessions.Open(
+        fampool::MakeCredential(cluster()->munge_socket(), "test", "test"), "Open");
+    EXPECT_EQ(sessions.Resolve(opened.token, "Resolve").uid, getuid());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+    EXPECT_THROW(sessions.Resolve(opened.token, "Resolve"), fampool::Unauthenticated);
+}
+
+// Two interleaved memory servers: every region has an extent on memory server 1, which the
+// metadata service reaches over gRPC (memory server 0 runs inside it).
+class AuthenticationRestartTest : public AuthenticationTest {
+  protected:
+    std::string Spec() const override { return "2:4096:tcp:authentication=munge"; }
+};
+
+TEST_F(AuthenticationRestartTest, ClientsCarryOnAfterTheServicesRestart) {
+    fampool::MetadataClient client(MetadataAddress(), kTimeout);
+    client.UseMunge(cluster()->munge_socket());
+    Caller me{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
+    Fam_Region_Attributes persistent{};  // regions that outlive their servers' restarts
+    persistent.memoryType = PERSISTENT;
+    auto first = CreateRegion("first", 1 << 20, 0600, &persistent);
+    EXPECT_EQ(client.LookupRegion("first", me).name, "first");
+
+    // Memory server 1 forgets the metadata service's session: it opens a new one.
+    cluster()->Kill(1, SIGKILL);
+    cluster()->Restart(1);
+    ASSERT_NO_THROW(cluster()->WaitReady());
+    auto second = CreateRegion("second", 1 << 20, 0600, &persistent);
+    EXPECT_EQ(client.LookupRegion("second", me).memory_servers.size(), 2u);
+
+    // The metadata service forgets every client's session: they open new ones.
+    cluster()->Kill(0, SIGKILL);
+    cluster()->Restart(0);
+    ASSERT_NO_THROW(cluster()->WaitReady());
+    EXPECT_EQ(client.LookupRegion("first", me).name, "first");
+    std::unique_ptr<Fam_Region_Descriptor> again(fam()->fam_lookup_region("second"));
+    EXPECT_NE(again, nullptr);
+    auto third = CreateRegion("third", 1 << 20, 0600, &persistent);
+    EXPECT_EQ(client.LookupRegion("third", me).name, "third");
+}
+
+// The control: without authentication the service believes the uid a caller states.
+class NoAuthenticationTest : public AuthenticationTest {
+  protected:
+    std::string Spec() const override { return "1:0:tcp"; }
+};
+
+TEST_F(NoAuthenticationTest, StatedUidIsBelievedAndNoSessionIsNeeded) {
+    MakeSecret();
+    rpc::ServerList servers;
+    rpc::Empty empty;
+    ASSERT_EQ(Ask(*metadata_, &rpc::Metadata::Stub::Servers, empty, &servers).code,
+              grpc::StatusCode::OK);
+    EXPECT_EQ(servers.authentication(), "none");
+    rpc::LookupRequest lookup;  // what any process may send
+    lookup.mutable_caller()->set_uid(0);
+    lookup.set_name("secret");
+    rpc::Region region;
+    Answer believed = Ask(*metadata_, &rpc::Metadata::Stub::LookupRegion, lookup, &region);
+    EXPECT_EQ(believed.code, grpc::StatusCode::OK) << believed.message;
+}
+
+TEST_F(NoAuthenticationTest, ClientThatRequiresMungeRefusesTheService) {
+    ProgramSpec spec;
+    spec.env = {{"FAMPOOL_AUTHENTICATION", "munge"}};
+    AccessAsNobody(spec);
+    EXPECT_EQ(last_.exit_code, 2) << last_.out << last_.err;
+    EXPECT_NE(last_.err.find("does not authenticate its callers"), std::string::npos)
+        << last_.err;
+}
+
+}  // namespace
+}  // namespace fampool_test
