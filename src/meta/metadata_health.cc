@@ -50,13 +50,16 @@ void MetadataRpcService::CheckServers() {
             if (dies) ServerDied(id);
             continue;
         }
+        bool back;
         {
             std::lock_guard<std::mutex> lock(health_mutex_);
             missed_[id] = 0;
-            if (dead_.erase(id)) {
-                std::fprintf(stderr, "fampool-server: memory server %llu answers again\n",
-                             static_cast<unsigned long long>(id));
-            }
+            back = dead_.erase(id) != 0;
+        }
+        if (back) {
+            std::fprintf(stderr, "fampool-server: memory server %llu answers again\n",
+                         static_cast<unsigned long long>(id));
+            store_->FenceLostMembers(id);
         }
         std::string name = "incarnation/" + std::to_string(id);
         std::string known = store_->GetValue(name);

@@ -89,6 +89,19 @@ std::vector<RegionInfo> MetadataStore::ServerLost(uint64_t server_id) {
     return changed;
 }
 
+void MetadataStore::FenceLostMembers(uint64_t server_id) {
+    for (const RegionInfo &region : RedundantRegions()) {
+        for (const PlacedExtent &each : ExtentsOf(region)) {
+            if (each.server != server_id || StateOf(region, each.member) != kLost) continue;
+            try {
+                servers_[server_id]->RevokeKeys(each.extent, kAllGrants);
+            } catch (const Failure &) {
+                // Gone again: its keys went with it.
+            }
+        }
+    }
+}
+
 std::optional<uint64_t> MetadataStore::RebuildTarget(const RegionInfo &region, size_t member,
                                                      const std::set<uint64_t> &alive,
                                                      bool automatic) {

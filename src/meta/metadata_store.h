@@ -125,6 +125,9 @@ class MetadataStore : public MetadataService {
     // Memory server `server_id` died: each member on it is lost (its bytes are read from the
     // others from now on). Returns the regions that changed.
     std::vector<RegionInfo> ServerLost(uint64_t server_id);
+    // A server declared dead answers again (it was stopped, not killed): the keys of its lost
+    // members stop working, so that a client that did not notice cannot read their stale bytes.
+    void FenceLostMembers(uint64_t server_id);
     // Where a lost member may be rebuilt, among the servers `alive`: its own server back (a
     // replacement), else a spare, else (unless `automatic`) any server that holds no member
     // its loss could take along (RAID1: not the other copy's server; RAID5: no member at
