@@ -17,6 +17,10 @@ namespace {
 constexpr int kRecoveryRounds = 3;
 // Bytes of one stripe request (below gRPC's message limit).
 constexpr uint64_t kStripeRequestBytes = 16 << 20;
+// Blocking RAID1 writes up to this size go to each copy in turn as blocking writes: a small
+// blocking write is injected and done in ~12 us over tcp, while a non-blocking one waits for
+// the server's acknowledgement (measured: 256 B put 317 us that way, docs/bench/redundancy.md).
+constexpr uint64_t kSerialWriteBytes = 64 << 10;
 
 RedundantBinding &Redundant(const std::shared_ptr<Binding> &binding) {
     return static_cast<RedundantBinding &>(*binding);
@@ -169,16 +173,21 @@ void RedundantChannel::Transfer(const std::shared_ptr<Binding> &item, bool write
     op.offset = offset;
     op.local = local;
     op.nbytes = nbytes;
+    op.blocking = blocking;
     {
         std::lock_guard<std::mutex> lock(log_mutex_);
         op.sequence = next_sequence_++;
         log_.push_back(op);
     }
-    Issue(op);
+    if (Issue(op)) {
+        std::lock_guard<std::mutex> lock(log_mutex_);
+        std::erase_if(log_, [&op](const Logged &each) { return each.sequence == op.sequence; });
+        return;
+    }
     if (blocking) Settle(op.sequence + 1);
 }
 
-void RedundantChannel::Issue(const Logged &op) {
+bool RedundantChannel::Issue(const Logged &op) {
     for (int round = 0;; ++round) {
         try {
             return Post(op);
@@ -191,17 +200,18 @@ void RedundantChannel::Issue(const Logged &op) {
     }
 }
 
-void RedundantChannel::Post(const Logged &op) {
+bool RedundantChannel::Post(const Logged &op) {
     std::shared_ptr<const RedundantBinding::View> view =
         transport_.Fresh(Redundant(op.binding), false);
     bool raid1 = view->item.region.attributes.redundancyLevel == RAID1;
+    if (op.write && raid1) return Raid1Write(*view, op.offset, op.local, op.nbytes, op.blocking);
     if (op.write) {
-        raid1 ? Raid1Write(*view, op.offset, op.local, op.nbytes)
-              : Raid5Write(*view, op.offset, op.local, op.nbytes);
+        Raid5Write(*view, op.offset, op.local, op.nbytes);
     } else {
         raid1 ? Raid1Read(*view, op.offset, op.local, op.nbytes)
               : Raid5Read(*view, op.offset, op.local, op.nbytes);
     }
+    return false;
 }
 
 void RedundantChannel::Settle(uint64_t upto) {
@@ -246,15 +256,22 @@ void RedundantChannel::Raid1Read(const RedundantBinding::View &view, uint64_t of
     }
 }
 
-void RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t offset,
-                                  const char *local, uint64_t nbytes) {
+bool RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t offset,
+                                  const char *local, uint64_t nbytes, bool blocking) {
     const ItemInfo &item = view.item;
     uint64_t k = item.region.memory_servers.size();
     std::vector<Piece> pieces = Raid1Pieces(item, offset, nbytes);
+    bool healthy = true;
     for (const Piece &piece : pieces) {
         if (!Healthy(item, piece.slot) && !Healthy(item, k + piece.slot)) {
             BothLost(item, piece.at);
         }
+        healthy &= Healthy(item, piece.slot) && Healthy(item, k + piece.slot);
+    }
+    if (blocking && healthy && nbytes <= kSerialWriteBytes) {
+        Raid().Write(view.copies[0], offset, local, nbytes, true);
+        Raid().Write(view.copies[1], offset, local, nbytes, true);
+        return true;
     }
     // Healthy members first; members being rebuilt once those hold the bytes.
     bool rebuilding = false;
@@ -274,7 +291,7 @@ void RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t o
             rebuilding |= Writable(item, m) && !Healthy(item, m);
         }
     }
-    if (!rebuilding) return;
+    if (!rebuilding) return false;
     Raid().Quiet();
     for (size_t copy = 0; copy < 2; ++copy) {
         for (const Piece &piece : pieces) {
@@ -285,6 +302,7 @@ void RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t o
             }
         }
     }
+    return false;
 }
 
 void RedundantChannel::Raid5Read(const RedundantBinding::View &view, uint64_t offset,

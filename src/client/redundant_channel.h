@@ -47,6 +47,7 @@ class RedundantChannel : public Channel {
         uint64_t offset = 0;
         char *local = nullptr;
         uint64_t nbytes = 0;
+        bool blocking = false;
     };
     Channel &Raid();
     // Logs and issues a transfer; blocking ones are waited for.
@@ -54,14 +55,15 @@ class RedundantChannel : public Channel {
                   uint64_t nbytes, bool blocking);
     // Issues `op` on the item's members as they are now, recovering from a failure found while
     // issuing it (a few rounds).
-    void Issue(const Logged &op);
-    void Post(const Logged &op);
+    // True when `op` completed before it returned (a small blocking write, each copy in turn).
+    bool Issue(const Logged &op);
+    bool Post(const Logged &op);
     // Waits for the redundant transfers logged before `upto`, redoing them after failures.
     void Settle(uint64_t upto);
     void Raid1Read(const RedundantBinding::View &view, uint64_t offset, char *local,
                    uint64_t nbytes);
-    void Raid1Write(const RedundantBinding::View &view, uint64_t offset, const char *local,
-                    uint64_t nbytes);
+    bool Raid1Write(const RedundantBinding::View &view, uint64_t offset, const char *local,
+                    uint64_t nbytes, bool blocking);
     void Raid5Read(const RedundantBinding::View &view, uint64_t offset, char *local,
                    uint64_t nbytes);
     void Raid5Write(const RedundantBinding::View &view, uint64_t offset, const char *local,

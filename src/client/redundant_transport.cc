@@ -26,8 +26,9 @@ bool RedundantBinding::valid() const {
 }
 
 RedundantTransport::RedundantTransport(std::unique_ptr<Transport> inner,
+                                       std::unique_ptr<Transport> members,
                                        RedundancyServices services)
-    : inner_(std::move(inner)), services_(std::move(services)) {
+    : inner_(std::move(inner)), members_(std::move(members)), services_(std::move(services)) {
     std::random_device random;
     client_id_ = (static_cast<uint64_t>(random()) << 32) ^ random();
 }
@@ -41,6 +42,7 @@ std::shared_ptr<const RedundantBinding::View> RedundantTransport::MakeView(const
     auto view = std::make_shared<RedundantBinding::View>();
     view->item = item;
     view->fetched = std::chrono::steady_clock::now();
+    view->dead_generation = dead_generation_.load();
     const RegionInfo &region = item.region;
     size_t k = region.memory_servers.size();
     // Members are reached over the fabric even on their own node: a dead server's heap file
@@ -59,7 +61,7 @@ std::shared_ptr<const RedundantBinding::View> RedundantTransport::MakeView(const
             for (size_t s = 0; s < k && c * k + s < item.member_access.size(); ++s) {
                 copy.access.push_back(fabric_only(item.member_access[c * k + s]));
             }
-            view->copies.push_back(inner_->Attach(copy));
+            view->copies.push_back(members_->Attach(copy));
         }
     } else {
         for (size_t m = 0; m < k; ++m) {
@@ -73,7 +75,7 @@ std::shared_ptr<const RedundantBinding::View> RedundantTransport::MakeView(const
             if (m < item.member_access.size()) {
                 column.access.push_back(fabric_only(item.member_access[m]));
             }
-            view->columns.push_back(inner_->Attach(column));
+            view->columns.push_back(members_->Attach(column));
         }
     }
     return view;
@@ -88,7 +90,7 @@ std::shared_ptr<Binding> RedundantTransport::Attach(const ItemInfo &item) {
 
 std::unique_ptr<Channel> RedundantTransport::OpenChannel() {
     return std::make_unique<RedundantChannel>(*this, inner_->OpenChannel(),
-                                              [this] { return inner_->OpenChannel(); });
+                                              [this] { return members_->OpenChannel(); });
 }
 
 void *RedundantTransport::Map(Binding &item, bool writable) {
@@ -106,10 +108,30 @@ void *RedundantTransport::Map(Binding &item, bool writable) {
 std::shared_ptr<const RedundantBinding::View> RedundantTransport::Fresh(RedundantBinding &binding,
                                                                         bool stale) {
     std::shared_ptr<const RedundantBinding::View> view = binding.view();
+    if (!stale && view->dead_generation != dead_generation_.load()) {
+        std::lock_guard<std::mutex> lock(dead_mutex_);
+        for (size_t m = 0; m < MemberCount(view->item.region) && !stale; ++m) {
+            stale = StateOf(view->item.region, m) != kLost &&
+                    dead_.count(MemberServer(view->item.region, m));
+        }
+    }
     bool young = std::chrono::steady_clock::now() - view->fetched < kViewLease;
     if (!stale && (young || !Degraded(view->item.region))) return view;
     ItemInfo item = services_.refresh(view->item.region_id, view->item.offset);
     std::shared_ptr<const RedundantBinding::View> fresh = MakeView(item);
+    {
+        // What this view says is lost, the other views learn.
+        std::lock_guard<std::mutex> lock(dead_mutex_);
+        bool grew = false;
+        for (size_t m = 0; m < MemberCount(item.region); ++m) {
+            if (StateOf(item.region, m) == kLost) {
+                grew |= dead_.insert(MemberServer(item.region, m)).second;
+            } else {
+                dead_.erase(MemberServer(item.region, m));  // back (rebuilt, or being rebuilt)
+            }
+        }
+        if (grew) dead_generation_.fetch_add(1);
+    }
     std::lock_guard<std::mutex> lock(binding.mutex);
     binding.current = fresh;
     return fresh;

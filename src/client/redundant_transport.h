@@ -36,6 +36,11 @@
 namespace fampool {
 
 constexpr std::chrono::milliseconds kViewLease(100);
+// How long a transfer to a member may go without any completion before the channel gives it
+// up, asks the metadata service about the servers and goes on with the other members: the
+// data path's own bound (fabric_timeout_ms, 10 s by default) is meant for items with no other
+// copy. Measured: SIGKILL to the first complete read 10.5 s with it, docs/bench/redundancy.md.
+constexpr int kMemberTimeoutMs = 500;
 
 // Member `m` of a redundant item: the client was given access to it; it holds the bytes
 // (reads may go there); it takes writes (healthy, or being rebuilt).
@@ -69,6 +74,7 @@ struct RedundantBinding : Binding {
         std::vector<std::shared_ptr<Binding>> copies;   // RAID1: per copy, the item bound
         std::vector<std::shared_ptr<Binding>> columns;  // RAID5: per member, physical bytes
         std::chrono::steady_clock::time_point fetched;
+        uint64_t dead_generation = 0;  // RedundantTransport's when fetched
     };
     std::shared_ptr<const View> view() const {
         std::lock_guard<std::mutex> lock(mutex);
@@ -82,7 +88,10 @@ struct RedundantBinding : Binding {
 
 class RedundantTransport : public Transport {
   public:
-    RedundantTransport(std::unique_ptr<Transport> inner, RedundancyServices services);
+    // `inner` serves the items of other regions; `members` (the same transport with the
+    // kMemberTimeoutMs bound) the members of redundant ones.
+    RedundantTransport(std::unique_ptr<Transport> inner, std::unique_ptr<Transport> members,
+                       RedundancyServices services);
 
     const char *name() const override { return inner_->name(); }
     std::shared_ptr<Binding> Attach(const ItemInfo &item) override;
@@ -90,7 +99,10 @@ class RedundantTransport : public Transport {
     // Refused for redundant items: stores through a mapping would reach one copy only.
     void *Map(Binding &item, bool writable) override;
     void Unmap(void *local) override { inner_->Unmap(local); }
-    void Forget(uint64_t region_id) override { inner_->Forget(region_id); }
+    void Forget(uint64_t region_id) override {
+        inner_->Forget(region_id);
+        members_->Forget(region_id);
+    }
 
     // The view of a redundant item, fetched again if `stale` (a failure) or when a member is
     // not healthy and it is older than kViewLease.
@@ -104,8 +116,14 @@ class RedundantTransport : public Transport {
   private:
     std::shared_ptr<const RedundantBinding::View> MakeView(const ItemInfo &item);
 
-    std::unique_ptr<Transport> inner_;
+    std::unique_ptr<Transport> inner_, members_;
     RedundancyServices services_;
+    // Servers some item's members were found lost on, and how often that set grew: a view
+    // older than the last growth that has a member on one of them is fetched again before use
+    // (one failure found by one item spares the others the wait).
+    std::mutex dead_mutex_;
+    std::set<uint64_t> dead_;
+    std::atomic<uint64_t> dead_generation_{0};
     uint64_t client_id_;
     std::atomic<uint64_t> sequence_{0};
 };

@@ -111,8 +111,12 @@ void OpenCluster(Session &session) {
     services.server = [self](uint64_t id) -> MemoryServerClient & {
         return static_cast<MemoryServerClient &>(self->Server(id));
     };
-    session.transport =
-        std::make_unique<RedundantTransport>(std::move(fabric_transport), std::move(services));
+    FabricConfig members = fabric;
+    members.timeout_ms = std::min<int64_t>(fabric.timeout_ms, kMemberTimeoutMs);
+    auto members_transport = std::make_unique<FabricTransport>(
+        members, [self](uint64_t id) -> MemoryServer & { return self->Server(id); });
+    session.transport = std::make_unique<RedundantTransport>(
+        std::move(fabric_transport), std::move(members_transport), std::move(services));
 }
 
 }  // namespace
