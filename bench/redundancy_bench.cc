@@ -189,13 +189,17 @@ void Failover(fam &f, const Options &options, std::vector<Row> &rows) {
         std::exit(1);
     }
     for (size_t i = 1; i < levels.size(); ++i) {
-        // The whole item: every server's stripes, the dead one's too.
+        // The whole item: every server's stripes, the dead one's too. The first level's read
+        // is the first after the kill; the next ones find the failure known already.
+        auto start = Clock::now();
         f.fam_get_blocking(buffer.data(), levels[i].item.get(), 0, total);
-        double seconds = Seconds(killed);
+        double seconds = Seconds(killed), read = Seconds(start);
         rows.push_back({Name(levels[i].level), "kill_to_first_read", total, seconds * 1e3, "ms",
-                        0, "SIGKILL to the first complete read of the item"});
-        std::printf("%-6s first complete read %.0f ms after SIGKILL\n", Name(levels[i].level),
-                    seconds * 1e3);
+                        0, "SIGKILL to the end of the item's first complete read"});
+        rows.push_back({Name(levels[i].level), "first_read", total, read * 1e3, "ms", 0,
+                        "that read alone"});
+        std::printf("%-6s first complete read %.0f ms after SIGKILL (the read: %.0f ms)\n",
+                    Name(levels[i].level), seconds * 1e3, read * 1e3);
     }
     for (size_t i = 1; i < levels.size(); ++i) {
         std::vector<double> trials;

@@ -71,16 +71,19 @@ def main():
               "RAID5: the figure of that level (GB/s or microseconds); `/ NONE`: the ratio "
               "described above.", ""]
 
-    lines += ["## Failover", "", "| level | SIGKILL to first complete read | degraded get 1 MiB "
-              "(GB/s) | degraded / healthy |", "|---|---|---|---|"]
+    lines += ["## Failover", "", "| level | SIGKILL to end of first complete read | that read "
+              "alone | degraded get 1 MiB (GB/s) | degraded / healthy |", "|---|---|---|---|---|"]
     first = {r["level"]: float(r["value"]) for r in failover if r["measure"] == "kill_to_first_read"}
+    alone = {r["level"]: float(r["value"]) for r in failover if r["measure"] == "first_read"}
     degraded = {r["level"]: (float(r["value"]), float(r["ratio"]))
                 for r in failover if r["measure"] == "degraded_get"}
     for level in ("RAID1", "RAID5"):
         if level in first:
             d, dx = degraded.get(level, (0, 0))
-            lines.append(f"| {level} | {first[level]:.0f} ms | {d:.3f} | {dx:.2f}x |")
-    lines += ["", "The first read after the kill finds the dead server's transfers failing, asks "
+            lines.append(f"| {level} | {first[level]:.0f} ms | {alone.get(level, 0):.0f} ms | "
+                         f"{d:.3f} | {dx:.2f}x |")
+    lines += ["", "RAID1's item is read first, right after the kill; RAID5's next (its time from "
+              "the kill includes RAID1's read). The first read after the kill finds the dead server's transfers failing, asks "
               "the metadata service to check the item's servers (it declares the dead one lost "
               "at once), fetches the item's members again and reads the lost bytes elsewhere "
               "(RAID1: the copy; RAID5: rebuilt by the stripes' parity servers from the other "
@@ -109,6 +112,39 @@ def main():
                      f"{float(r['ratio_to_none']):.2f}x |")
     lines += ["", "Expected: RAID1 2x; RAID5 (K+1)/K = 1.5x with K = 2 data units per stripe.",
               "", "![ratios to NONE](redundancy.png)", ""]
+
+    def ratio(level, measure, size):
+        return value(level, measure, size)[1] or 0
+
+    gets = [ratio("RAID1", m, s) for m in ("get", "get_nonblocking") for s in (65536, 1048576)]
+    puts = [ratio("RAID1", m, s) for m in ("put", "put_nonblocking") for s in (65536, 1048576)]
+    rebuild_ratio = max((float(r["megabytes"]) / float(r["seconds"]) / (plain_put * 1000)
+                         for r in rebuild), default=0) if plain_put else 0
+    verdict = lambda ok: "met" if ok else "missed"
+    lines += ["## Against the targets (this run)", "",
+              f"- RAID1 get 1.0x of NONE: {verdict(min(gets) >= 0.95)} "
+              f"({min(gets):.2f}x to {max(gets):.2f}x over 64 KiB and 1 MiB, blocking and not; "
+              "within this machine's run-to-run noise of about 5%).",
+              f"- RAID1 put at least 0.5x of NONE: {verdict(min(puts) >= 0.5)} "
+              f"({min(puts):.2f}x to {max(puts):.2f}x). Both copies are written at once, and a "
+              "put completes when the slower server acknowledged it; non-blocking 64 KiB puts "
+              "vary most between runs on 2 cores (0.20x and 0.85x in two runs of the same day). "
+              "Small blocking puts (256 B) are far slower than NONE's (see below).",
+              f"- Failover under 1 s: {verdict(first.get('RAID1', 1e9) < 1000)} "
+              f"({first.get('RAID1', 0):.0f} ms for RAID1, whose read is the first after the "
+              f"kill; RAID5's own read {alone.get('RAID5', 0):.0f} ms). A transfer to a member "
+              "gives up after 300 ms without progress, the metadata service confirms the death "
+              "at once, the item's transfers are redone on the live members.",
+              f"- Rebuild at least 0.5x of plain put bandwidth: {verdict(rebuild_ratio >= 0.5)} "
+              f"({rebuild_ratio:.2f}x). A RAID1 resync copies 1 MiB at a time, one chunk in "
+              "flight (snapshot, write, wait, compare), and RAID5 recomputes 64 stripes per lock "
+              "round trip; plain puts keep many transfers in flight. Pipelining the resync is "
+              "the known next step.",
+              "",
+              "Not understood yet: a 256 B blocking put to a RAID1 item (two blocking writes, "
+              "one per copy) takes about 315 us where NONE's single one takes 11 us, and RAID1 "
+              "and RAID5 atomics take 200-400 us (a gRPC call to a memory server, plus the "
+              "mirror's gRPC call for RAID1) against 13 us for NONE's fabric atomics.", ""]
 
     fig, ax = plt.subplots(figsize=(10, 4.5))
     labels = [f"{m}\n{s // 1024 if s >= 1024 else s}{'K' if s >= 1024 else 'B'}"
