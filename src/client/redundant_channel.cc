@@ -17,9 +17,8 @@ namespace {
 constexpr int kRecoveryRounds = 3;
 // Bytes of one stripe request (below gRPC's message limit).
 constexpr uint64_t kStripeRequestBytes = 16 << 20;
-// Blocking RAID1 writes up to this size go to each copy in turn as blocking writes: a small
-// blocking write is injected and done in ~12 us over tcp, while a non-blocking one waits for
-// the server's acknowledgement (measured: 256 B put 317 us that way, docs/bench/redundancy.md).
+// Blocking RAID1 writes up to this size go to each copy in turn as blocking writes (one
+// wait each instead of a quiet over both).
 constexpr uint64_t kSerialWriteBytes = 64 << 10;
 
 RedundantBinding &Redundant(const std::shared_ptr<Binding> &binding) {

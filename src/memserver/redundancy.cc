@@ -16,12 +16,14 @@ namespace {
 constexpr uint64_t kMostStripeBytes = 64 << 20;
 // Mirrored atomics remembered by op_id.
 constexpr size_t kRecalled = 1 << 16;
-// Bytes a resync copies at a time, and how often a chunk may change under it before it gives
-// up (a client rewriting the same bytes without pause).
+// A resync writes up to kResyncBatch bytes at once (many transfers in flight), then checks
+// them kResyncChunk at a time; a chunk that changed is copied again alone, at most
+// kResyncAttempts times (a client rewriting the same bytes without pause).
+constexpr uint64_t kResyncBatch = 16 << 20;
 constexpr uint64_t kResyncChunk = 1 << 20;
 constexpr int kResyncAttempts = 1000;
 // Stripes a rebuild request recomputes under one set of locks.
-constexpr uint64_t kRebuildBatch = 64;
+constexpr uint64_t kRebuildBatch = 256;
 
 void XorInto(char *to, const char *from, uint64_t n) {
     for (uint64_t i = 0; i < n; ++i) to[i] ^= from[i];
@@ -176,26 +178,35 @@ void RedundancyService::Resync(const rpc::ResyncRequest &request) {
     *members.add_members() = request.target();
     members.set_self(1);
     members.add_members();
-    std::vector<char> snapshot(kResyncChunk);
-    for (uint64_t at = request.begin(); at < request.end();) {
-        uint64_t n = std::min(kResyncChunk, request.end() - at);
-        const char *here = mapping->base() + at;
-        for (int attempt = 0;; ++attempt) {
-            if (attempt == kResyncAttempts) {
-                Fail(openfam::FAM_ERR_RESOURCE,
-                     "resync of region {}: bytes [{}, {}) changed under {} copies in a row",
-                     extent.region_id, at, at + n, kResyncAttempts);
-            }
-            CopyFamBytes(snapshot.data(), here, n);
+    std::vector<char> snapshot(kResyncBatch);
+    for (uint64_t batch = request.begin(); batch < request.end();) {
+        uint64_t size = std::min(kResyncBatch, request.end() - batch);
+        CopyFamBytes(snapshot.data(), mapping->base() + batch, size);
+        {
             MemberIo io(*this, members);
-            io.Write(0, at, snapshot.data(), n);
+            io.Write(0, batch, snapshot.data(), size);
             io.Finish();
-            // A client writes this copy first, then the rebuilding one: if the bytes here did
-            // not change since the snapshot, no client write the snapshot missed has reached
-            // the target before the snapshot's bytes did.
-            if (std::memcmp(snapshot.data(), here, n) == 0) break;
         }
-        at += n;
+        // A client writes this copy first, then the rebuilding one: if a chunk here did not
+        // change since the snapshot, no client write the snapshot missed has reached the
+        // target before the snapshot's bytes did. A chunk that changed is copied again.
+        for (uint64_t at = batch; at < batch + size; at += kResyncChunk) {
+            uint64_t n = std::min(kResyncChunk, batch + size - at);
+            char *copied = snapshot.data() + (at - batch);
+            const char *here = mapping->base() + at;
+            for (int attempt = 0; std::memcmp(copied, here, n) != 0; ++attempt) {
+                if (attempt == kResyncAttempts) {
+                    Fail(openfam::FAM_ERR_RESOURCE,
+                         "resync of region {}: bytes [{}, {}) changed under {} copies in a row",
+                         extent.region_id, at, at + n, kResyncAttempts);
+                }
+                CopyFamBytes(copied, here, n);
+                MemberIo io(*this, members);
+                io.Write(0, at, copied, n);
+                io.Finish();
+            }
+        }
+        batch += size;
     }
 }
 
