@@ -127,9 +127,11 @@ def main():
               "within this machine's run-to-run noise of about 5%).",
               f"- RAID1 put at least 0.5x of NONE: {verdict(min(puts) >= 0.5)} "
               f"({min(puts):.2f}x to {max(puts):.2f}x). Both copies are written at once, and a "
-              "put completes when the slower server acknowledged it; non-blocking 64 KiB puts "
-              "vary most between runs on 2 cores (0.20x and 0.85x in two runs of the same day). "
-              "Small blocking puts (256 B) are far slower than NONE's (see below).",
+              "put completes when the slower server acknowledged it, so the ratio depends on the "
+              "two servers' progress threads being awake (next paragraph); on this 2-core "
+              "machine, with 3 servers and the client sharing the cores, non-blocking 64 KiB "
+              "puts vary most from run to run. Small blocking puts (256 B) are far slower than "
+              "NONE's (below).",
               f"- Failover under 1 s: {verdict(first.get('RAID1', 1e9) < 1000)} "
               f"({first.get('RAID1', 0):.0f} ms for RAID1, whose read is the first after the "
               f"kill; RAID5's own read {alone.get('RAID5', 0):.0f} ms). A transfer to a member "

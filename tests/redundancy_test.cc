@@ -321,5 +321,69 @@ class RedundantAtomicsTest : public ClusterTest {
 TEST_F(RedundantAtomicsTest, FourPesGetExactTotals) { Hammer(false); }
 TEST_F(RedundantAtomicsTest, FourPesGetExactTotalsAcrossAKill) { Hammer(true); }
 
+// A spare takes no region when it is created, and gets a dead server's members at once, with
+// no restart; RAID1 copies go to another failure domain.
+class SpareTest : public ClusterTest {
+  protected:
+    const char *Spec() const override {
+        return "4:4096:tcp:server3.spare=true,server0.failure_domain=a,"
+               "server1.failure_domain=a,server2.failure_domain=b,server3.failure_domain=b";
+    }
+};
+
+TEST_F(SpareTest, LostMembersGoToTheSpareAtOnceAndCopiesToAnotherDomain) {
+    Fam_Region_Attributes attributes = Redundant(RAID1, VOLATILE);
+    auto region = CreateRegion("spared", 8 << 20, 0777, &attributes);
+    auto item = Allocate("i", kItemSize, region.get());
+    PutRaidPattern(fam(), item.get(), 5);
+    fampool::ClusterConfig config = fampool::LoadClusterConfig(cluster()->config_path());
+    fampool::MetadataClient client(config.metadata_address, std::chrono::seconds(20));
+    auto region_info = [&] {
+        fampool::rpc::ClusterStatus status = client.Status();
+        for (const auto &usage : status.regions()) {
+            if (usage.region().name() == "spared") return fampool::FromProto(usage.region());
+        }
+        return fampool::RegionInfo{};
+    };
+    const char *domain = "aabb";
+    fampool::RegionInfo placed = region_info();
+    ASSERT_EQ(placed.memory_servers.size(), 3u);
+    // Domain b has one server that is not a spare, and a server holds one copy of a region:
+    // one extent's copy can be in the other domain, and is.
+    int across = 0;
+    std::set<uint64_t> copies;
+    for (size_t s = 0; s < placed.memory_servers.size(); ++s) {
+        EXPECT_NE(placed.memory_servers[s], 3u) << "a region was placed on the spare";
+        EXPECT_NE(placed.copy_servers[s], 3u) << "a copy was placed on the spare";
+        EXPECT_NE(placed.copy_servers[s], placed.memory_servers[s]);
+        EXPECT_TRUE(copies.insert(placed.copy_servers[s]).second) << "two copies on one server";
+        across += domain[placed.memory_servers[s]] != domain[placed.copy_servers[s]];
+    }
+    EXPECT_GE(across, 1) << "no copy in the other failure domain";
+    cluster()->Kill(2, SIGKILL);
+    auto deadline = SteadyClock::now() + std::chrono::seconds(60);
+    fampool::RegionInfo now;
+    for (;;) {
+        now = region_info();
+        bool moved = !fampool::Degraded(now);
+        for (size_t m = 0; m < fampool::MemberCount(now); ++m) {
+            moved &= fampool::MemberServer(now, m) != 2;
+        }
+        if (moved || SteadyClock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_FALSE(fampool::Degraded(now)) << cluster()->Logs();
+    bool on_spare = false;
+    for (size_t m = 0; m < fampool::MemberCount(now); ++m) {
+        EXPECT_NE(fampool::MemberServer(now, m), 2u);
+        on_spare |= fampool::MemberServer(now, m) == 3;
+    }
+    EXPECT_TRUE(on_spare) << "the lost members were not rebuilt on the spare";
+    EXPECT_EQ(RaidMismatch(fam(), item.get(), 5), -1);
+    // The members rebuilt on the spare answer for server 1's.
+    cluster()->Kill(1, SIGKILL);
+    EXPECT_EQ(RaidMismatch(fam(), item.get(), 5), -1);
+}
+
 }  // namespace
 }  // namespace fampool_test

@@ -107,6 +107,15 @@ std::optional<uint64_t> MetadataStore::RebuildTarget(const RegionInfo &region, s
                                                      bool automatic) {
     std::set<uint64_t> taken;  // servers of the members a loss could take along with this one
     for (size_t partner : Partners(region, member)) taken.insert(MemberServer(region, partner));
+    // ...and those holding an extent of the same name (RAID1: another copy, or another
+    // primary extent, of the region): a server holds one of each.
+    std::vector<PlacedExtent> extents = ExtentsOf(region);
+    for (const PlacedExtent &each : extents) {
+        if (each.member != member && each.extent.copy == extents[member].extent.copy &&
+            StateOf(region, each.member) != kLost) {
+            taken.insert(each.server);
+        }
+    }
     auto usable = [&](uint64_t id) { return alive.count(id) && !taken.count(id); };
     uint64_t own = MemberServer(region, member);
     if (usable(own)) return own;  // its server is back (or was replaced)

@@ -119,20 +119,32 @@ std::vector<uint64_t> MetadataStore::PlaceCopies(const std::vector<uint64_t> &se
                    ? options_.failure_domains[id]
                    : "server " + std::to_string(id);
     };
+    // A server holds one copy extent of a region at most (the extent is named by the region).
     std::vector<uint64_t> copies;
+    std::set<uint64_t> used;
     for (uint64_t server : servers) {
-        // The next candidates after the server, in rotation: those in another failure domain
-        // first, then any other server.
+        // The next candidates after the server, in rotation, not holding a copy yet: those in
+        // another failure domain first, then any other server.
         auto at = std::find(candidates.begin(), candidates.end(), server);
         size_t start = at == candidates.end() ? 0 : at - candidates.begin();
         std::optional<uint64_t> other_domain, other_server;
         for (size_t i = 1; i <= candidates.size(); ++i) {
             uint64_t id = candidates[(start + i) % candidates.size()];
-            if (id == server) continue;
+            if (id == server || used.count(id)) continue;
             if (!other_server) other_server = id;
             if (!other_domain && domain(id) != domain(server)) other_domain = id;
         }
+        if (!other_server) break;  // cornered: the rotation below
         copies.push_back(other_domain ? *other_domain : *other_server);
+        used.insert(copies.back());
+    }
+    if (copies.size() < servers.size()) {
+        // Each extent's copy on the region's next server: distinct, never its own (K >= 2;
+        // one server always finds another above).
+        copies.clear();
+        for (size_t i = 0; i < servers.size(); ++i) {
+            copies.push_back(servers[(i + 1) % servers.size()]);
+        }
     }
     return copies;
 }

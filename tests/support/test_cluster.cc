@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -146,12 +147,20 @@ void TestCluster::Start(const TestClusterSpec &spec, const std::string &dir,
         if (!munged_) munged_ = std::make_unique<TestMunged>();
         config << "munge_socket: " << munged_->socket() << "\n";
     }
+    // "serverN.key=value" goes to memory server N's entry, other keys to the top level.
+    std::map<int, std::string> server_keys;
     std::stringstream keys(spec.keys);
     for (std::string pair; std::getline(keys, pair, ',');) {
         size_t equals = pair.find('=');
-        if (equals != std::string::npos) {
-            config << pair.substr(0, equals) << ": " << pair.substr(equals + 1) << "\n";
+        if (equals == std::string::npos) continue;
+        std::string key = pair.substr(0, equals), value = pair.substr(equals + 1);
+        size_t dot = key.find('.');
+        if (key.rfind("server", 0) == 0 && dot != std::string::npos) {
+            server_keys[std::stoi(key.substr(6, dot - 6))] +=
+                "    " + key.substr(dot + 1) + ": " + value + "\n";
+            continue;
         }
+        config << key << ": " << value << "\n";
     }
     config << "memservers:\n";
     for (int i = 0; i < spec.servers; ++i) {
@@ -162,7 +171,8 @@ void TestCluster::Start(const TestClusterSpec &spec, const std::string &dir,
                << "    rpc_interface: " << rpc_addresses_.back() << "\n"
                << "    libfabric_port: \"" << fabric_port << "\"\n"
                << "    fam_path: " << dir << "/heaps" << i << "\n"
-               << "    shm_path: " << dir << "/shm" << i << "\n";
+               << "    shm_path: " << dir << "/shm" << i << "\n"
+               << server_keys[i];
     }
     config.close();
     for (int i = spec.servers - 1; i >= 0; --i) {

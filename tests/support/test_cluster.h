@@ -27,7 +27,8 @@ struct TestClusterSpec {
     int servers = 1;
     uint64_t interleave = 0;
     std::string provider = "tcp";
-    // More keys of the cluster file, as "key=value,key=value" (placement, region_span, ...).
+    // More keys of the cluster file, as "key=value,key=value" (placement, region_span, ...);
+    // "serverN.key=value" goes to memory server N (serverN.spare=true, serverN.failure_domain=a).
     std::string keys;
     // Parses FAMPOOL_TEST_CLUSTER ("servers:interleave:provider:keys", later fields optional);
     // false when it is not set.
