@@ -205,7 +205,9 @@ grpc::Status MemoryServerService::RevokeKeys(grpc::ServerContext *context,
 
 RedundancyService &MemoryServerService::Redundant() {
     if (!redundancy_) {
-        Fail(openfam::FAM_ERR_UNIMPL, "memory server {} serves no redundant regions",
+        Fail(openfam::FAM_ERR_INVALIDOP,
+             "memory server {} was started without its peers, which redundant regions need "
+             "(RAID1 copies, RAID5 parity)",
              server_->id());
     }
     return *redundancy_;
