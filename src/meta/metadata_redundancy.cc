@@ -57,10 +57,13 @@ std::vector<RegionInfo> MetadataStore::ServerLost(uint64_t server_id) {
     {
         Txn txn(*env_, /*write=*/true);
         std::vector<RegionInfo> all;
-        Cursor cursor(txn, Table::kRegions);
-        for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
-            RegionInfo region = DecodeRegion(ReadU64(cursor.key()), cursor.value());
-            if (IsRedundant(region)) all.push_back(std::move(region));
+        {
+            // Closed before the commit, which frees a write transaction's cursors itself.
+            Cursor cursor(txn, Table::kRegions);
+            for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
+                RegionInfo region = DecodeRegion(ReadU64(cursor.key()), cursor.value());
+                if (IsRedundant(region)) all.push_back(std::move(region));
+            }
         }
         for (RegionInfo &region : all) {
             bool touched = false;

@@ -417,9 +417,13 @@ void MetadataStore::ServerRestarted(uint64_t server_id) {
     std::vector<RegionInfo> gone, all;
     {
         Txn txn(*env_, /*write=*/true);
-        Cursor cursor(txn, Table::kRegions);
-        for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
-            all.push_back(DecodeRegion(ReadU64(cursor.key()), cursor.value()));
+        {
+            // Closed before the commit, which frees a write transaction's cursors itself (the
+            // cursor outliving it was a double free, found by AddressSanitizer).
+            Cursor cursor(txn, Table::kRegions);
+            for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
+                all.push_back(DecodeRegion(ReadU64(cursor.key()), cursor.value()));
+            }
         }
         for (RegionInfo &region : all) {
             if (region.attributes.memoryType == PERSISTENT) continue;
