@@ -163,7 +163,7 @@ def main():
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.axhline(0.5, color="grey", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(measures)))
-    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
     ax.set_ylabel("ratio to NONE (higher is better)")
     ax.set_title("RAID1 and RAID5 against NONE, same cluster, same run (3 servers, tcp)")
     ax.legend()
