@@ -32,11 +32,8 @@ constexpr int kPes = 4;
 constexpr uint64_t kItemSize = 1 << 20;
 
 Fam_Region_Attributes Redundant(Fam_Redundancy_Level level, Fam_Memory_Type memory) {
-    Fam_Region_Attributes attributes{};
+    Fam_Region_Attributes attributes = FamAttributes(memory);
     attributes.redundancyLevel = level;
-    attributes.memoryType = memory;
-    attributes.interleaveEnable = INTERLEAVE_DEFAULT;
-    attributes.permissionLevel = PERMISSION_LEVEL_DEFAULT;
     return attributes;
 }
 

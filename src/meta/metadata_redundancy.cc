@@ -177,34 +177,31 @@ RegionInfo MetadataStore::StartRebuild(uint64_t region_id, size_t member, uint64
     return now;
 }
 
-void MetadataStore::FinishRebuild(uint64_t region_id, size_t member, uint64_t target) {
+bool MetadataStore::EndRebuild(uint64_t region_id, size_t member, uint64_t target,
+                               uint8_t state) {
     {
         Txn txn(*env_, /*write=*/true);
         RegionInfo region = ReadRegion(txn, region_id);
         if (StateOf(region, member) != kRebuilding || MemberServer(region, member) != target) {
-            Fail(openfam::FAM_ERR_RESOURCE,
-                 "member {} of region \"{}\" was lost again while it was rebuilt", member,
-                 region.name);
+            return false;  // lost again, or rebuilt elsewhere, meanwhile
         }
-        region.member_state[member] = kHealthy;
+        region.member_state[member] = state;
         txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
         txn.Commit();
     }
     ForgetGrants(region_id);
+    return true;
+}
+
+void MetadataStore::FinishRebuild(uint64_t region_id, size_t member, uint64_t target) {
+    if (!EndRebuild(region_id, member, target, kHealthy)) {
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "member {} of region {} was lost again while it was rebuilt", member, region_id);
+    }
 }
 
 void MetadataStore::AbortRebuild(uint64_t region_id, size_t member, uint64_t target) {
-    {
-        Txn txn(*env_, /*write=*/true);
-        RegionInfo region = ReadRegion(txn, region_id);
-        if (StateOf(region, member) != kRebuilding || MemberServer(region, member) != target) {
-            return;
-        }
-        region.member_state[member] = kLost;
-        txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
-        txn.Commit();
-    }
-    ForgetGrants(region_id);
+    EndRebuild(region_id, member, target, kLost);
 }
 
 ServerAccess MetadataStore::MemberKey(const RegionInfo &region, size_t member) {

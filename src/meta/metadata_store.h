@@ -150,6 +150,9 @@ class MetadataStore : public MetadataService {
     }
 
   private:
+    // A rebuild of `member` on `target` ends: the member gets `state`, if it is still being
+    // rebuilt there (false otherwise).
+    bool EndRebuild(uint64_t region_id, size_t member, uint64_t target, uint8_t state);
     // Refuses a redundancy level this service cannot keep: FAM_ERR_RESOURCE with fewer memory
     // servers than the level needs (RAID1 2, RAID5 3; the embedded model has one);
     // FAM_ERR_INVALID for unknown levels and for RAID5 without interleaving (its stripe unit).
