@@ -9,6 +9,16 @@
 #include "rpc/convert.h"
 
 namespace fampool {
+namespace {
+
+// A control-path call that failed for want of an answer in time, not because the server's
+// port refused it (rpc/convert.cc, CheckStatus, words it so).
+bool TimedOut(const Failure &failure) {
+    return std::string(failure.fam_error_msg()).find("did not answer in time") !=
+           std::string::npos;
+}
+
+}  // namespace
 
 void MetadataRpcService::StartMonitor(std::chrono::milliseconds period) {
     CheckServers();
@@ -28,24 +38,31 @@ void MetadataRpcService::CheckServers() {
     // handled once, before any rebuild on the restarted server).
     std::lock_guard<std::mutex> checking(check_mutex_);
     // Every server at once: a dead one must not delay the others' heartbeats.
-    std::vector<std::future<std::optional<MemoryServerInfo>>> answers;
+    // An answer, or how the heartbeat failed: refused (true) or timed out (false).
+    using Answer = std::pair<std::optional<MemoryServerInfo>, bool>;
+    std::vector<std::future<Answer>> answers;
     for (MemoryServerClient *server : servers_) {
         answers.push_back(std::async(std::launch::async, [server] {
             try {
-                return std::optional<MemoryServerInfo>(server->Info(kHeartbeatTimeout));
-            } catch (const Failure &) {
-                return std::optional<MemoryServerInfo>();
+                return Answer(server->Info(kHeartbeatTimeout), false);
+            } catch (const Failure &failure) {
+                return Answer(std::nullopt, !TimedOut(failure));
             }
         }));
     }
     for (size_t i = 0; i < servers_.size(); ++i) {
         uint64_t id = servers_[i]->id();
-        std::optional<MemoryServerInfo> info = answers[i].get();
+        auto [info, refused] = answers[i].get();
         if (!info) {
             bool dies;
             {
+                // Counted in timed-out heartbeats: a refused one weighs as many as make
+                // kMissedHeartbeats of them reach kSlowHeartbeats.
                 std::lock_guard<std::mutex> lock(health_mutex_);
-                dies = ++missed_[id] == kMissedHeartbeats;
+                int &missed = missed_[id];
+                int before = missed;
+                missed += refused ? kSlowHeartbeats / kMissedHeartbeats : 1;
+                dies = before < kSlowHeartbeats && missed >= kSlowHeartbeats;
             }
             if (dies) ServerDied(id);
             continue;
@@ -106,14 +123,16 @@ grpc::Status MetadataRpcService::ReportFailure(grpc::ServerContext *,
         for (uint64_t id : request->servers()) {
             if (id < servers_.size()) reported.push_back(id);
         }
+        // Dead when its port refuses the probe; one that only does not answer in time is
+        // left to the heartbeats (it may be overloaded).
         std::vector<std::future<bool>> answers;
         for (uint64_t id : reported) {
             answers.push_back(std::async(std::launch::async, [this, id] {
                 try {
                     servers_[id]->Info(kHeartbeatTimeout);
                     return true;
-                } catch (const Failure &) {
-                    return false;
+                } catch (const Failure &failure) {
+                    return TimedOut(failure);
                 }
             }));
         }

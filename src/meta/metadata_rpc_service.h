@@ -38,7 +38,11 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     // Stops the heartbeats (and waits for a rebuild in progress): at shutdown, when the
     // memory servers go too.
     void StopMonitor();
+    // A server is dead after kMissedHeartbeats refused heartbeats in a row (its process is
+    // gone: nothing listens on its port), or kSlowHeartbeats that timed out (it may only be
+    // overloaded: a full test run on 2 cores once timed a live server out twice in a row).
     static constexpr int kMissedHeartbeats = 2;
+    static constexpr int kSlowHeartbeats = 8;
     static constexpr std::chrono::milliseconds kHeartbeatTimeout{250};
     // How long a rebuild waits after it marked the member kRebuilding before it copies: every
     // client writing to the region fetches its members at least every kViewLease (100 ms,
