@@ -315,6 +315,26 @@ TEST_F(BackupTest, CorruptedBackupThrowsResourceAndLeavesDestinationUnchanged) {
     EXPECT_EQ(GetBytes(dest.get(), 0, kItemSize), Pattern(kItemSize, 3));
 }
 
+// A header whose size is not a number (tests/fuzz/archive_fuzz: the reader threw
+// std::invalid_argument, which no caller expects) is refused as damaged, like the bytes.
+TEST_F(BackupTest, BackupWithADamagedHeaderThrowsResourceAndLeavesDestinationUnchanged) {
+    Backup(src_.get(), "b1");
+    std::vector<FileEntry> files = ListFiles(archive_dir());
+    ASSERT_EQ(files.size(), 1u);
+    int fd = open(files[0].path.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    std::string header(4096, '\0');
+    ASSERT_EQ(pread(fd, header.data(), header.size(), 0), 4096);
+    size_t size_field = header.find("\nsize ");
+    ASSERT_NE(size_field, std::string::npos);
+    ASSERT_EQ(pwrite(fd, "x", 1, static_cast<off_t>(size_field + 6)), 1);
+    close(fd);
+    std::unique_ptr<Fam_Descriptor> dest = Allocate("dest", kItemSize, region_.get());
+    PutBytes(dest.get(), 0, Pattern(kItemSize, 3));
+    EXPECT_TRUE(RestoreFails("b1", dest.get(), FAM_ERR_RESOURCE));
+    EXPECT_EQ(GetBytes(dest.get(), 0, kItemSize), Pattern(kItemSize, 3));
+}
+
 TEST_F(BackupTest, CorruptedBackupRestoreIntoNewItemThrowsResourceAndLeavesNoItem) {
     Backup(src_.get(), "b1");
     ASSERT_TRUE(CorruptLargestFile(archive_dir()));

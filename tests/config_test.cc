@@ -316,5 +316,28 @@ TEST_F(ConfigTest, DirectoryWithoutTheMemoryServerFileIsNamed) {
                      "fam_memoryserver_config.yaml");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Damaged files (each found by tests/fuzz/config_fuzz): refused with FAM_ERR_INVALID naming the
+// file, never with yaml-cpp's own exception.
+
+TEST_F(ConfigTest, AConfigurationFileThatIsNotAMapIsRefusedNamingIt) {
+    Set("FAMPOOL_CONFIG", File("scalar.yaml", "just a line\n"));
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "scalar.yaml");
+    Set("FAMPOOL_CONFIG", File("list.yaml", "- a\n- b\n"));
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "list.yaml");
+}
+
+TEST_F(ConfigTest, AValueOfTheWrongShapeDeepInAClusterFileIsRefusedNamingTheFile) {
+    // A memory server id that is itself a map: yaml-cpp's "bad conversion" before.
+    std::string dir = dir_.path() + "/openfam";
+    std::filesystem::create_directories(dir);
+    Write(dir + "/fam_client_interface_config.yaml", "rpc_interface: 127.0.0.1:7000\n");
+    Write(dir + "/fam_memoryserver_config.yaml",
+          "Memservers:\n  ? {a: 1}\n  : {memory_type: volatile, fam_path: /tmp/x, "
+          "rpc_interface: 127.0.0.1:7001, libfabric_port: 7100}\n");
+    Write(dir + "/fam_metadata_config.yaml", "metadata_path: /tmp/y\n");
+    EXPECT_FAM_ERROR(fampool::LoadClusterConfig(dir), openfam::FAM_ERR_INVALID, dir.c_str());
+}
+
 }  // namespace
 }  // namespace fampool_test

@@ -121,5 +121,13 @@ TEST_F(MemoryServerElementsTest, MalformedRequestsAreRefusedAsInvalid) {
               Apply(grant.key, ElementOp::kGather, uint64_t{1} << 35, {0}, ""));
 }
 
+// Found by tests/fuzz/memory_server_rpc_fuzz: a call that mapped past the end of a heap failed
+// (rightly) but left an empty entry in the server's mapping cache, and destroying the extent
+// then dereferenced it and killed the server.
+TEST_F(MemoryServerElementsTest, ACallPastTheHeapsEndFailsAndTheExtentCanStillBeDestroyed) {
+    EXPECT_THROW(server_->Zero(extent_, 2 << 20, 4096), fampool::Failure);
+    EXPECT_NO_THROW(server_->DestroyExtent(extent_));
+}
+
 }  // namespace
 }  // namespace fampool_test

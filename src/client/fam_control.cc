@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "client/fam_impl.h"
+#include "common/region_attributes.h"
 
 namespace fampool {
 namespace {
@@ -116,7 +117,7 @@ Fam_Region_Descriptor *FamImpl::CreateRegion(const char *name, uint64_t size, mo
     Session &session = Control();
     CheckNameArgument("region", name);
     Fam_Region_Attributes resolved{};
-    if (attributes) resolved = *attributes;
+    if (attributes) resolved = CheckedAttributes(*attributes, name);
     if (resolved.memoryType == MEMORY_TYPE_DEFAULT) {
         resolved.memoryType =
             session.config.default_memory_type == "persistent" ? PERSISTENT : VOLATILE;

@@ -74,9 +74,12 @@ std::vector<rpc::StripeReply> SendStripes(RedundantTransport &transport,
                                           const std::vector<std::pair<uint64_t, rpc::StripeRequest>> &requests) {
     std::vector<std::future<rpc::StripeReply>> answers;
     for (const auto &[server, request] : requests) {
-        answers.push_back(std::async(std::launch::async, [&transport, server = server, &request] {
-            return transport.services().server(server).Stripe(request);
-        }));
+        // (request = request: clang 14 cannot capture a structured binding)
+        answers.push_back(std::async(std::launch::async,
+                                     [&transport, server = server, &request = request] {
+                                         return transport.services().server(server).Stripe(
+                                             request);
+                                     }));
     }
     std::vector<rpc::StripeReply> replies;
     std::optional<Failure> failure;

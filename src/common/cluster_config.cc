@@ -87,7 +87,9 @@ std::vector<MemoryServerConfig> ReadMemoryServerMap(const YAML::Node &map,
     return servers;
 }
 
-ClusterConfig LoadClusterConfig(const std::string &path) {
+namespace {
+
+ClusterConfig ReadClusterFile(const std::string &path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) return LoadOpenFamClusterConfig(path);
     YAML::Node root;
@@ -149,6 +151,12 @@ ClusterConfig LoadClusterConfig(const std::string &path) {
     }
     CheckClusterConfig(config);
     return config;
+}
+
+}  // namespace
+
+ClusterConfig LoadClusterConfig(const std::string &path) {
+    return ReadingConfigFile(path, [&] { return ReadClusterFile(path); });
 }
 
 void CheckClusterConfig(const ClusterConfig &config) {

@@ -113,13 +113,20 @@ YAML::Node ReadConfigFile(std::string &path) {
     } catch (const YAML::Exception &e) {
         Fail(openfam::FAM_ERR_INVALID, "cannot read configuration file {}: {}", path, e.what());
     }
+    if (root && !root.IsNull() && !root.IsMap()) {
+        // A scalar or a list: reading keys of it would throw YAML's own exception.
+        Fail(openfam::FAM_ERR_INVALID, "configuration file {} is not a map of keys to values",
+             path);
+    }
     CheckConfigKeys(path, root);
     return root;
 }
 
 }  // namespace
 
-Config LoadConfig(const Fam_Options *options) {
+namespace {
+
+Config ReadConfig(const Fam_Options *options) {
     Fam_Options none{};
     const Fam_Options &o = options ? *options : none;
     Config c;
@@ -252,6 +259,18 @@ Config LoadConfig(const Fam_Options *options) {
         Fail(openfam::FAM_ERR_INVALID, "option defaultRegionName is empty");
     }
     return c;
+}
+
+}  // namespace
+
+Config LoadConfig(const Fam_Options *options) {
+    std::string path = "(the configuration)";
+    if (const char *explicit_path = Env("FAMPOOL_CONFIG")) {
+        path = explicit_path;
+    } else if (const char *root = Env("OPENFAM_ROOT")) {
+        path = std::string(root) + "/config/fam_pe_config.yaml";
+    }
+    return ReadingConfigFile(path, [&] { return ReadConfig(options); });
 }
 
 }  // namespace fampool

@@ -7,6 +7,10 @@
 
 #include <string>
 
+#include <yaml-cpp/exceptions.h>
+
+#include "common/error.h"
+
 namespace YAML {
 class Node;
 }
@@ -27,6 +31,19 @@ void CheckConfigKeys(const std::string &path, const YAML::Node &root);
 // does not do (docs/configuration.md says which values are taken and what each means here).
 // Other keys pass.
 void CheckOpenFamValue(const std::string &path, const std::string &key, const YAML::Node &value);
+
+// Runs `read` (a reader of the configuration file `path`); an error yaml-cpp throws on the way
+// (a value of the wrong kind where the reader looked, a scalar where it expected a map) becomes
+// Failure(FAM_ERR_INVALID) naming the file, as every other configuration error does. Before
+// this, some escaped as YAML exceptions without a Fam_Error (found by tests/fuzz/config_fuzz).
+template <typename Read>
+auto ReadingConfigFile(const std::string &path, Read &&read) -> decltype(read()) {
+    try {
+        return read();
+    } catch (const YAML::Exception &e) {
+        Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}", path, e.what());
+    }
+}
 
 }  // namespace fampool
 

@@ -93,7 +93,9 @@ std::map<uint64_t, std::string> ServiceList(const File &file, const char *key) {
 
 }  // namespace
 
-ClusterConfig LoadOpenFamClusterConfig(const std::string &dir) {
+namespace {
+
+ClusterConfig ReadOpenFamFiles(const std::string &dir) {
     File client = Open(dir, kClientInterfaceFile,
                        {"memsrv_interface_type", "metadata_interface_type", "rpc_interface",
                         "memsrv_list", "metadata_list", "provider", "rpc_framework_type"},
@@ -177,6 +179,12 @@ ClusterConfig LoadOpenFamClusterConfig(const std::string &dir) {
     for (auto &[id, server] : by_id) config.memservers.push_back(server);
     CheckClusterConfig(config);
     return config;
+}
+
+}  // namespace
+
+ClusterConfig LoadOpenFamClusterConfig(const std::string &dir) {
+    return ReadingConfigFile(dir, [&] { return ReadOpenFamFiles(dir); });
 }
 
 }  // namespace fampool

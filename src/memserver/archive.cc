@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -98,6 +99,20 @@ std::string Header(const BackupInfo &info) {
     return text;
 }
 
+// A header field's number: decimal digits only, at most `largest`; a damaged header (found by
+// tests/fuzz/archive_fuzz: stoul threw std::invalid_argument) is refused with its file named.
+uint64_t HeaderNumber(const std::string &value, uint64_t largest, const std::string &key,
+                      const std::string &path) {
+    uint64_t number = 0;
+    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (value.empty() || error != std::errc() || end != value.data() + value.size() ||
+        number > largest) {
+        Fail(openfam::FAM_ERR_RESOURCE, "backup file {} is damaged: header field {} is \"{}\"",
+             path, key, value);
+    }
+    return number;
+}
+
 BackupInfo ParseHeader(const std::string &bytes, const std::string &path) {
     std::string text(bytes.c_str());  // up to the padding
     std::istringstream in(text);
@@ -110,12 +125,13 @@ BackupInfo ParseHeader(const std::string &bytes, const std::string &path) {
         auto space = line.find(' ');
         std::string key = line.substr(0, space);
         std::string value = space == std::string::npos ? "" : line.substr(space + 1);
-        if (key == "size") info.size = std::stoull(value);
-        else if (key == "uid") info.uid = static_cast<uint32_t>(std::stoul(value));
-        else if (key == "gid") info.gid = static_cast<uint32_t>(std::stoul(value));
-        else if (key == "mode") info.mode = static_cast<uint32_t>(std::stoul(value));
-        else if (key == "time") info.time = std::stoull(value);
-        else if (key == "crc32c") info.checksum = static_cast<uint32_t>(std::stoul(value));
+        auto number = [&](uint64_t largest) { return HeaderNumber(value, largest, key, path); };
+        if (key == "size") info.size = number(UINT64_MAX);
+        else if (key == "uid") info.uid = static_cast<uint32_t>(number(UINT32_MAX));
+        else if (key == "gid") info.gid = static_cast<uint32_t>(number(UINT32_MAX));
+        else if (key == "mode") info.mode = static_cast<uint32_t>(number(UINT32_MAX));
+        else if (key == "time") info.time = number(UINT64_MAX);
+        else if (key == "crc32c") info.checksum = static_cast<uint32_t>(number(UINT32_MAX));
         else if (key == "item") info.item_name = value;
         else if (key == "name") info.name = value;
     }

@@ -100,16 +100,17 @@ std::shared_ptr<HeapMapping> Map(const std::string &path) {
 
 std::shared_ptr<HeapMapping> HeapCache::Get(const std::string &path, uint64_t min_length) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto &slot = mappings_[path];
-    if (!slot || slot->length() < min_length) {
-        auto mapping = heap::Map(path);
-        if (mapping->length() < min_length) {
-            Fail(openfam::FAM_ERR_RESOURCE, "heap {} is {} bytes, expected at least {}", path,
-                 mapping->length(), min_length);
-        }
-        slot = std::move(mapping);
+    auto found = mappings_.find(path);
+    if (found != mappings_.end() && found->second->length() >= min_length) return found->second;
+    // Mapped before it enters the cache: a heap that cannot be mapped, or is too short, leaves
+    // no empty entry behind (one did, and Revoke dereferenced it: tests/fuzz found it).
+    auto mapping = heap::Map(path);
+    if (mapping->length() < min_length) {
+        Fail(openfam::FAM_ERR_RESOURCE, "heap {} is {} bytes, expected at least {}", path,
+             mapping->length(), min_length);
     }
-    return slot;
+    mappings_[path] = mapping;
+    return mapping;
 }
 
 void HeapCache::Revoke(const std::string &path) {

@@ -69,9 +69,10 @@ EndpointOptions MessageEndpointOptions(const FabricDomain &domain) {
     return options;
 }
 
-// Runs one call on the service, as gRPC would, and puts its outcome into `reply`.
-void Dispatch(MetadataRpcService &service, const rpc::FabricCall &call,
-              rpc::FabricReply *reply) {
+}  // namespace
+
+void DispatchFabricCall(MetadataRpcService &service, const rpc::FabricCall &call,
+                        rpc::FabricReply *reply) {
     grpc::Status status;
     switch (call.request_case()) {
         case rpc::FabricCall::kLookupRegion:
@@ -111,6 +112,8 @@ void Dispatch(MetadataRpcService &service, const rpc::FabricCall &call,
     reply->set_details(status.error_details());
 }
 
+namespace {
+
 // Calls that wait on memory servers (over gRPC, hundreds of microseconds): run on the worker
 // thread, so that the progress thread keeps answering the others meanwhile.
 bool WaitsOnServers(const rpc::FabricCall &call) {
@@ -146,6 +149,39 @@ bool PlausibleAddress(const std::string &name, uint32_t format) {
 }
 
 }  // namespace
+
+bool DecodeFabricCall(const char *data, size_t length, uint32_t address_format,
+                      rpc::FabricCall *call) {
+    return call->ParseFromArray(data, static_cast<int>(length)) && !call->reply_to().empty() &&
+           call->reply_to().size() <= kLongestName &&
+           PlausibleAddress(call->reply_to(), address_format);
+}
+
+void FitFabricReply(const rpc::FabricCall &call, rpc::FabricReply *answer) {
+    rpc::FabricReply &reply = *answer;
+    if (reply.ByteSizeLong() <= kMaxFabricMessage) return;
+    // Too large for a message. An allocation or a region creation is done and must not be made
+    // twice: send which one, the caller reads it over gRPC; any other call is made again.
+    bool allocated = call.has_allocate_item() && reply.has_item();
+    bool created = call.has_create_region() && reply.has_region();
+    uint64_t region_id = allocated ? reply.item().region_id() : created ? reply.region().id() : 0;
+    uint64_t offset = allocated ? reply.item().offset() : 0;
+    uint64_t call_id = reply.call_id();
+    bool shared = reply.shared();
+    reply.Clear();
+    reply.set_call_id(call_id);
+    reply.set_shared(shared);
+    if (allocated) {
+        reply.set_item_partial(true);
+        reply.mutable_item()->set_region_id(region_id);
+        reply.mutable_item()->set_offset(offset);
+    } else if (created) {
+        reply.set_region_partial(true);
+        reply.mutable_region()->set_id(region_id);
+    } else {
+        reply.set_use_grpc(true);
+    }
+}
 
 MessageSlots::MessageSlots(FabricDomain &domain, fid_ep *endpoint, size_t count, size_t size)
     : size_(size), memory_(count * size) {
@@ -288,7 +324,7 @@ void MetadataFabricService::RunWorker() {
             // would give up on the fabric soon, not knowing whether the call was made).
             work.reply.set_use_grpc(true);
         } else {
-            Dispatch(*service_, work.call, &work.reply);
+            DispatchFabricCall(*service_, work.call, &work.reply);
         }
         lock.lock();
         done_.push_back(std::move(work));
@@ -343,8 +379,7 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
     rpc::FabricCall call;
     // A message that is not a call, or names no one to answer, is dropped: there is nobody to
     // tell. Its sender times out. Nothing runs for a caller that cannot be answered.
-    if (!call.ParseFromArray(receives_.slot(receive), static_cast<int>(length)) ||
-        call.reply_to().empty() || call.reply_to().size() > kLongestName) {
+    if (!DecodeFabricCall(receives_.slot(receive), length, domain_.info()->addr_format, &call)) {
         return;
     }
     fi_addr_t peer = PeerOf(call.reply_to());
@@ -358,7 +393,7 @@ void MetadataFabricService::Answer(size_t receive, size_t length) {
         return;
     }
     rpc::FabricReply reply;
-    Dispatch(*service_, call, &reply);
+    DispatchFabricCall(*service_, call, &reply);
     Send(call, peer, &reply);
 }
 
@@ -371,29 +406,7 @@ void MetadataFabricService::Send(const rpc::FabricCall &call, fi_addr_t peer,
                      (peer != last_peer_ && now - last_answered_ < kSharedWithin));
     last_peer_ = peer;
     last_answered_ = now;
-    if (reply.ByteSizeLong() > kMaxFabricMessage) {
-        // Too large for a message. An allocation or a region creation is done and must not
-        // be made twice: send which one, the caller reads it over gRPC; any other call is
-        // made again.
-        bool allocated = call.has_allocate_item() && reply.has_item();
-        bool created = call.has_create_region() && reply.has_region();
-        uint64_t region_id = allocated ? reply.item().region_id()
-                             : created ? reply.region().id()
-                                       : 0;
-        uint64_t offset = allocated ? reply.item().offset() : 0;
-        reply.Clear();
-        reply.set_call_id(call.call_id());
-        if (allocated) {
-            reply.set_item_partial(true);
-            reply.mutable_item()->set_region_id(region_id);
-            reply.mutable_item()->set_offset(offset);
-        } else if (created) {
-            reply.set_region_partial(true);
-            reply.mutable_region()->set_id(region_id);
-        } else {
-            reply.set_use_grpc(true);
-        }
-    }
+    FitFabricReply(call, &reply);
     size_t slot = free_sends_.back();
     free_sends_.pop_back();
     size_t size = reply.ByteSizeLong();

@@ -39,6 +39,18 @@ constexpr size_t kMaxFabricMessage = 60 << 10;
 // its place in the stream when a message does not fit, and stops delivering.
 constexpr size_t kReceiveBuffer = 64 << 10;
 
+// The service's side of a message, apart from the fabric (tests/fuzz feeds it mutated bytes):
+//   DecodeFabricCall: whether the bytes are a call the service can answer (a FabricCall whose
+//     reply_to is an endpoint name of `address_format`, fi_info's addr_format);
+//   DispatchFabricCall: runs it on `service`, as gRPC would, into `reply`;
+//   FitFabricReply: cuts a reply larger than kMaxFabricMessage down to what tells the caller
+//     to ask again over gRPC.
+bool DecodeFabricCall(const char *data, size_t length, uint32_t address_format,
+                      rpc::FabricCall *call);
+void DispatchFabricCall(MetadataRpcService &service, const rpc::FabricCall &call,
+                        rpc::FabricReply *reply);
+void FitFabricReply(const rpc::FabricCall &call, rpc::FabricReply *reply);
+
 // Buffers for messages in flight, registered when the provider wants local registration.
 class MessageSlots {
   public:

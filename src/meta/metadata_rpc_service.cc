@@ -33,7 +33,7 @@ grpc::Status MetadataRpcService::CreateRegion(grpc::ServerContext *,
                                               rpc::Region *reply) {
     return Serve([&] {
         ToProto(store_->CreateRegion(request->name(), request->size(), request->perm(),
-                                     FromProto(request->attributes()),
+                                     FromProto(request->attributes(), request->name()),
                                      Identify(request->caller(), "Metadata.CreateRegion")),
                 reply);
     });

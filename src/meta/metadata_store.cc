@@ -2,6 +2,8 @@
 // names, placement on memory servers, creation, resizing, permissions, a restarted server.
 #include "meta/metadata_store.h"
 
+#include "common/region_attributes.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -190,7 +192,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     region.perm = CheckedMode(perm, "region", name);
     region.uid = caller.uid;
     region.gid = caller.gid;
-    region.attributes = attributes;
+    region.attributes = CheckedAttributes(attributes, name);
     if (region.attributes.memoryType == MEMORY_TYPE_DEFAULT) region.attributes.memoryType = VOLATILE;
     if (region.attributes.permissionLevel == PERMISSION_LEVEL_DEFAULT) {
         region.attributes.permissionLevel = REGION;

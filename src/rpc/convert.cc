@@ -1,5 +1,7 @@
 #include "rpc/convert.h"
 
+#include "common/region_attributes.h"
+
 namespace fampool {
 
 void ToProto(const Fam_Region_Attributes &in, rpc::Attributes *out) {
@@ -9,13 +11,9 @@ void ToProto(const Fam_Region_Attributes &in, rpc::Attributes *out) {
     out->set_permission_level(in.permissionLevel);
 }
 
-Fam_Region_Attributes FromProto(const rpc::Attributes &in) {
-    Fam_Region_Attributes out{};
-    out.redundancyLevel = static_cast<Fam_Redundancy_Level>(in.redundancy());
-    out.memoryType = static_cast<Fam_Memory_Type>(in.memory_type());
-    out.interleaveEnable = static_cast<Fam_Interleave_Enable>(in.interleave());
-    out.permissionLevel = static_cast<Fam_Permission_Level>(in.permission_level());
-    return out;
+Fam_Region_Attributes FromProto(const rpc::Attributes &in, const std::string &region) {
+    return AttributesFromIntegers(in.redundancy(), in.memory_type(), in.interleave(),
+                                  in.permission_level(), region);
 }
 
 void ToProto(const RegionInfo &in, rpc::Region *out) {
@@ -40,7 +38,7 @@ RegionInfo FromProto(const rpc::Region &in) {
     out.perm = in.perm();
     out.uid = in.uid();
     out.gid = in.gid();
-    out.attributes = FromProto(in.attributes());
+    out.attributes = FromProto(in.attributes(), in.name());
     out.interleave_size = in.interleave_size();
     out.memory_servers.assign(in.memory_servers().begin(), in.memory_servers().end());
     out.copy_servers.assign(in.copy_servers().begin(), in.copy_servers().end());

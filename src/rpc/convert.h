@@ -33,7 +33,8 @@ ItemLayout FromProto(const rpc::ItemLayout &in);
 void ToProto(const Caller &in, rpc::Caller *out);
 Caller FromProto(const rpc::Caller &in);
 void ToProto(const Fam_Region_Attributes &in, rpc::Attributes *out);
-Fam_Region_Attributes FromProto(const rpc::Attributes &in);
+// FAM_ERR_INVALID (naming `region`) for a value outside its enumeration.
+Fam_Region_Attributes FromProto(const rpc::Attributes &in, const std::string &region);
 
 // Server side: runs body, turning any error into the status the client decodes.
 template <typename Body>
