@@ -3,6 +3,8 @@
 // atomics under Issue, whose failures wait for fam_quiet). Nothing else happens here.
 #include "fam/fam.h"
 
+#include <cstring>
+
 #include "client/fam_impl.h"
 #include "common/error.h"
 
@@ -100,7 +102,11 @@ void fam::fam_gather_nonblocking(void *local, Fam_Descriptor *d, uint64_t nEleme
     Issue(impl_, "fam_gather_nonblocking", [&] { impl_->Gather(local, d, nElements, elementIndex, elementSize, false); });
 }
 void fam::fam_queue_operation(FAM_QUEUE_OP op, void *local, Fam_Descriptor *d, uint64_t nElements, uint64_t *elementIndex, uint64_t elementSize) {
-    Guard("fam_queue_operation", [&] { impl_->QueueOperation(op, local, d, nElements, elementIndex, elementSize); });
+    // Read as an int: a C caller may pass any, and loading one outside the enumeration as
+    // FAM_QUEUE_OP is undefined behaviour (UBSan's finding); QueueOperation refuses it.
+    int number;
+    std::memcpy(&number, &op, sizeof number);
+    Guard("fam_queue_operation", [&] { impl_->QueueOperation(number, local, d, nElements, elementIndex, elementSize); });
 }
 void fam::fam_aggregate_flush(Fam_Descriptor *d) {
     Guard("fam_aggregate_flush", [&] { impl_->AggregateFlush(d); });

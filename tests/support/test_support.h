@@ -37,6 +37,21 @@
 
 namespace fampool_test {
 
+// Whether this build runs under AddressSanitizer (scripts/sanitize asan): ASan installs its own
+// handlers for crash signals and reports a double free itself, so the tests of a plain build's
+// crash behaviour do not apply there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 using openfam::Fam_Descriptor;
 using openfam::Fam_Exception;
 using openfam::Fam_Region_Descriptor;
