@@ -272,7 +272,6 @@ void RedundancyService::StripeReadOrWrite(const rpc::StripeRequest &request,
     std::vector<uint64_t> stripes;
     for (const rpc::StripePiece &piece : request.pieces()) stripes.push_back(piece.stripe());
     StripeLocks locks(stripe_locks_, request.members(0).extent().region_id(), stripes);
-    MemberIo io(*this, request);
     // Full stripes (every data unit written whole, none lost): parity straight from the data.
     std::map<uint64_t, uint64_t> whole;  // stripe -> data units written whole
     if (write) {
@@ -293,6 +292,11 @@ void RedundancyService::StripeReadOrWrite(const rpc::StripeRequest &request,
     for (const rpc::StripePiece &piece : request.pieces()) total += piece.length();
     if (!write) out.assign(total, '\0');
     std::vector<std::pair<uint64_t, std::vector<char>>> others;  // (position in out, bytes)
+    // Declared after every buffer its transfers use, so that when a transfer fails it ends the
+    // others (its destructor waits, or closes the endpoint) before those buffers go: declared
+    // first, a failed peer read left reads in flight into freed memory (found by
+    // tests/fuzz/memory_server_rpc_fuzz, AddressSanitizer in the provider's readv).
+    MemberIo io(*this, request);
     uint64_t at = 0;
     for (const rpc::StripePiece &piece : request.pieces()) {
         uint64_t s = piece.stripe(), len = piece.length(), p = s * unit + piece.within();
@@ -365,9 +369,9 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     bool reconstruct = request.members(static_cast<int>(d)).state() != kHealthy;
     StripeLocks locks(stripe_locks_, request.members(0).extent().region_id(),
                       std::vector<uint64_t>{s});
-    MemberIo io(*this, request);
     char old[16] = {}, value[16] = {}, result[16] = {};
     std::vector<std::vector<char>> others;
+    MemberIo io(*this, request);  // after the buffers it uses (see StripeReadOrWrite)
     if (reconstruct) {
         io.Read(self, p, old, size);
         for (uint64_t m = 0; m < n; ++m) {
@@ -409,9 +413,10 @@ void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
         }
         if (stripes.empty()) continue;
         StripeLocks locks(stripe_locks_, request.members(0).extent().region_id(), stripes);
-        MemberIo io(*this, request);
         // Every member's unit but `lost`'s; their XOR is lost's unit.
         std::vector<std::vector<char>> units(stripes.size() * (n - 1), std::vector<char>(unit));
+        std::vector<std::vector<char>> rebuilt(stripes.size(), std::vector<char>(unit, 0));
+        MemberIo io(*this, request);  // after the buffers it uses (see StripeReadOrWrite)
         for (size_t i = 0; i < stripes.size(); ++i) {
             size_t k = 0;
             for (uint64_t m = 0; m < n; ++m) {
@@ -420,7 +425,6 @@ void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
             }
         }
         io.Finish();
-        std::vector<std::vector<char>> rebuilt(stripes.size(), std::vector<char>(unit, 0));
         for (size_t i = 0; i < stripes.size(); ++i) {
             for (size_t k = 0; k < n - 1; ++k) {
                 XorInto(rebuilt[i].data(), units[i * (n - 1) + k].data(), unit);

@@ -65,7 +65,7 @@ std::vector<std::string> Seeds() {
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     using namespace fampool::fuzz;
     WriteSeedsIfAsked(Seeds);
-    scratch = new ScratchDir("archive");
+    scratch = &ProgramScratch("archive");
     backup_path = WriteBackup(scratch->path(), 1, "x");
     return 0;
 }

@@ -269,7 +269,7 @@ std::vector<std::string> Seeds() {
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     using namespace fampool::fuzz;
     WriteSeedsIfAsked(Seeds);
-    home = new ScratchDir("c-api");
+    home = &ProgramScratch("c-api");
     setenv("FAMPOOL_HOME", home->path().c_str(), 1);
     unsetenv("FAMPOOL_CONFIG");
     unsetenv("OPENFAM_ROOT");

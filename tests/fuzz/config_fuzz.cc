@@ -92,7 +92,7 @@ ScratchDir *scratch = nullptr;
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     using namespace fampool::fuzz;
     WriteSeedsIfAsked(Seeds);
-    scratch = new ScratchDir("config");
+    scratch = &ProgramScratch("config");
     unsetenv("OPENFAM_ROOT");
     return 0;
 }

@@ -67,6 +67,11 @@ void ScratchDir::Clear() const {
     }
 }
 
+ScratchDir &ProgramScratch(const std::string &tag) {
+    static ScratchDir dir(tag);
+    return dir;
+}
+
 void WriteSeedsIfAsked(const std::function<std::vector<std::string>()> &seeds) {
     const char *dir = std::getenv("FAMPOOL_FUZZ_WRITE_SEEDS");
     if (!dir || !*dir) return;
@@ -228,7 +233,11 @@ void Cluster::Reset(const std::vector<ExtentRef> &extents) {
 
 Cluster *StartCluster(const std::function<std::vector<std::string>()> &seeds) {
     WriteSeedsIfAsked(seeds);
-    return new Cluster();
+    static Cluster *cluster = new Cluster();
+    // Shut down before LeakSanitizer's check at exit (registered earlier, so it runs later):
+    // gRPC servers left running hold their worker threads' state, which it reports as leaked.
+    std::atexit([] { delete cluster; });
+    return cluster;
 }
 
 void CollectExtents(const google::protobuf::Message &message, std::vector<ExtentRef> *extents) {

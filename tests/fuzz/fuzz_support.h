@@ -67,6 +67,9 @@ class ScratchDir {
     std::string path_;
 };
 
+// The program's own scratch directory, made on the first call and removed at exit.
+ScratchDir &ProgramScratch(const std::string &tag);
+
 // Seeds: when FAMPOOL_FUZZ_WRITE_SEEDS names a directory, a target's LLVMFuzzerInitialize
 // writes its seed inputs there (one file each) and the program exits (scripts/fuzz --seed).
 void WriteSeedsIfAsked(const std::function<std::vector<std::string>()> &seeds);

@@ -6,6 +6,7 @@
 //   fampool-server --config cluster.yaml --role all --id 0
 //   fampool-server --config $OPENFAM_ROOT/config --role metadata   (OpenFAM's files)
 #include <grpcpp/grpcpp.h>
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -306,6 +307,11 @@ int Run(int argc, char **argv) {
 }  // namespace fampool
 
 int main(int argc, char **argv) {
+    // Buffers of 128 KiB and more (RAID5 stripes, copy and backup chunks, gRPC messages) are
+    // mapped and unmapped, not kept by malloc: with glibc's adaptive threshold, a memory server
+    // serving 4 clients' RAID5 puts grew by 270-950 MiB in 2 minutes without levelling off
+    // (scripts/soak), and stayed within 7 MiB with this.
+    mallopt(M_MMAP_THRESHOLD, 128 << 10);
     try {
         return fampool::Run(argc, argv);
     } catch (const openfam::Fam_Exception &e) {
