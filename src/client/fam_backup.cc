@@ -130,29 +130,71 @@ void RecomputeParity(Session &session, const ItemInfo &item) {
     RunAll(std::move(calls));
 }
 
+// Whether a memory-side operation on a redundant item that failed this way may succeed on its
+// members as the metadata service describes them after a check: a member's server died under
+// it (the call or a transfer between servers failed), or restarted (its old keys are refused).
+bool Recoverable(const Failure &failure) {
+    switch (failure.fam_error()) {
+        case openfam::FAM_ERR_RPC:
+        case openfam::FAM_ERR_LIBFABRIC:
+        case openfam::FAM_ERR_TIMEOUT:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Runs `operation` on a redundant item as it is now (on a wait object's thread). After a
+// recoverable failure, has the item's servers checked (a dead one's members are marked lost),
+// fetches the item again (its healthy members, the keys granted now) and runs it once more, up
+// to kRecoveryRounds: backup and restore are repeatable, as the data path's transfers are.
+void WithRecovery(Session &session, const ItemInfo &item,
+                  const std::function<void(const ItemInfo &)> &operation) {
+    ItemInfo now = item;
+    for (int round = 1;; ++round) {
+        try {
+            return operation(now);
+        } catch (const Failure &failure) {
+            if (round == kRecoveryRounds || !Recoverable(failure)) throw;
+        }
+        std::vector<uint64_t> servers;
+        for (size_t m = 0; m < MemberCount(now.region); ++m) {
+            uint64_t id = MemberServer(now.region, m);
+            if (std::find(servers.begin(), servers.end(), id) == servers.end()) {
+                servers.push_back(id);
+            }
+        }
+        session.metadata->ReportFailure(servers);
+        ItemInfo fresh = session.metadata->GetItem(now.region_id, now.offset, session.caller);
+        RequireSameItem(fresh, now);
+        now = std::move(fresh);
+    }
+}
+
 // What restoring backup `name` into `item` takes (on a wait object's thread): the item's home
 // server writes it into every server of the item; for RAID1 into each copy in turn, for RAID5
-// into the data units, then the members recompute the parity.
+// into the data units, then the members recompute the parity. A redundant item's layout is
+// checked here, so that a RAID5 item with a lost member fails at the call.
 std::function<void()> RestoreInto(const std::shared_ptr<Session> &session, const std::string &name,
                                   const ItemInfo &item) {
-    bool redundant = IsRedundant(item.region);
-    ItemLayout layout = redundant ? RedundantLayout(item, 0) : LayoutOf(item);
-    MemoryServer *home = &HomeOf(*session, layout);
-    if (item.region.attributes.redundancyLevel == RAID1) {
-        ItemLayout second = RedundantLayout(item, 1);
-        MemoryServer *other = &HomeOf(*session, second);
-        return [session, name, home, layout, other, second] {
-            home->Restore(name, layout);
-            other->Restore(name, second);
-        };
+    if (!IsRedundant(item.region)) {
+        ItemLayout layout = LayoutOf(item);
+        MemoryServer *home = &HomeOf(*session, layout);
+        return [session, name, home, layout] { home->Restore(name, layout); };
     }
-    if (item.region.attributes.redundancyLevel == RAID5) {
-        return [session, name, home, layout, item] {
-            home->Restore(name, layout);
-            RecomputeParity(*session, item);
-        };
-    }
-    return [session, name, home, layout] { home->Restore(name, layout); };
+    RedundantLayout(item, 0);
+    return [session, name, item] {
+        WithRecovery(*session, item, [&](const ItemInfo &now) {
+            ItemLayout layout = RedundantLayout(now, 0);
+            HomeOf(*session, layout).Restore(name, layout);
+            if (now.region.attributes.redundancyLevel == RAID1) {
+                ItemLayout second = RedundantLayout(now, 1);
+                HomeOf(*session, second).Restore(name, second);
+            } else {
+                RecomputeParity(*session, now);
+            }
+        });
+    };
 }
 
 // The memory servers holding item bytes [offset, offset + nbytes), each once.
@@ -258,7 +300,8 @@ void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options 
     Session &session = Control();
     CheckBackupName(name);
     ItemInfo item = Granted(session, src, kRead, 0, 0);
-    ItemLayout layout = IsRedundant(item.region) ? RedundantLayout(item, 0) : LayoutOf(item);
+    bool redundant = IsRedundant(item.region);
+    ItemLayout layout = redundant ? RedundantLayout(item, 0) : LayoutOf(item);
     MemoryServer *home = &HomeOf(session, layout);
     try {
         Archivist(session).DescribeBackup(name);
@@ -273,7 +316,15 @@ void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options 
     info.gid = item.gid;
     info.mode = item.perm;
     info.item_name = item.name;
-    return Launch([session = session_, home, layout, info] { home->Backup(layout, info); });
+    if (!redundant) {
+        return Launch([session = session_, home, layout, info] { home->Backup(layout, info); });
+    }
+    return Launch([session = session_, item, info] {
+        WithRecovery(*session, item, [&](const ItemInfo &now) {
+            ItemLayout layout = RedundantLayout(now, 0);
+            HomeOf(*session, layout).Backup(layout, info);
+        });
+    });
 }
 
 void *FamImpl::Restore(const char *name, Fam_Descriptor *dest) {

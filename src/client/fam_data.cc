@@ -31,7 +31,8 @@ bool SameKeys(const ItemInfo &a, const ItemInfo &b) {
     return true;
 }
 
-// Only the same item: once it is deallocated, another one may lie at its offset.
+}  // namespace
+
 void RequireSameItem(const ItemInfo &fresh, const ItemInfo &held) {
     if (fresh.name != held.name || fresh.size != held.size || fresh.uid != held.uid ||
         fresh.gid != held.gid) {
@@ -39,8 +40,6 @@ void RequireSameItem(const ItemInfo &fresh, const ItemInfo &held) {
              Describe(held));
     }
 }
-
-}  // namespace
 
 DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigned access,
                                  uint64_t offset, uint64_t nbytes) {

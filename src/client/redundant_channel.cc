@@ -12,9 +12,6 @@
 namespace fampool {
 namespace {
 
-// Rounds of recovery (check the servers, fetch the members again, redo) before a failure
-// stands: each round follows a member's loss, and a region survives one.
-constexpr int kRecoveryRounds = 3;
 // Bytes of one stripe request (below gRPC's message limit).
 constexpr uint64_t kStripeRequestBytes = 16 << 20;
 // Blocking RAID1 writes up to this size go to each copy in turn as blocking writes (one

@@ -153,11 +153,10 @@ class Soak {
             std::string name = prefix_ + level;
             Doing("fam_lookup_region " + name);
             Fam_Region_Descriptor *region = f_.fam_lookup_region(name.c_str());
-            // No backups across the kill: a backup or restore of a redundant item under way when
-            // a member's server dies or comes back fails instead of going to the other copy
-            // (an open finding of this soak, docs/robustness.md).
+            // RAID1 items are backed up across the kill too: a backup or restore under way when
+            // a member's server dies or comes back goes on with the other copy.
             regions_.push_back({name, std::unique_ptr<Fam_Region_Descriptor>(region),
-                                level == "raid1" && !redundant_only, false});
+                                level == "raid1", false});
         }
         Doing("fam_lookup words in " + prefix_ + "counter");
         words_.reset(f_.fam_lookup("words", (prefix_ + "counter").c_str()));
