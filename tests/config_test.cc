@@ -224,6 +224,40 @@ TEST_F(ConfigTest, ClusterFileErrorsNameTheServerAndTheKey) {
                      openfam::FAM_ERR_INVALID, "authentication \"maybe\" is not munge or none");
 }
 
+TEST_F(ConfigTest, MetadataShardsAreListedWithShardZeroAtTheMetadataAddress) {
+    ClusterConfig c = fampool::LoadClusterConfig(File(
+        "c.yaml", std::string(kCluster) + "metadata_shards: [127.0.0.1:9000, 127.0.0.1:9010]\n"));
+    EXPECT_EQ(c.metadata_address, "127.0.0.1:9000") << "shard 0 is the metadata address";
+    EXPECT_EQ(fampool::MetadataShards(c),
+              (std::vector<std::string>{"127.0.0.1:9000", "127.0.0.1:9010"}));
+    c.metadata_dir = "/m";
+    EXPECT_EQ(fampool::ShardStoreDir(c, 1), "/m/shard1");
+    c.metadata_fabric_port = "7000";
+    EXPECT_EQ(fampool::ShardFabricPort(c, 1), "7001");
+    ClusterConfig back = fampool::LoadClusterConfig(File("back.yaml", fampool::ClusterFileText(c)));
+    EXPECT_EQ(back.metadata_shards, c.metadata_shards);
+    // One shard: the metadata address, its store the metadata directory itself.
+    ClusterConfig one = fampool::LoadClusterConfig(File("one.yaml", kCluster));
+    EXPECT_EQ(fampool::MetadataShards(one), std::vector<std::string>{one.metadata_address});
+    one.metadata_dir = "/m";
+    EXPECT_EQ(fampool::ShardStoreDir(one, 0), "/m");
+}
+
+TEST_F(ConfigTest, MetadataShardsThatDisagreeOrRepeatAreRefusedByName) {
+    EXPECT_FAM_ERROR(fampool::LoadClusterConfig(File(
+                         "c.yaml", "metadata_address: 127.0.0.1:1\n"
+                                   "metadata_shards: [127.0.0.1:2, 127.0.0.1:3]\n")),
+                     openfam::FAM_ERR_INVALID, "is not the first of metadata_shards");
+    EXPECT_FAM_ERROR(fampool::LoadClusterConfig(
+                         File("c.yaml", "metadata_shards: [127.0.0.1:2, 127.0.0.1:2]\n")),
+                     openfam::FAM_ERR_INVALID, "twice");
+    EXPECT_FAM_ERROR(
+        fampool::LoadClusterConfig(File("c.yaml", "metadata_shards: [127.0.0.1:2, nowhere]\n")),
+        openfam::FAM_ERR_INVALID, "\"nowhere\" is not host:port");
+    EXPECT_FAM_ERROR(fampool::LoadClusterConfig(File("c.yaml", "metadata_shards: here\n")),
+                     openfam::FAM_ERR_INVALID, "must be a list");
+}
+
 TEST_F(ConfigTest, ClusterAuthenticatesOnlyWhenItsFileSaysMunge) {
     EXPECT_EQ(fampool::LoadClusterConfig(File("c.yaml", kCluster)).authentication, "none");
     ClusterConfig c = fampool::LoadClusterConfig(File(

@@ -9,7 +9,7 @@
 #include "common/network.h"
 #include "meta/metadata_store.h"
 #include "rpc/memory_server_client.h"
-#include "meta/metadata_client.h"
+#include "meta/sharded_metadata.h"
 #include "transport/fabric/fabric_transport.h"
 #include "transport/shm/shm_transport.h"
 
@@ -62,7 +62,10 @@ void ChooseClientInterface(const Config &config, FabricConfig *fabric) {
 void OpenCluster(Session &session) {
     const Config &config = session.config;
     auto timeout = std::chrono::milliseconds(config.rpc_timeout_ms);
-    auto metadata = std::make_unique<MetadataClient>(config.metadata_address, timeout);
+    auto metadata = std::make_unique<ShardedMetadata>(
+        config.metadata_shards.empty() ? std::vector<std::string>{config.metadata_address}
+                                       : config.metadata_shards,
+        timeout);
     rpc::ServerList list = metadata->Servers(std::chrono::milliseconds(config.connect_timeout_ms));
     for (const rpc::ServerState &server : list.servers()) {
         if (server.id() != session.servers.size()) {

@@ -8,6 +8,8 @@
 
 #include "common/config_keys.h"
 #include "common/error.h"
+#include "common/network.h"
+#include "common/shards.h"
 #include "common/openfam_config.h"
 
 namespace fampool {
@@ -110,6 +112,15 @@ ClusterConfig ReadClusterFile(const std::string &path) {
         if (key == "metadata_address" || key == "fam_client_interface_service_address") {
             config.metadata_address = Read<std::string>(value, key, path);
         }
+        if (key == "metadata_shards") {
+            if (!value.IsSequence()) Bad(path, "\"metadata_shards\" must be a list of host:port");
+            for (size_t k = 0; k < value.size(); ++k) {
+                config.metadata_shards.push_back(Read<std::string>(value[k], key, path));
+            }
+            if (!root["metadata_address"] && !config.metadata_shards.empty()) {
+                config.metadata_address = config.metadata_shards.front();
+            }
+        }
         if (key == "metadata_dir" || key == "metadata_path") {
             config.metadata_dir = Read<std::string>(value, key, path);
         }
@@ -155,9 +166,59 @@ ClusterConfig ReadClusterFile(const std::string &path) {
 
 }  // namespace
 
+std::vector<std::string> MetadataShards(const ClusterConfig &config) {
+    if (config.metadata_shards.empty()) return {config.metadata_address};
+    return config.metadata_shards;
+}
+
+std::string ShardStoreDir(const ClusterConfig &config, uint32_t shard) {
+    if (MetadataShards(config).size() == 1) return config.metadata_dir;
+    return config.metadata_dir + "/shard" + std::to_string(shard);
+}
+
+std::string ShardFabricPort(const ClusterConfig &config, uint32_t shard) {
+    const std::string &port = config.metadata_fabric_port;
+    if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
+        port.size() > 5) {
+        return shard == 0 ? port : std::string();
+    }
+    return std::to_string(std::stoul(port) + shard);
+}
+
 ClusterConfig LoadClusterConfig(const std::string &path) {
     return ReadingConfigFile(path, [&] { return ReadClusterFile(path); });
 }
+
+namespace {
+
+// metadata_shards: at most kMostShards, each host:port once, shard 0 at metadata_address.
+void CheckShards(const ClusterConfig &config) {
+    const std::vector<std::string> &shards = config.metadata_shards;
+    if (shards.empty()) return;
+    if (shards.size() > kMostShards) {
+        Bad(config.path, "metadata_shards lists " + std::to_string(shards.size()) +
+                             " shards; at most " + std::to_string(kMostShards) + " are allowed");
+    }
+    for (size_t k = 0; k < shards.size(); ++k) {
+        if (PortOf(shards[k]) == 0) {
+            Bad(config.path, "metadata_shards entry " + std::to_string(k) + " \"" + shards[k] +
+                                 "\" is not host:port");
+        }
+        for (size_t j = 0; j < k; ++j) {
+            if (shards[j] == shards[k]) {
+                Bad(config.path, "metadata_shards lists " + shards[k] + " twice (shards " +
+                                     std::to_string(j) + " and " + std::to_string(k) + ")");
+            }
+        }
+    }
+    if (config.metadata_address != shards.front()) {
+        Bad(config.path, "metadata_address " + config.metadata_address +
+                             " is not the first of metadata_shards (" + shards.front() +
+                             "): shard 0 is the metadata address");
+    }
+}
+
+}  // namespace
 
 void CheckClusterConfig(const ClusterConfig &config) {
     const std::string &path = config.path;
@@ -177,6 +238,7 @@ void CheckClusterConfig(const ClusterConfig &config) {
         Bad(path, "delayed_free_threads " + std::to_string(config.delayed_free_threads) +
                       " is negative");
     }
+    CheckShards(config);
     uint64_t i = config.interleave_size;
     if (i && ((i & (i - 1)) || i < 64)) {
         Fail(openfam::FAM_ERR_NOT_PWR_TWO,
@@ -227,6 +289,12 @@ std::string ClusterFileText(const ClusterConfig &c) {
         c.provider, YamlQuoted(c.metadata_address), YamlQuoted(c.metadata_dir), c.placement,
         c.progress, c.region_span, c.region_spanning, c.interleave_size, c.rpc_timeout_ms,
         c.fabric_timeout_ms, c.metadata_fabric, c.delayed_free_threads, c.authentication);
+    if (!c.metadata_shards.empty()) {
+        text += "metadata_shards:\n";
+        for (const std::string &shard : c.metadata_shards) {
+            text += fmt::format("  - {}\n", YamlQuoted(shard));
+        }
+    }
     if (!c.munge_socket.empty()) {
         text += fmt::format("munge_socket: {}\n", YamlQuoted(c.munge_socket));
     }

@@ -39,6 +39,10 @@ struct MemoryServerConfig {
 struct ClusterConfig {
     std::string provider = "tcp";
     std::string metadata_address = "127.0.0.1:8787";
+    // The metadata service as shards (metadata_shards: host:port of shard 0, 1, ...): regions
+    // are partitioned by name (common/shards.h), each shard with a store of its own. Empty: one
+    // shard, at metadata_address; else metadata_address is shard 0's.
+    std::vector<std::string> metadata_shards;
     std::string metadata_dir;  // LMDB store of the metadata service
     std::string archive_dir;   // backups (reachable by every memory server)
     std::string placement = "hash";
@@ -70,6 +74,15 @@ struct ClusterConfig {
     std::vector<MemoryServerConfig> memservers;
     std::string path;  // the file it came from
 };
+
+// The address of every metadata shard, shard 0 first: metadata_shards, or metadata_address alone.
+std::vector<std::string> MetadataShards(const ClusterConfig &config);
+// Where shard `shard` keeps its store: metadata_dir with one shard, metadata_dir/shard<k> with
+// several.
+std::string ShardStoreDir(const ClusterConfig &config, uint32_t shard);
+// The port shard `shard` takes metadata calls on over the fabric: metadata_fabric_port + shard
+// when that is a number, else "" (any free port).
+std::string ShardFabricPort(const ClusterConfig &config, uint32_t shard);
 
 // Reads and checks a cluster file or, when `path` is a directory, OpenFAM's service files in it
 // (openfam_config.h). Throws Failure(FAM_ERR_INVALID) naming the file and the key for an

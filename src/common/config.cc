@@ -197,7 +197,24 @@ Config ReadConfig(const Fam_Options *options) {
     c.metadata_address = c.cis_server.find(':') == std::string::npos
                              ? c.cis_server + ":" + c.grpc_port
                              : c.cis_server;
+    if (yaml && yaml.IsMap() && yaml["metadata_shards"]) {
+        const YAML::Node shards = yaml["metadata_shards"];
+        if (!shards.IsSequence()) {
+            Fail(openfam::FAM_ERR_INVALID, "metadata_shards must be a list of host:port");
+        }
+        for (const YAML::Node &shard : shards) {
+            c.metadata_shards.push_back(shard.as<std::string>());
+        }
+        if (!yaml["metadata_address"] && !c.metadata_shards.empty()) {
+            c.metadata_address = c.metadata_shards.front();
+        }
+    }
     Layer(c.metadata_address, yaml, {"metadata_address"}, "FAMPOOL_METADATA_ADDRESS", nullptr);
+    // A metadata address set apart from the file's shards names another service: its shards
+    // are learnt from it.
+    if (!c.metadata_shards.empty() && c.metadata_shards.front() != c.metadata_address) {
+        c.metadata_shards.clear();
+    }
     std::string timeout = std::to_string(c.rpc_timeout_ms);
     Layer(timeout, yaml, {"rpc_timeout_ms"}, "FAMPOOL_RPC_TIMEOUT_MS", nullptr);
     c.rpc_timeout_ms = ParseMillis("rpc_timeout_ms", timeout);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fam/fam.h"
 
@@ -37,6 +38,9 @@ struct Config {
     bool meta_sync = false;                 // fsync every metadata commit
     // Memory-server model.
     std::string metadata_address;           // host:port of the metadata service
+    // Its shards (metadata_shards), when the file lists them with metadata_address first;
+    // empty: learnt from the service at fam_initialize.
+    std::vector<std::string> metadata_shards;
     int rpc_timeout_ms = 10000;             // bound on every control-path call
     // How long fam_initialize keeps trying to reach the metadata service (a job's PEs all
     // connecting at once can find it slow to accept).

@@ -28,7 +28,7 @@ const std::set<std::string> &Keys() {
         // What the servers read (common/cluster_config.cc).
         "metadata_dir", "metadata_path", "archive_dir", "placement", "region_span",
         "enable_region_spanning", "region_span_size_per_memoryserver", "progress", "memservers",
-        "Memservers", "metadata_fabric_port", "fam_backup_path", "delayed_free_threads",
+        "Memservers", "metadata_fabric_port", "metadata_shards", "fam_backup_path", "delayed_free_threads",
         // OpenFAM's own files hold these; CheckOpenFamValue takes the values that describe
         // what fampool does.
         "rpc_framework_type", "resource_release", "metadata_manager", "metadata_interface_type",

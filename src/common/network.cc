@@ -53,6 +53,15 @@ std::string HostOf(const std::string &address) {
     return host;
 }
 
+int PortOf(const std::string &address) {
+    size_t colon = address.rfind(':');
+    if (colon == std::string::npos || colon + 1 == address.size()) return 0;
+    std::string digits = address.substr(colon + 1);
+    if (digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+    int port = std::stoi(digits);
+    return port <= 65535 ? port : 0;
+}
+
 std::string InterfaceAddress(const std::string &device) {
     std::string v4, v6;
     EachInterfaceAddress([&](const std::string &name, int family, const std::string &address) {

@@ -11,6 +11,9 @@ namespace fampool {
 // The host part of "host:port" (of "[v6]:port": v6, without the brackets).
 std::string HostOf(const std::string &address);
 
+// The port of "host:port" (also "[v6]:port"); 0 if there is none or it is not a port number.
+int PortOf(const std::string &address);
+
 // The address of network interface `device` (its first IPv4 address, else its first IPv6
 // one), or "" when no interface of that name has one.
 std::string InterfaceAddress(const std::string &device);

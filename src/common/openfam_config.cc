@@ -173,8 +173,10 @@ ClusterConfig ReadOpenFamFiles(const std::string &dir) {
         }
     }
     if (ServiceList(client, "metadata_list").size() > 1) {
-        Bad(client.path, "metadata_list names several metadata services; fampool runs one, at "
-                         "rpc_interface");
+        Bad(client.path,
+            "metadata_list names several metadata services; fampool takes OpenFAM's files "
+            "with one, at rpc_interface (several are shards, listed in metadata_shards of a "
+            "fampool cluster file)");
     }
     for (auto &[id, server] : by_id) config.memservers.push_back(server);
     CheckClusterConfig(config);

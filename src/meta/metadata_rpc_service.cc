@@ -1,7 +1,9 @@
 #include "meta/metadata_rpc_service.h"
 
+#include <algorithm>
 #include <cstdio>
 
+#include "common/shards.h"
 #include "meta/metadata_fabric.h"
 #include "rpc/convert.h"
 
@@ -23,6 +25,29 @@ void MetadataRpcService::StopMonitor() {
     if (rebuilder_.joinable()) rebuilder_.join();
 }
 
+void MetadataRpcService::ServeAsShard(uint32_t shard, std::vector<std::string> addresses) {
+    shard_ = shard;
+    shards_ = addresses.size() > 1 ? std::move(addresses) : std::vector<std::string>();
+}
+
+void MetadataRpcService::RequireOwnName(const std::string &name, const char *call) const {
+    if (shards_.empty()) return;
+    uint32_t owner = ShardOfName(name, static_cast<uint32_t>(shards_.size()));
+    if (owner == shard_) return;
+    Fail(openfam::FAM_ERR_INVALID,
+         "{}: region \"{}\" belongs to metadata shard {} ({}), not to this shard {} of {}: the "
+         "caller's list of shards is not the cluster's",
+         call, name, owner, shards_[owner], shard_, shards_.size());
+}
+
+void MetadataRpcService::RequireOwnRegion(uint64_t region_id, const char *call) const {
+    uint32_t owner = ShardOfRegion(region_id);
+    if (owner == shard_ || region_id == 0) return;
+    Fail(openfam::FAM_ERR_INVALID,
+         "{}: region id {} belongs to metadata shard {}, not to this shard {} of {}", call,
+         region_id, owner, shard_, std::max<size_t>(shards_.size(), 1));
+}
+
 Caller MetadataRpcService::Identify(const rpc::Caller &caller, const char *call) {
     if (!sessions_) return FromProto(caller);
     return sessions_->Resolve(caller.token(), call);
@@ -32,6 +57,7 @@ grpc::Status MetadataRpcService::CreateRegion(grpc::ServerContext *,
                                               const rpc::CreateRegionRequest *request,
                                               rpc::Region *reply) {
     return Serve([&] {
+        RequireOwnName(request->name(), "Metadata.CreateRegion");
         ToProto(store_->CreateRegion(request->name(), request->size(), request->perm(),
                                      FromProto(request->attributes(), request->name()),
                                      Identify(request->caller(), "Metadata.CreateRegion")),
@@ -42,6 +68,7 @@ grpc::Status MetadataRpcService::CreateRegion(grpc::ServerContext *,
 grpc::Status MetadataRpcService::DestroyRegion(grpc::ServerContext *,
                                                const rpc::RegionRequest *request, rpc::Empty *) {
     return Serve([&] {
+        RequireOwnRegion(request->region_id(), "Metadata.DestroyRegion");
         store_->DestroyRegion(request->region_id(),
                               Identify(request->caller(), "Metadata.DestroyRegion"));
     });
@@ -51,6 +78,7 @@ grpc::Status MetadataRpcService::ResizeRegion(grpc::ServerContext *,
                                               const rpc::RegionRequest *request,
                                               rpc::Region *reply) {
     return Serve([&] {
+        RequireOwnRegion(request->region_id(), "Metadata.ResizeRegion");
         ToProto(store_->ResizeRegion(request->region_id(), request->size(),
                                      Identify(request->caller(), "Metadata.ResizeRegion")),
                 reply);
@@ -61,6 +89,7 @@ grpc::Status MetadataRpcService::LookupRegion(grpc::ServerContext *,
                                               const rpc::LookupRequest *request,
                                               rpc::Region *reply) {
     return Serve([&] {
+        RequireOwnName(request->name(), "Metadata.LookupRegion");
         ToProto(store_->LookupRegion(request->name(),
                                      Identify(request->caller(), "Metadata.LookupRegion")),
                 reply);
@@ -71,6 +100,7 @@ grpc::Status MetadataRpcService::GetRegion(grpc::ServerContext *,
                                            const rpc::RegionRequest *request,
                                            rpc::Region *reply) {
     return Serve([&] {
+        RequireOwnRegion(request->region_id(), "Metadata.GetRegion");
         ToProto(store_->GetRegion(request->region_id(),
                                   Identify(request->caller(), "Metadata.GetRegion")),
                 reply);
@@ -81,6 +111,7 @@ grpc::Status MetadataRpcService::ChangeRegionPermissions(grpc::ServerContext *,
                                                          const rpc::RegionRequest *request,
                                                          rpc::Empty *) {
     return Serve([&] {
+        RequireOwnRegion(request->region_id(), "Metadata.ChangeRegionPermissions");
         store_->ChangeRegionPermissions(
             request->region_id(), request->perm(),
             Identify(request->caller(), "Metadata.ChangeRegionPermissions"));
@@ -91,6 +122,7 @@ grpc::Status MetadataRpcService::AllocateItem(grpc::ServerContext *,
                                               const rpc::AllocateRequest *request,
                                               rpc::Item *reply) {
     return Serve([&] {
+        RequireOwnRegion(request->region_id(), "Metadata.AllocateItem");
         ToProto(store_->AllocateItem(request->region_id(), request->name(), request->size(),
                                      request->perm(),
                                      Identify(request->caller(), "Metadata.AllocateItem")),
@@ -101,6 +133,7 @@ grpc::Status MetadataRpcService::AllocateItem(grpc::ServerContext *,
 grpc::Status MetadataRpcService::DeallocateItem(grpc::ServerContext *,
                                                 const rpc::ItemRequest *request, rpc::Empty *) {
     return Serve([&] {
+        RequireOwnRegion(request->region_id(), "Metadata.DeallocateItem");
         store_->DeallocateItem(request->region_id(), request->offset(),
                                Identify(request->caller(), "Metadata.DeallocateItem"));
     });
@@ -110,6 +143,7 @@ grpc::Status MetadataRpcService::LookupItem(grpc::ServerContext *,
                                             const rpc::LookupRequest *request,
                                             rpc::Item *reply) {
     return Serve([&] {
+        RequireOwnName(request->region(), "Metadata.LookupItem");
         ToProto(store_->LookupItem(request->name(), request->region(),
                                    Identify(request->caller(), "Metadata.LookupItem")),
                 reply);
@@ -119,6 +153,7 @@ grpc::Status MetadataRpcService::LookupItem(grpc::ServerContext *,
 grpc::Status MetadataRpcService::GetItem(grpc::ServerContext *, const rpc::ItemRequest *request,
                                          rpc::Item *reply) {
     return Serve([&] {
+        RequireOwnRegion(request->region_id(), "Metadata.GetItem");
         ToProto(store_->GetItem(request->region_id(), request->offset(),
                                 Identify(request->caller(), "Metadata.GetItem")),
                 reply);
@@ -129,6 +164,7 @@ grpc::Status MetadataRpcService::ChangeItemPermissions(grpc::ServerContext *,
                                                        const rpc::ItemRequest *request,
                                                        rpc::Empty *) {
     return Serve([&] {
+        RequireOwnRegion(request->region_id(), "Metadata.ChangeItemPermissions");
         store_->ChangeItemPermissions(
             request->region_id(), request->offset(), request->perm(),
             Identify(request->caller(), "Metadata.ChangeItemPermissions"));
@@ -144,6 +180,8 @@ grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty 
             reply->set_metadata_fabric_name(fabric_->name());
             reply->set_metadata_fabric_calls(fabric_->answered());
         }
+        reply->set_shard(shard_);
+        reply->set_shards(static_cast<uint32_t>(std::max<size_t>(shards_.size(), 1)));
         std::vector<uint64_t> usage = store_->ServerUsage();
         for (MemoryServerClient *server : servers_) {
             rpc::ServerState *state = reply->add_servers();
@@ -180,6 +218,7 @@ grpc::Status MetadataRpcService::Servers(grpc::ServerContext *, const rpc::Empty
             state->set_address(server->address());
         }
         reply->set_authentication(sessions_ ? "munge" : "none");
+        for (const std::string &shard : shards_) reply->add_metadata_shards(shard);
     });
 }
 
@@ -187,6 +226,7 @@ grpc::Status MetadataRpcService::ListItems(grpc::ServerContext *,
                                            const rpc::RegionRequest *request,
                                            rpc::ItemList *reply) {
     return Serve([&] {
+        RequireOwnRegion(request->region_id(), "Metadata.ListItems");
         for (const ItemInfo &item :
              store_->ListItems(request->region_id(),
                                Identify(request->caller(), "Metadata.ListItems"))) {

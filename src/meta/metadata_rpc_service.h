@@ -51,6 +51,11 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     // The fabric endpoint that takes the frequent calls too, named to clients in Status. Set
     // before serving; it must outlive the service's last Status call.
     void AdvertiseFabric(const MetadataFabricService *fabric) { fabric_ = fabric; }
+    // This service is shard `shard` of the metadata service, whose shards are at `addresses`
+    // (common/shards.h): it takes calls only for the regions it owns, refusing others by name,
+    // and names every shard to clients in Servers. Set before serving; without it, the only
+    // shard.
+    void ServeAsShard(uint32_t shard, std::vector<std::string> addresses);
     // Authenticates callers with MUNGE: every call is made as the uid and gid of the session
     // its token names (the stated ones are not used). Set before serving.
     void RequireAuthentication(std::unique_ptr<SessionTable> sessions) {
@@ -94,6 +99,10 @@ class MetadataRpcService final : public rpc::Metadata::Service {
 
   private:
     void CheckServers();
+    // Throw Failure(FAM_ERR_INVALID) when another shard owns the region named `name` or with
+    // id `region_id`: the caller's list of shards differs from the cluster's.
+    void RequireOwnName(const std::string &name, const char *call) const;
+    void RequireOwnRegion(uint64_t region_id, const char *call) const;
     // Who makes the call `call`: the stated uid and gid without authentication, else the
     // session's (throws Unauthenticated when the token names none).
     Caller Identify(const rpc::Caller &caller, const char *call);
@@ -111,6 +120,8 @@ class MetadataRpcService final : public rpc::Metadata::Service {
 
     MetadataStore *store_;
     std::vector<MemoryServerClient *> servers_;
+    uint32_t shard_ = 0;
+    std::vector<std::string> shards_;  // every shard's address when there are several
     const MetadataFabricService *fabric_ = nullptr;
     std::unique_ptr<SessionTable> sessions_;  // null: no authentication
     std::mutex monitor_mutex_;

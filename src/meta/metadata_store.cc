@@ -9,6 +9,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/shards.h"
 #include "meta/extent_allocator.h"
 #include "meta/records.h"
 #include "meta/store_internals.h"
@@ -17,18 +18,29 @@ namespace fampool {
 
 using namespace store;
 
-std::string MetadataStore::Prepare(LmdbEnv &env) {
+std::string MetadataStore::Prepare(LmdbEnv &env, uint32_t shard, uint32_t shards) {
     Txn txn(env, /*write=*/true);
     std::string_view value;
     std::string instance;
+    // "k/N": shard k of N. A store from before shards has none, and is shard 0 of 1.
+    std::string place = fmt::format("{}/{}", shard, shards);
     if (txn.Get(Table::kMeta, "instance", &value)) {
         instance = std::string(value);
+        std::string recorded = txn.Get(Table::kMeta, "shard", &value) ? std::string(value) : "0/1";
+        if (recorded != place) {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "metadata store {} is shard {} (shard/shards), not {} as configured: its "
+                 "regions' names would lead clients to other shards. Start it with the shard "
+                 "and shard count it was created with, or give this shard a new metadata_dir",
+                 env.dir(), recorded, place);
+        }
     } else {
         std::random_device random;
         uint64_t id = (static_cast<uint64_t>(random()) << 32) ^ random();
         instance = fmt::format("fampool-{:016x}", id);
         txn.Put(Table::kMeta, "instance", instance);
-        txn.Put(Table::kMeta, "next_region", Key(1));
+        txn.Put(Table::kMeta, "next_region", Key(FirstRegionId(shard)));
+        txn.Put(Table::kMeta, "shard", place);
     }
     std::string boot = BootId();
     if (!txn.Get(Table::kMeta, "boot_id", &value) || value != boot) {

@@ -3,7 +3,7 @@
 // several processes of the node sharing one store; the metadata server will call it behind gRPC.
 //
 // Tables (keys are big-endian so that byte order is numeric order):
-//   meta           "instance" | "next_region" | "boot_id"  -> value
+//   meta           "instance" | "next_region" | "boot_id" | "shard"  -> value
 //   regions        region id                                -> region record
 //   region_names   region name                              -> region id
 //   items          region id, offset                        -> item record
@@ -68,10 +68,13 @@ struct PlacementOptions {
 
 class MetadataStore : public MetadataService {
   public:
-    // Opens the store's tables and, the first time, writes its identity. Drops the volatile
-    // regions of an earlier boot (their heaps are gone). Returns the store's instance id, which
-    // names its heap files. Safe when many processes open a fresh store at once.
-    static std::string Prepare(LmdbEnv &env);
+    // Opens the store's tables and, the first time, writes its identity: shard `shard` of
+    // `shards` (common/shards.h; its region ids start at FirstRegionId(shard)). Throws
+    // Failure(FAM_ERR_INVALID) when the store was made as another shard or for another count.
+    // Drops the volatile regions of an earlier boot (their heaps are gone). Returns the store's
+    // instance id, which names its heap files. Safe when many processes open a fresh store at
+    // once.
+    static std::string Prepare(LmdbEnv &env, uint32_t shard = 0, uint32_t shards = 1);
 
     // `servers[i]` is the memory server with id i.
     MetadataStore(std::shared_ptr<LmdbEnv> env, std::vector<MemoryServer *> servers,

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/cluster_config.h"
 #include "meta/metadata_client.h"
 #include "rpc/convert.h"
 #include "test_munged.h"
@@ -93,6 +94,17 @@ bool TestClusterSpec::FromEnvironment(TestClusterSpec *spec) {
     if (std::getline(in, field, ':')) spec->interleave = std::stoull(field);
     if (std::getline(in, field, ':')) spec->provider = field;
     if (std::getline(in, field, ':')) spec->keys = field;
+    // metadata_shards=N is the spec's, not a key of the file (where it is a list).
+    std::stringstream keys(spec->keys);
+    std::string kept;
+    for (std::string pair; std::getline(keys, pair, ',');) {
+        if (pair.rfind("metadata_shards=", 0) == 0) {
+            spec->shards = std::stoi(pair.substr(16));
+        } else {
+            kept += (kept.empty() ? "" : ",") + pair;
+        }
+    }
+    spec->keys = kept;
     return true;
 }
 
@@ -130,18 +142,25 @@ void TestCluster::Start(const TestClusterSpec &spec, const std::string &dir,
     logs_.clear();
     pids_.clear();
     rpc_addresses_.clear();
-    std::vector<int> ports = FreePorts(1 + 2 * spec.servers);
+    std::vector<int> ports = FreePorts(spec.shards + 2 * spec.servers);
     size_t next_port = 0;
-    int metadata_port = ports[next_port++];
+    std::vector<std::string> shards;
+    for (int k = 0; k < spec.shards; ++k) {
+        shards.push_back("127.0.0.1:" + std::to_string(ports[next_port++]));
+    }
     std::ofstream config(config_path_);
     config << "openfam_model: memory_server\n"
            << "provider: " << spec.provider << "\n"
-           << "metadata_address: 127.0.0.1:" << metadata_port << "\n"
+           << "metadata_address: " << shards[0] << "\n"
            << "metadata_dir: " << dir << "/cluster-meta\n"
            << "archive_dir: " << archive_dir << "\n"
            << "dataitem_interleave_size: " << spec.interleave << "\n"
            << "rpc_timeout_ms: 10000\n"
            << "fabric_timeout_ms: 5000\n";
+    if (spec.shards > 1) {
+        config << "metadata_shards:\n";
+        for (const std::string &shard : shards) config << "  - " << shard << "\n";
+    }
     if (spec.keys.find("authentication=munge") != std::string::npos &&
         spec.keys.find("munge_socket=") == std::string::npos) {
         if (!munged_) munged_ = std::make_unique<TestMunged>();
@@ -181,7 +200,14 @@ void TestCluster::Start(const TestClusterSpec &spec, const std::string &dir,
         commands_.insert(commands_.begin(), args);
         logs_.insert(logs_.begin(), dir + "/server" + std::to_string(i) + ".log");
     }
-    for (size_t i = commands_.size(); i-- > 0;) pids_.insert(pids_.begin(), Spawn(commands_[i], logs_[i]));
+    for (int k = 1; k < spec.shards; ++k) {
+        commands_.push_back({ServerBinary(), "--config", config_path_, "--role", "metadata",
+                             "--shard", std::to_string(k)});
+        logs_.push_back(dir + "/shard" + std::to_string(k) + ".log");
+    }
+    // Memory servers before the metadata service, which finds them at its start.
+    for (size_t i = spec.servers; i-- > 0;) pids_.insert(pids_.begin(), Spawn(commands_[i], logs_[i]));
+    for (size_t i = spec.servers; i < commands_.size(); ++i) pids_.push_back(Spawn(commands_[i], logs_[i]));
     servers_ = spec.servers;
     WaitReady();
 }
@@ -229,6 +255,10 @@ pid_t TestCluster::Spawn(const std::vector<std::string> &args, const std::string
     return pid;
 }
 
+std::vector<std::string> TestCluster::ShardAddresses() const {
+    return fampool::MetadataShards(fampool::LoadClusterConfig(config_path_));
+}
+
 std::string TestCluster::MetadataAddress() const {
     std::ifstream config(config_path_);
     std::string line;
@@ -240,7 +270,8 @@ std::string TestCluster::MetadataAddress() const {
 
 void TestCluster::WaitReady() {
     const int servers = servers_;
-    std::string address = MetadataAddress();
+    std::vector<std::string> shards = ShardAddresses();
+    size_t ready_shards = 0;  // shards that see every memory server, in order
     // Throws when one of our servers has exited: PortClash when it could not bind its port.
     auto check_exits = [&] {
         for (size_t i = 0; i < pids_.size(); ++i) {
@@ -263,6 +294,7 @@ void TestCluster::WaitReady() {
         check_exits();
         try {
             // A new channel each time: a refused first attempt must not leave us in backoff.
+            const std::string &address = shards[ready_shards];
             fampool::MetadataClient client(address, std::chrono::milliseconds(1000));
             fampool::rpc::ClusterStatus status = client.Status();
             int reachable = 0;
@@ -275,7 +307,8 @@ void TestCluster::WaitReady() {
                 }
                 if (!ours) throw PortClash("another test's cluster answers at " + address);
                 check_exits();
-                return;
+                if (++ready_shards == shards.size()) return;
+                continue;
             }
             last_error = std::to_string(reachable) + " of " + std::to_string(servers) +
                          " memory servers reachable";
@@ -305,7 +338,15 @@ bool TestCluster::Alive() {
 }
 
 void TestCluster::Clean() {
-    fampool::MetadataClient client(MetadataAddress(), std::chrono::milliseconds(10000));
+    for (const std::string &shard : ShardAddresses()) CleanShard(shard);
+    std::error_code ignored;
+    for (const auto &entry : std::filesystem::directory_iterator(archive_dir_, ignored)) {
+        std::filesystem::remove_all(entry.path(), ignored);
+    }
+}
+
+void TestCluster::CleanShard(const std::string &address) {
+    fampool::MetadataClient client(address, std::chrono::milliseconds(10000));
     fampool::rpc::ClusterStatus status = client.Status();
     if (!munged_) {
         for (const auto &usage : status.regions()) {
@@ -315,7 +356,7 @@ void TestCluster::Clean() {
     } else {
         // Each region as its owner, whom munged vouches for (the munge program run as that
         // user makes the credential).
-        auto stub = fampool::rpc::Metadata::NewStub(fampool::OpenChannel(MetadataAddress()));
+        auto stub = fampool::rpc::Metadata::NewStub(fampool::OpenChannel(address));
         for (const auto &usage : status.regions()) {
             const auto &region = usage.region();
             fampool::rpc::Credential credential;
@@ -324,19 +365,15 @@ void TestCluster::Clean() {
             fampool::rpc::Session session;
             auto context = fampool::CallContext(std::chrono::milliseconds(10000));
             fampool::CheckStatus(stub->Authenticate(context.get(), credential, &session),
-                                 "Metadata.Authenticate", MetadataAddress());
+                                 "Metadata.Authenticate", address);
             fampool::rpc::RegionRequest request;
             request.mutable_caller()->set_token(session.token());
             request.set_region_id(region.id());
             fampool::rpc::Empty reply;
             context = fampool::CallContext(std::chrono::milliseconds(10000));
             fampool::CheckStatus(stub->DestroyRegion(context.get(), request, &reply),
-                                 "Metadata.DestroyRegion", MetadataAddress());
+                                 "Metadata.DestroyRegion", address);
         }
-    }
-    std::error_code ignored;
-    for (const auto &entry : std::filesystem::directory_iterator(archive_dir_, ignored)) {
-        std::filesystem::remove_all(entry.path(), ignored);
     }
 }
 

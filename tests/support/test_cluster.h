@@ -30,6 +30,9 @@ struct TestClusterSpec {
     // More keys of the cluster file, as "key=value,key=value" (placement, region_span, ...);
     // "serverN.key=value" goes to memory server N (serverN.spare=true, serverN.failure_domain=a).
     std::string keys;
+    // Shards of the metadata service (the key metadata_shards=N): shard 0 runs beside memory
+    // server 0, each other shard in a process of its own.
+    int shards = 1;
     // Parses FAMPOOL_TEST_CLUSTER ("servers:interleave:provider:keys", later fields optional);
     // false when it is not set.
     static bool FromEnvironment(TestClusterSpec *spec);
@@ -50,7 +53,9 @@ class TestCluster {
     const std::string &config_path() const { return config_path_; }
     const std::vector<pid_t> &pids() const { return pids_; }
     int servers() const { return servers_; }
-    // Kills one server process (index 0 holds the metadata service and memory server 0).
+    // Kills one server process (index 0 holds the metadata service, or its shard 0, and
+    // memory server 0; indices 1 to servers()-1 the other memory servers; then metadata shards
+    // 1, 2, ...).
     void Kill(size_t index, int signal);
     // Starts a killed server again with the same arguments.
     void Restart(size_t index);
@@ -77,7 +82,11 @@ class TestCluster {
     void Start(const TestClusterSpec &spec, const std::string &dir,
                const std::string &archive_dir);
     void StopServers();
+    // Destroys every region of the metadata shard at `address`, as its owner.
+    void CleanShard(const std::string &address);
     std::string MetadataAddress() const;
+    // Every metadata shard's address, shard 0 first.
+    std::vector<std::string> ShardAddresses() const;
     pid_t Spawn(const std::vector<std::string> &args, const std::string &log);
 
     int servers_ = 0;

@@ -52,9 +52,6 @@ std::string ClusterFileOf(const ClusterChoice &choice);
 // LoadClusterConfig with the command's name in front of its message; a missing file gets a hint.
 ClusterConfig LoadCluster(const std::string &command, const std::string &path);
 
-// The port of "host:port" (also "[v6]:port"); 0 if there is none. (HostOf: common/network.h.)
-int PortOf(const std::string &address);
-
 // 1536 -> "1.5 KiB"; exact bytes when `exact`.
 std::string Bytes(uint64_t bytes, bool exact = false);
 // "'a b'" for a shell; plain when it needs no quotes.
@@ -74,6 +71,7 @@ class Table {
 
 struct UpOptions {
     unsigned memservers = 1;
+    unsigned metadata_shards = 1;
     std::string provider = "tcp";
     std::string run_dir;
     int base_port = 8787;

@@ -49,15 +49,6 @@ ClusterConfig LoadCluster(const std::string &command, const std::string &path) {
     }
 }
 
-int PortOf(const std::string &address) {
-    size_t colon = address.rfind(':');
-    if (colon == std::string::npos || colon + 1 == address.size()) return 0;
-    std::string digits = address.substr(colon + 1);
-    if (!std::all_of(digits.begin(), digits.end(), ::isdigit) || digits.size() > 5) return 0;
-    int port = std::stoi(digits);
-    return port <= 65535 ? port : 0;
-}
-
 std::string Bytes(uint64_t bytes, bool exact) {
     if (exact) return std::to_string(bytes);
     if (bytes < 1024) return std::to_string(bytes) + " B";

@@ -46,6 +46,11 @@ int Main(int argc, char **argv) {
         "and wait until all of them answer");
     up_command->add_option("--memservers", up.memservers, "number of memory servers (1 to 99)")
         ->capture_default_str();
+    up_command
+        ->add_option("--metadata-shards", up.metadata_shards,
+                     "run the metadata service as N shards (1 to 64), regions partitioned by "
+                     "name, each shard with its own store; shard k>0 listens on P+200+k")
+        ->capture_default_str();
     up_command->add_option("--provider", up.provider, "libfabric provider of the data path")
         ->check(CLI::IsMember({"tcp", "shm", "sockets", "verbs", "cxi"}))
         ->capture_default_str();
@@ -93,7 +98,7 @@ int Main(int argc, char **argv) {
         "fam_client_interface_config.yaml; usually $OPENFAM_ROOT/config), written to "
         "RUN_DIR/cluster.yaml in fampool's format");
     for (const char *generated :
-         {"--memservers", "--provider", "--base-port", "--interleave", "--placement",
+         {"--memservers", "--metadata-shards", "--provider", "--base-port", "--interleave", "--placement",
           "--region-span", "--progress", "--authentication", "--munge-socket"}) {
         config_option->excludes(up_command->get_option(generated));
     }

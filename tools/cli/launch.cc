@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "common/error.h"
+#include "common/shards.h"
 #include "meta/metadata_client.h"
 #include "process.h"
 #include "rpc/munge.h"
@@ -36,16 +37,32 @@ std::string ShmBase(const std::string &run_dir) {
     return fmt::format("/dev/shm/fampool-{}-{:012x}", getuid(), hash & 0xffffffffffffull);
 }
 
+// The port of metadata shard `shard` in a cluster file `up` writes: the base port for shard 0,
+// base + 200 + k for the others (above the memory servers' fabric ports).
+int ShardPort(const UpOptions &o, unsigned shard) {
+    return shard == 0 ? o.base_port : o.base_port + 200 + static_cast<int>(shard);
+}
+
+// The name `up` and `down` give shard `shard` of `shards` (pid file, log, tables).
+std::string ShardName(size_t shard, size_t shards) {
+    return shards == 1 ? std::string("metadata") : fmt::format("metadata{}", shard);
+}
+
 std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
     if (o.memservers < 1 || o.memservers > 99) {
         Die(1, "fampool up: --memservers {} is out of range (1 to 99)", o.memservers);
     }
+    if (o.metadata_shards < 1 || o.metadata_shards > kMostShards) {
+        Die(1, "fampool up: --metadata-shards {} is out of range (1 to {})", o.metadata_shards,
+            kMostShards);
+    }
     int last_port = o.base_port + 100 + static_cast<int>(o.memservers) - 1;
+    if (o.metadata_shards > 1) last_port = ShardPort(o, o.metadata_shards - 1);
     if (o.base_port < 1 || last_port > 65535) {
         Die(1,
-            "fampool up: --base-port {} leaves no room for {} memory servers (ports {} to {} "
-            "are used; the last must be at most 65535)",
-            o.base_port, o.memservers, o.base_port, last_port);
+            "fampool up: --base-port {} leaves no room for {} memory servers and {} metadata "
+            "shard(s) (ports {} to {} are used; the last must be at most 65535)",
+            o.base_port, o.memservers, o.metadata_shards, o.base_port, last_port);
     }
     if (o.authentication == "none" && !o.munge_socket.empty()) {
         Die(1, "fampool up: --munge-socket goes with --authentication munge, not none");
@@ -62,6 +79,12 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
         "region_span: {}\nprogress: {}\nauthentication: {}\n",
         o.provider, o.base_port, YamlQuoted(dir + "/meta"), YamlQuoted(dir + "/backup"),
         o.interleave, o.placement, o.region_span, o.progress, o.authentication);
+    if (o.metadata_shards > 1) {
+        text += "metadata_shards:\n";
+        for (unsigned k = 0; k < o.metadata_shards; ++k) {
+            text += fmt::format("  - 127.0.0.1:{}\n", ShardPort(o, k));
+        }
+    }
     if (o.authentication == "munge") {
         // A site's munged, or the one `up` starts for the cluster.
         std::string socket =
@@ -143,7 +166,13 @@ void CheckPorts(const ClusterConfig &cluster, const std::string &dir, bool gener
                 at->second, what);
         }
     };
-    want(PortOf(cluster.metadata_address), "the metadata service", "metadata_address");
+    const std::vector<std::string> shards = MetadataShards(cluster);
+    for (size_t k = 0; k < shards.size(); ++k) {
+        want(PortOf(shards[k]),
+             shards.size() == 1 ? std::string("the metadata service")
+                                : fmt::format("metadata shard {}", k),
+             shards.size() == 1 ? "metadata_address" : "metadata_shards");
+    }
     for (const MemoryServerConfig &server : cluster.memservers) {
         want(PortOf(server.rpc_address), fmt::format("memory server {}", server.id),
              "rpc_interface");
@@ -413,10 +442,18 @@ int Up(const UpOptions &options) {
         }
         std::vector<Started> memory(servers.begin() + (own_munged ? 1 : 0), servers.end());
         WaitListening(servers, memory, deadline, options.timeout_s);
-        launch("metadata", cluster.metadata_address, "-", {"--role", "metadata"});
-        WaitListening(servers, {servers.back()}, deadline, options.timeout_s);
-        rpc::ClusterStatus status =
-            WaitReachable(servers, servers.back(), start, deadline, options.timeout_s);
+        const std::vector<std::string> shards = MetadataShards(cluster);
+        std::vector<Started> metadata;
+        for (size_t k = 0; k < shards.size(); ++k) {
+            launch(ShardName(k, shards.size()), shards[k], "-",
+                   {"--role", "metadata", "--shard", std::to_string(k)});
+            metadata.push_back(servers.back());
+        }
+        WaitListening(servers, metadata, deadline, options.timeout_s);
+        rpc::ClusterStatus status;
+        for (const Started &shard : metadata) {
+            status = WaitReachable(servers, shard, start, deadline, options.timeout_s);
+        }
 
         std::map<uint64_t, std::string> providers;
         for (const rpc::ServerState &server : status.servers()) {
@@ -428,8 +465,10 @@ int Up(const UpOptions &options) {
             "ready in %.1f s\n",
             cluster.memservers.size(), dir.c_str(), cluster.provider.c_str(), took);
         Table table({"SERVER", "ADDRESS", "FABRIC PORT", "PROVIDER", "PID", "LOG"});
-        table.Add({servers.back().name, servers.back().address, "-", "-",
-                   std::to_string(servers.back().pid), servers.back().log});
+        for (const Started &shard : metadata) {
+            table.Add({shard.name, shard.address, "-", "-", std::to_string(shard.pid),
+                       shard.log});
+        }
         for (const Started &server : servers) {
             if (!server.name.starts_with("memory")) continue;
             uint64_t id = std::stoull(server.name.substr(6));

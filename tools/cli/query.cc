@@ -9,7 +9,7 @@
 
 #include "cli.h"
 #include "common/error.h"
-#include "meta/metadata_client.h"
+#include "meta/sharded_metadata.h"
 #include "rpc/convert.h"
 
 namespace fampool::cli {
@@ -19,7 +19,7 @@ namespace {
 struct Session {
     std::string command;
     ClusterConfig cluster;
-    std::unique_ptr<MetadataClient> client;
+    std::unique_ptr<ShardedMetadata> client;
     Caller caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
 
     Session(const std::string &name, const ClusterChoice &choice) : command(name) {
@@ -28,7 +28,7 @@ struct Session {
         // memory servers must not make the metadata service look unreachable.
         auto timeout = std::chrono::milliseconds(cluster.rpc_timeout_ms) *
                        static_cast<int64_t>(cluster.memservers.size() + 1);
-        client = std::make_unique<MetadataClient>(cluster.metadata_address, timeout);
+        client = std::make_unique<ShardedMetadata>(MetadataShards(cluster), timeout);
         // ls and stat are made as the user munged vouches for; status needs no session.
         if (cluster.authentication == "munge") client->UseMunge(cluster.munge_socket);
     }
@@ -166,14 +166,27 @@ void RegionTable(const rpc::ClusterStatus &status, bool exact) {
 
 int Status(const QueryOptions &options) {
     Session session("status", options.cluster);
-    rpc::ClusterStatus status =
-        session.Ask("cluster status", [&] { return session.client->Status(); });
+    std::vector<rpc::ClusterStatus> shards =
+        session.Ask("cluster status", [&] { return session.client->StatusOfShards(); });
+    rpc::ClusterStatus status = MergeStatus(shards);
     const bool exact = options.exact_bytes;
 
     std::printf("cluster %s: metadata service %s, provider %s\n",
                 session.cluster.path.c_str(), session.cluster.metadata_address.c_str(),
                 session.cluster.provider.c_str());
-    if (status.metadata_fabric_address().empty()) {
+    if (shards.size() > 1) {
+        std::printf("\nmetadata shards (regions partitioned by name)\n");
+        Table table({"SHARD", "ADDRESS", "REGIONS", "FABRIC ENDPOINT", "FABRIC CALLS"});
+        for (size_t k = 0; k < shards.size(); ++k) {
+            const rpc::ClusterStatus &shard = shards[k];
+            table.Add({std::to_string(k), session.client->shard(k).address(),
+                       std::to_string(shard.regions_size()),
+                       shard.metadata_fabric_address().empty() ? "gRPC only"
+                                                               : shard.metadata_fabric_name(),
+                       std::to_string(shard.metadata_fabric_calls())});
+        }
+        table.Print();
+    } else if (status.metadata_fabric_address().empty()) {
         std::printf("metadata calls: gRPC only\n");
     } else {
         std::printf("metadata calls: lookups and allocations over the fabric at %s (%llu "
@@ -375,7 +388,7 @@ int Rebuild(const QueryOptions &options) {
                                        : ("region " + Quote(options.region)).c_str());
     std::fflush(stdout);
     // A rebuild copies a member's whole extent: no deadline shorter than an hour.
-    MetadataClient client(session.cluster.metadata_address, std::chrono::hours(1));
+    ShardedMetadata client(MetadataShards(session.cluster), std::chrono::hours(1));
     rpc::RebuildReply reply =
         session.Ask(options.region.empty() ? std::string("rebuild")
                                            : "region " + Quote(options.region),

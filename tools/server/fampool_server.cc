@@ -147,7 +147,9 @@ struct MetadataRole {
 
 // `colocated`: the memory server running in this process (role all), called directly rather
 // than over gRPC: no RPC hop inside the metadata service's allocations; null when none.
-MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *colocated) {
+// `shard`: which shard of the metadata service this process is (common/shards.h).
+MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *colocated,
+                               uint32_t shard) {
     if (cluster.metadata_dir.empty()) {
         Fail(openfam::FAM_ERR_INVALID, "cluster file {} has no metadata_dir", cluster.path);
     }
@@ -155,9 +157,16 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
         Fail(openfam::FAM_ERR_MEMSERV_LIST_EMPTY, "cluster file {} lists no memory servers",
              cluster.path);
     }
+    const std::vector<std::string> shards = MetadataShards(cluster);
+    if (shard >= shards.size()) {
+        Fail(openfam::FAM_ERR_INVALID, "metadata shard {} is not in {} ({} shard{})", shard,
+             cluster.path, shards.size(), shards.size() == 1 ? "" : "s");
+    }
     MetadataRole role;
-    role.env = LmdbEnv::Open(cluster.metadata_dir, /*sync_commits=*/false);
-    MetadataStore::Prepare(*role.env);
+    std::string store_dir = ShardStoreDir(cluster, shard);
+    std::filesystem::create_directories(store_dir);
+    role.env = LmdbEnv::Open(store_dir, /*sync_commits=*/false);
+    MetadataStore::Prepare(*role.env, shard, static_cast<uint32_t>(shards.size()));
     std::vector<MemoryServer *> servers;
     std::vector<MemoryServerClient *> clients;
     for (const MemoryServerConfig &server : cluster.memservers) {
@@ -186,8 +195,9 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     placement.scrub_in_background = cluster.delayed_free_threads > 0;
     role.store = std::make_unique<MetadataStore>(role.env, servers, placement);
     role.service = std::make_unique<MetadataRpcService>(role.store.get(), clients);
+    role.service->ServeAsShard(shard, shards);
     if (cluster.authentication == "munge") {
-        std::string name = "metadata service " + cluster.metadata_address;
+        std::string name = "metadata service " + shards[shard];
         CheckMunged(cluster, name);
         role.service->RequireAuthentication(std::make_unique<SessionTable>(
             cluster.munge_socket, kMetadataAudience, name));
@@ -196,8 +206,8 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     if (cluster.metadata_fabric) {
         FabricConfig fabric;
         fabric.provider = cluster.provider;
-        fabric.node = HostOf(cluster.metadata_address);
-        fabric.service = cluster.metadata_fabric_port;
+        fabric.node = HostOf(shards[shard]);
+        fabric.service = ShardFabricPort(cluster, shard);
         fabric.timeout_ms = cluster.fabric_timeout_ms;
         try {
             role.fabric = std::make_unique<MetadataFabricService>(fabric, role.service.get());
@@ -234,6 +244,7 @@ int Run(int argc, char **argv) {
     CLI::App app{"fampool-server: the metadata service and memory servers of a fampool cluster"};
     std::string config_path, role = "all";
     uint64_t id = 0;
+    uint32_t shard = 0;
     app.add_option("--config", config_path,
                    "cluster file (YAML), or a directory of OpenFAM's service files "
                    "(fam_memoryserver_config.yaml, fam_metadata_config.yaml, "
@@ -242,6 +253,9 @@ int Run(int argc, char **argv) {
     app.add_option("--role", role, "metadata, memory, or all (metadata and memory server --id)")
         ->check(CLI::IsMember({"metadata", "memory", "all"}));
     app.add_option("--id", id, "memory server id (its position in the cluster file)");
+    app.add_option("--shard", shard,
+                   "with --role metadata: which shard of the metadata service to run (its "
+                   "position in metadata_shards; default 0)");
     CLI11_PARSE(app, argc, argv);
 
     // SIGTERM/SIGINT are taken by sigwait below, never by a thread at random.
@@ -263,11 +277,21 @@ int Run(int argc, char **argv) {
                     memory.fabric->provider().c_str(), cluster.memservers[id].fabric_port.c_str());
     }
     if (role == "metadata" || role == "all") {
-        metadata = StartMetadataRole(cluster, memory.heaps.get());
-        servers.push_back(Listen(cluster.metadata_address, metadata.service.get()));
+        if (role == "all" && shard != 0) {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "--role all runs metadata shard 0 beside memory server --id; run shard {} "
+                 "with --role metadata",
+                 shard);
+        }
+        metadata = StartMetadataRole(cluster, memory.heaps.get(), shard);
+        const std::vector<std::string> shards = MetadataShards(cluster);
+        servers.push_back(Listen(shards[shard], metadata.service.get()));
         metadata.service->StartMonitor(std::chrono::milliseconds(100));
-        std::printf("fampool-server: metadata service on %s (%zu memory servers; %s; %s)\n",
-                    cluster.metadata_address.c_str(), cluster.memservers.size(),
+        std::string which = shards.size() == 1 ? std::string("metadata service")
+                                               : fmt::format("metadata shard {} of {}", shard,
+                                                             shards.size());
+        std::printf("fampool-server: %s on %s (%zu memory servers; %s; %s)\n", which.c_str(),
+                    shards[shard].c_str(), cluster.memservers.size(),
                     cluster.authentication == "munge"
                         ? ("callers authenticated with MUNGE at " +
                            MungeSocketName(cluster.munge_socket))
