@@ -187,6 +187,29 @@ TEST_F(NoSpanningClusterTest, EveryRegionLivesOnOneServer) {
     EXPECT_EQ(GetBytes(item.get(), 31 << 20, bytes.size()), bytes);
 }
 
+// One memory server offering 16 MiB (capacity): regions and resizes fit in it or are refused
+// with FAM_ERR_NO_SPACE naming the server and its capacity; a destroyed region's bytes count no
+// more.
+class CapacityClusterTest : public ClusterTest {
+  protected:
+    const char *Spec() const override { return "1:0:tcp:server0.capacity=16MiB"; }
+};
+
+TEST_F(CapacityClusterTest, RegionsBeyondAServersCapacityAreRefusedNamingIt) {
+    auto first = CreateRegion("first", 8 << 20);
+    EXPECT_FAM_ERROR(CreateRegion("second", 12 << 20), FAM_ERR_NO_SPACE,
+                     "capacity is 16777216 bytes");
+    EXPECT_FAM_ERROR(fam()->fam_resize_region(first.get(), 20 << 20), FAM_ERR_NO_SPACE,
+                     "memory server 0");
+    auto third = CreateRegion("third", 8 << 20);  // exactly full
+    fam()->fam_destroy_region(third.get());
+    auto fourth = CreateRegion("fourth", 8 << 20);  // the destroyed region's room is free again
+    auto item = Allocate("x", 4 << 20, fourth.get());
+    std::vector<uint8_t> bytes = Pattern(4 << 20, 6);
+    PutBytes(item.get(), 0, bytes);
+    EXPECT_EQ(GetBytes(item.get(), 0, bytes.size()), bytes);
+}
+
 TEST_F(ClusterTest, TransferSpanningEveryServerRoundTrips) {
     Fam_Region_Attributes attrs{};
     attrs.interleaveEnable = ENABLE;

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "common/config.h"
 #include "common/config_keys.h"
 #include "common/error.h"
 #include "common/network.h"
@@ -18,7 +19,7 @@ namespace {
 const std::set<std::string> kServerKeys = {"id", "rpc_interface", "rpc_address", "libfabric_port",
                                            "fabric_host", "fam_path", "heap_dir", "shm_path",
                                            "shm_dir", "memory_type", "if_device",
-                                           "failure_domain", "spare"};
+                                           "failure_domain", "spare", "capacity"};
 
 [[noreturn]] void Bad(const std::string &path, const std::string &what) {
     Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}", path, what);
@@ -46,7 +47,7 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
         if (!kServerKeys.count(key)) {
             Bad(path, which + ": unknown key \"" + key + "\" (known: id, rpc_interface, "
                       "libfabric_port, fabric_host, if_device, fam_path, shm_path, memory_type, "
-                      "failure_domain, spare)");
+                      "failure_domain, spare, capacity)");
         }
         const YAML::Node &value = entry.second;
         if (!value.IsScalar()) Bad(path, which + ": " + key + " must be a single value");
@@ -67,6 +68,9 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
         if (key == "memory_type") server.memory_type = Read<std::string>(value, key, path);
         if (key == "failure_domain") server.failure_domain = Read<std::string>(value, key, path);
         if (key == "spare") server.spare = Read<bool>(value, key, path);
+        if (key == "capacity") {
+            server.capacity = ParseSize("capacity", Read<std::string>(value, key, path));
+        }
     }
     // A server that holds volatile regions only keeps them in fam_path, as OpenFAM's does
     // (its files put /dev/shm/... there).
@@ -318,6 +322,7 @@ std::string ClusterFileText(const ClusterConfig &c) {
             text += fmt::format("    failure_domain: {}\n", YamlQuoted(m.failure_domain));
         }
         if (m.spare) text += "    spare: true\n";
+        if (m.capacity) text += fmt::format("    capacity: {}\n", m.capacity);
     }
     return text;
 }

@@ -34,6 +34,9 @@ struct MemoryServerConfig {
     // A spare holds no region until a redundant region loses a member: it is then rebuilt
     // there at once.
     bool spare = false;
+    // Bytes of extents it may hold (the memory it offers); a region or resize beyond it fails
+    // with FAM_ERR_NO_SPACE. 0: no limit.
+    uint64_t capacity = 0;
 };
 
 struct ClusterConfig {

@@ -54,21 +54,6 @@ bool LayerSwitch(const YAML::Node &yaml, const char *key, const char *env, bool 
     return value == "true" || value == "yes" || value == "1";
 }
 
-uint64_t ParseSize(const char *what, const std::string &text) {
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long value = std::strtoull(text.c_str(), &end, 0);
-    if (errno != 0 || end == text.c_str()) {
-        Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" is not a number", what, text);
-    }
-    std::string suffix(end);
-    if (suffix == "k" || suffix == "K" || suffix == "KiB") value <<= 10;
-    else if (suffix == "m" || suffix == "M" || suffix == "MiB") value <<= 20;
-    else if (suffix == "g" || suffix == "G" || suffix == "GiB") value <<= 30;
-    else if (suffix == "t" || suffix == "T" || suffix == "TiB") value <<= 40;
-    else if (!suffix.empty()) Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" has an unknown unit", what, text);
-    return value;
-}
 
 // A count (a number, with k/M/G suffixes allowed) from the YAML key `key` or the environment
 // variable `env`.
@@ -288,6 +273,22 @@ Config LoadConfig(const Fam_Options *options) {
         path = std::string(root) + "/config/fam_pe_config.yaml";
     }
     return ReadingConfigFile(path, [&] { return ReadConfig(options); });
+}
+
+uint64_t ParseSize(const char *what, const std::string &text) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long value = std::strtoull(text.c_str(), &end, 0);
+    if (errno != 0 || end == text.c_str()) {
+        Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" is not a number", what, text);
+    }
+    std::string suffix(end);
+    if (suffix == "k" || suffix == "K" || suffix == "KiB") value <<= 10;
+    else if (suffix == "m" || suffix == "M" || suffix == "MiB") value <<= 20;
+    else if (suffix == "g" || suffix == "G" || suffix == "GiB") value <<= 30;
+    else if (suffix == "t" || suffix == "T" || suffix == "TiB") value <<= 40;
+    else if (!suffix.empty()) Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" has an unknown unit", what, text);
+    return value;
 }
 
 }  // namespace fampool

@@ -65,6 +65,10 @@ struct Config {
     std::string config_file;                // the YAML file that was read, if any
 };
 
+// A size or count: a number (decimal, or 0x...) with an optional unit k/K/KiB, m/M/MiB, g/G/GiB,
+// t/T/TiB (powers of 1024). Throws Failure(FAM_ERR_INVALID) naming `what`.
+uint64_t ParseSize(const char *what, const std::string &text);
+
 // Resolves the configuration. Throws Failure (FAM_ERR_INVALID, FAM_ERR_NOT_PWR_TWO) on a bad
 // value or an unreadable configuration file.
 Config LoadConfig(const Fam_Options *options);

@@ -1,13 +1,19 @@
 #include "common/network.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
 
 namespace fampool {
 namespace {
@@ -108,6 +114,23 @@ std::string SourceAddressToward(const std::string &host, int family) {
     }
     freeaddrinfo(found);
     return source;
+}
+
+void EnterNetworkNamespace(const std::string &name) {
+    std::string path = "/run/netns/" + name;
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        Fail(openfam::FAM_ERR_INVALID, "network namespace {} ({}): {}", name, path,
+             std::strerror(errno));
+    }
+    int entered = setns(fd, CLONE_NEWNET);
+    int error = errno;
+    close(fd);
+    if (entered != 0) {
+        Fail(openfam::FAM_ERR_INVALID, "cannot enter network namespace {}: {}{}", name,
+             std::strerror(error),
+             error == EPERM ? " (entering a namespace needs CAP_SYS_ADMIN: run as root)" : "");
+    }
 }
 
 }  // namespace fampool

@@ -28,6 +28,12 @@ std::string SourceAddressToward(const std::string &host);
 // The same for one address family (AF_INET, AF_INET6).
 std::string SourceAddressToward(const std::string &host, int family);
 
+// Moves the calling thread (and the threads and processes it creates from now on) into the
+// network namespace named `name` (/run/netns/NAME, as `ip netns add` makes them). Call it
+// before any thread is started. Throws Failure(FAM_ERR_INVALID) naming the namespace and the
+// cause (not found; not permitted: it needs CAP_SYS_ADMIN, as root has).
+void EnterNetworkNamespace(const std::string &name);
+
 }  // namespace fampool
 
 #endif  // FAMPOOL_COMMON_NETWORK_H_

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <fstream>
 
 #include "common/error.h"
@@ -147,7 +148,34 @@ std::string LocalMemoryServer::HeapPath(ExtentRef extent) const {
            location_.prefix + ".r" + std::to_string(extent.region_id) + (extent.copy ? "c" : "");
 }
 
+uint64_t LocalMemoryServer::PlacedBytes() const {
+    std::set<std::string> dirs = {location_.volatile_dir, location_.persistent_dir};
+    uint64_t bytes = 0;
+    for (const std::string &dir : dirs) {
+        std::error_code ec;
+        for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
+            if (!entry.path().filename().string().starts_with(location_.prefix + ".r")) continue;
+            std::error_code size_ec;
+            uint64_t size = entry.file_size(size_ec);
+            if (!size_ec) bytes += size;
+        }
+    }
+    return bytes;
+}
+
+void LocalMemoryServer::RequireRoom(uint64_t more, const char *call) const {
+    if (capacity_ == 0) return;
+    uint64_t placed = PlacedBytes();
+    if (placed + more <= capacity_ && placed + more >= placed) return;
+    Fail(openfam::FAM_ERR_NO_SPACE,
+         "{}: memory server {} holds {} bytes of extents and its capacity is {} bytes: {} more "
+         "do not fit",
+         call, id_, placed, capacity_, more);
+}
+
 void LocalMemoryServer::CreateExtent(ExtentRef extent, uint64_t size) {
+    std::lock_guard<std::mutex> lock(capacity_mutex_);
+    RequireRoom(size, "CreateExtent");
     heap::Create(HeapPath(extent), size);
 }
 
@@ -160,6 +188,8 @@ void LocalMemoryServer::DestroyExtent(ExtentRef extent) {
 
 void LocalMemoryServer::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) {
     if (new_size > old_size) {
+        std::lock_guard<std::mutex> lock(capacity_mutex_);
+        RequireRoom(new_size - old_size, "ResizeExtent");
         heap::Extend(HeapPath(extent), new_size);
     } else if (new_size < old_size) {
         // The file keeps its length (other processes may map it); the cut tail is released.

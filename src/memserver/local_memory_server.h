@@ -48,6 +48,13 @@ class LocalMemoryServer : public MemoryServer {
     KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable) override;
     void RevokeKeys(ExtentRef extent, uint64_t offset) override;
 
+    // Bytes of extents (heap file lengths) the server may hold: CreateExtent and a growing
+    // ResizeExtent beyond it fail with FAM_ERR_NO_SPACE. 0 (the default): no limit.
+    void SetCapacity(uint64_t bytes) { capacity_ = bytes; }
+    uint64_t capacity() const { return capacity_; }
+    // Bytes of all its extents now: the lengths of its heap files.
+    uint64_t PlacedBytes() const;
+
     // Gives the server a fabric endpoint: from then on GrantKey registers memory with it.
     void AttachFabric(Registrar *registrar) { registrar_ = registrar; }
     std::string fabric_address() const { return registrar_ ? registrar_->address() : ""; }
@@ -86,6 +93,10 @@ class LocalMemoryServer : public MemoryServer {
                   const char *what);
 
     uint64_t id_;
+    uint64_t capacity_ = 0;
+    std::mutex capacity_mutex_;  // a check and the extent it admits, one at a time
+    // Throws FAM_ERR_NO_SPACE unless `more` bytes of extents fit (capacity_mutex_ held).
+    void RequireRoom(uint64_t more, const char *call) const;
     HeapLocation location_;
     Archive archive_;
     HeapCache cache_;

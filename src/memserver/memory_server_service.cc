@@ -34,6 +34,7 @@ grpc::Status MemoryServerService::Info(grpc::ServerContext *, const rpc::Empty *
         reply->set_incarnation(incarnation_);
         reply->set_fabric_address(server_->fabric_address());
         reply->set_provider(server_->fabric_provider());
+        reply->set_capacity(server_->capacity());
     });
 }
 

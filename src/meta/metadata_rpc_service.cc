@@ -193,6 +193,7 @@ grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty 
                 state->set_reachable(true);
                 state->set_provider(info.provider);
                 state->set_incarnation(info.incarnation);
+                state->set_capacity(info.capacity);
             } catch (const Failure &) {
                 state->set_reachable(false);
             }

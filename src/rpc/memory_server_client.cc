@@ -82,7 +82,7 @@ MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout) {
     auto context = CallContext(timeout);
     CheckStatus(stub_->Info(context.get(), request, &reply), "MemoryServer.Info", address_);
     return MemoryServerInfo{reply.id(), reply.fabric_address(), reply.incarnation(),
-                            reply.provider()};
+                            reply.provider(), reply.capacity()};
 }
 
 void MemoryServerClient::CreateExtent(ExtentRef extent, uint64_t size) {

@@ -21,6 +21,7 @@ struct MemoryServerInfo {
     std::string fabric_address;
     std::string incarnation;  // new every time the server process starts
     std::string provider;
+    uint64_t capacity = 0;  // bytes of extents it may hold; 0: no limit
 };
 
 class MemoryServerClient : public MemoryServer {

@@ -52,6 +52,13 @@ std::string ClusterFileOf(const ClusterChoice &choice);
 // LoadClusterConfig with the command's name in front of its message; a missing file gets a hint.
 ClusterConfig LoadCluster(const std::string &command, const std::string &path);
 
+// FNV-1a of a run directory's path: what names its volatile heaps' directory and its emulated
+// fabric's namespaces, so that two run directories never share them.
+uint64_t RunDirHash(const std::string &run_dir);
+// Where the volatile heaps of the cluster run from `run_dir` go: one directory per user and
+// run directory, /dev/shm/fampool-<uid>-<hash>.
+std::string ShmBase(const std::string &run_dir);
+
 // 1536 -> "1.5 KiB"; exact bytes when `exact`.
 std::string Bytes(uint64_t bytes, bool exact = false);
 // "'a b'" for a shell; plain when it needs no quotes.
@@ -85,6 +92,12 @@ struct UpOptions {
     std::string munge_socket;
     std::string config;
     double timeout_s = 30;
+    // An emulated fabric (emulate.h): from a topology file, or from the options below.
+    bool emulate = false;
+    std::string topology;
+    unsigned clients = 1;
+    std::string link_rate = "unlimited";         // each memory server's link
+    std::string client_link_rate = "unlimited";  // each client's and metadata shard's link
 };
 
 struct DownOptions {
@@ -103,6 +116,13 @@ struct RunOptions {
     ClusterChoice cluster;
     int ranks = 1;
     std::vector<std::string> command;  // PROGRAM ARGS...
+};
+
+struct ExecOptions {
+    ClusterChoice cluster;
+    std::string node;      // a node of the emulated fabric ("client0", "memory1", "switch")
+    bool by_rank = false;  // the client node of this PE's rank (what `fampool run` asks)
+    std::vector<std::string> command;
 };
 
 // The munged `fampool up` starts for a cluster that authenticates with MUNGE when no site
@@ -125,6 +145,7 @@ int Rebuild(const QueryOptions &options);
 int List(const QueryOptions &options);
 int Stat(const QueryOptions &options);
 int Run(const RunOptions &options);
+int Exec(const ExecOptions &options);
 
 }  // namespace fampool::cli
 

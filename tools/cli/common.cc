@@ -1,4 +1,6 @@
 // Helpers shared by the fampool subcommands: finding the cluster file, addresses, sizes, tables.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +49,17 @@ ClusterConfig LoadCluster(const std::string &command, const std::string &path) {
     } catch (const Fam_Exception &e) {
         Die(1, "fampool {}: {}", command, e.fam_error_msg());
     }
+}
+
+uint64_t RunDirHash(const std::string &run_dir) {
+    uint64_t hash = 1469598103934665603ull;
+    for (unsigned char c : run_dir) hash = (hash ^ c) * 1099511628211ull;
+    return hash;
+}
+
+std::string ShmBase(const std::string &run_dir) {
+    return fmt::format("/dev/shm/fampool-{}-{:012x}", getuid(),
+                       RunDirHash(run_dir) & 0xffffffffffffull);
 }
 
 std::string Bytes(uint64_t bytes, bool exact) {

@@ -7,6 +7,7 @@
 //   fampool run -n 4 ./my_program      # mpirun with FAMPOOL_CONFIG set
 //   fampool down                       # stop the servers of ./fampool-run
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 
 #include "cli.h"
@@ -102,6 +103,39 @@ int Main(int argc, char **argv) {
           "--region-span", "--progress", "--authentication", "--munge-socket"}) {
         config_option->excludes(up_command->get_option(generated));
     }
+    auto *emulate_flag = up_command->add_flag(
+        "--emulate", up.emulate,
+        "run the cluster on an emulated fabric: every metadata shard, memory server and client "
+        "node in a network namespace of its own, joined by veth pairs through a bridge, each "
+        "link's rate set by tc (needs root; tcp or sockets; `fampool down` removes it)");
+    auto *topology_option = up_command->add_option(
+        "--topology", up.topology,
+        "with --emulate: a topology file (per-link rate and delay, memory servers' memory type, "
+        "capacity and failure domain, client nodes, metadata shards; docs/cli.md) instead of "
+        "--memservers, --metadata-shards, --clients, --link-rate and --client-link-rate");
+    topology_option->needs(emulate_flag);
+    auto *clients_option =
+        up_command
+            ->add_option("--clients", up.clients,
+                         "with --emulate: client nodes where `fampool run` places PEs (1 to 200)")
+            ->capture_default_str();
+    auto *link_option =
+        up_command
+            ->add_option("--link-rate", up.link_rate,
+                         "with --emulate: each memory server's link, e.g. 1gbit, 250mbit, or "
+                         "unlimited")
+            ->capture_default_str();
+    auto *client_link_option =
+        up_command
+            ->add_option("--client-link-rate", up.client_link_rate,
+                         "with --emulate: each client node's and metadata shard's link")
+            ->capture_default_str();
+    for (CLI::Option *option : {clients_option, link_option, client_link_option}) {
+        option->needs(emulate_flag);
+        topology_option->excludes(option);
+    }
+    topology_option->excludes(up_command->get_option("--memservers"));
+    topology_option->excludes(up_command->get_option("--metadata-shards"));
     up_command
         ->add_option("--timeout", up.timeout_s,
                      "seconds to wait for every server to answer before giving up")
@@ -160,7 +194,34 @@ int Main(int argc, char **argv) {
         "Usage: fampool run -n N [--run-dir DIR | --config FILE] PROGRAM [ARGS...]\n"
         "The command it runs is printed on stderr first.");
 
-    CLI11_PARSE(app, argc, argv);
+    ExecOptions exec;
+    CLI::App *exec_command = app.add_subcommand(
+        "exec",
+        "run COMMAND on a node of an emulated fabric (`fampool up --emulate`): inside the node's "
+        "network namespace, with FAMPOOL_CONFIG set to the cluster file");
+    exec_command
+        ->add_option("--node", exec.node,
+                     "the node: client0 (the default), client1, ..., memory0, ..., metadata0, "
+                     "..., or switch (reaches every node over no shaped link)");
+    exec_command->add_flag("--by-rank", exec.by_rank,
+                           "the client node of this process's rank, round robin (what `fampool "
+                           "run` gives each PE)");
+    AddClusterChoice(exec_command, exec.cluster);
+    exec_command->prefix_command();
+    exec_command->footer(
+        "Usage: fampool exec [--node NODE | --by-rank] [--run-dir DIR | --config FILE] -- "
+        "COMMAND [ARGS...]\nNeeds root (entering a namespace needs CAP_SYS_ADMIN).");
+
+    // `fampool exec ... -- COMMAND` and `fampool run ... -- PROGRAM`: the "--" is dropped
+    // (CLI11 would take what follows it as positional arguments the command does not have);
+    // the first word that is not an option starts the command anyway.
+    std::vector<char *> args(argv, argv + argc);
+    if (argc > 1 && (std::string(argv[1]) == "exec" || std::string(argv[1]) == "run")) {
+        auto dashes = std::find_if(args.begin() + 2, args.end(),
+                                   [](const char *arg) { return std::string(arg) == "--"; });
+        if (dashes != args.end()) args.erase(dashes);
+    }
+    CLI11_PARSE(app, static_cast<int>(args.size()), args.data());
 
     if (up_command->parsed()) return Up(up);
     if (down_command->parsed()) return Down(down);
@@ -168,6 +229,10 @@ int Main(int argc, char **argv) {
     if (rebuild_command->parsed()) return Rebuild(rebuild);
     if (list_command->parsed()) return List(list);
     if (stat_command->parsed()) return Stat(stat);
+    if (exec_command->parsed()) {
+        exec.command = exec_command->remaining();
+        return Exec(exec);
+    }
     run.command = run_command->remaining();
     return Run(run);
 }

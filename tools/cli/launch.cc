@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "cli.h"
 #include "common/error.h"
 #include "common/shards.h"
+#include "emulate.h"
 #include "meta/metadata_client.h"
 #include "process.h"
 #include "rpc/munge.h"
@@ -29,13 +31,6 @@ using Clock = std::chrono::steady_clock;
 volatile sig_atomic_t interrupted = 0;
 void OnInterrupt(int) { interrupted = 1; }
 
-// Where the volatile heaps of the cluster run from `run_dir` go: one directory per user and run
-// directory, so that two clusters never share heap files.
-std::string ShmBase(const std::string &run_dir) {
-    uint64_t hash = 1469598103934665603ull;  // FNV-1a
-    for (unsigned char c : run_dir) hash = (hash ^ c) * 1099511628211ull;
-    return fmt::format("/dev/shm/fampool-{}-{:012x}", getuid(), hash & 0xffffffffffffull);
-}
 
 // The port of metadata shard `shard` in a cluster file `up` writes: the base port for shard 0,
 // base + 200 + k for the others (above the memory servers' fabric ports).
@@ -48,21 +43,26 @@ std::string ShardName(size_t shard, size_t shards) {
     return shards == 1 ? std::string("metadata") : fmt::format("metadata{}", shard);
 }
 
-std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
-    if (o.memservers < 1 || o.memservers > 99) {
-        Die(1, "fampool up: --memservers {} is out of range (1 to 99)", o.memservers);
+// The cluster file `up` writes from its options, or, on an emulated fabric, from `topology`
+// (its counts, each node's address, each memory server's keys).
+std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
+                                 const Topology *topology) {
+    unsigned servers = topology ? topology->memservers.size() : o.memservers;
+    unsigned shards = topology ? topology->metadata_shards : o.metadata_shards;
+    if (servers < 1 || servers > 99) {
+        Die(1, "fampool up: --memservers {} is out of range (1 to 99)", servers);
     }
-    if (o.metadata_shards < 1 || o.metadata_shards > kMostShards) {
-        Die(1, "fampool up: --metadata-shards {} is out of range (1 to {})", o.metadata_shards,
+    if (shards < 1 || shards > kMostShards) {
+        Die(1, "fampool up: --metadata-shards {} is out of range (1 to {})", shards,
             kMostShards);
     }
-    int last_port = o.base_port + 100 + static_cast<int>(o.memservers) - 1;
-    if (o.metadata_shards > 1) last_port = ShardPort(o, o.metadata_shards - 1);
+    int last_port = o.base_port + 100 + static_cast<int>(servers) - 1;
+    if (shards > 1) last_port = std::max(last_port, ShardPort(o, shards - 1));
     if (o.base_port < 1 || last_port > 65535) {
         Die(1,
             "fampool up: --base-port {} leaves no room for {} memory servers and {} metadata "
             "shard(s) (ports {} to {} are used; the last must be at most 65535)",
-            o.base_port, o.memservers, o.metadata_shards, o.base_port, last_port);
+            o.base_port, servers, shards, o.base_port, last_port);
     }
     if (o.authentication == "none" && !o.munge_socket.empty()) {
         Die(1, "fampool up: --munge-socket goes with --authentication munge, not none");
@@ -71,19 +71,26 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
     if (i && ((i & (i - 1)) || i < 64)) {
         Die(1, "fampool up: --interleave {} must be 0 or a power of two of at least 64", i);
     }
+    // On one host every server is on 127.0.0.1 with a port of its own; on an emulated fabric
+    // every node has its own address (and the shards share the base port).
+    auto shard_address = [&](unsigned k) {
+        return topology ? fmt::format("{}:{}", EmulatedAddress("metadata", k), o.base_port)
+                        : fmt::format("127.0.0.1:{}", ShardPort(o, k));
+    };
+    auto server_host = [&](unsigned k) {
+        return topology ? EmulatedAddress("memory", k) : std::string("127.0.0.1");
+    };
     std::string text = fmt::format(
         "# fampool cluster file, written by `fampool up`. Servers: fampool-server --config <this "
         "file>;\n# clients: export FAMPOOL_CONFIG=<this file>.\n"
-        "openfam_model: memory_server\nprovider: {}\nmetadata_address: 127.0.0.1:{}\n"
+        "openfam_model: memory_server\nprovider: {}\nmetadata_address: {}\n"
         "metadata_dir: {}\narchive_dir: {}\ndataitem_interleave_size: {}\nplacement: {}\n"
         "region_span: {}\nprogress: {}\nauthentication: {}\n",
-        o.provider, o.base_port, YamlQuoted(dir + "/meta"), YamlQuoted(dir + "/backup"),
+        o.provider, shard_address(0), YamlQuoted(dir + "/meta"), YamlQuoted(dir + "/backup"),
         o.interleave, o.placement, o.region_span, o.progress, o.authentication);
-    if (o.metadata_shards > 1) {
+    if (shards > 1) {
         text += "metadata_shards:\n";
-        for (unsigned k = 0; k < o.metadata_shards; ++k) {
-            text += fmt::format("  - 127.0.0.1:{}\n", ShardPort(o, k));
-        }
+        for (unsigned k = 0; k < shards; ++k) text += fmt::format("  - {}\n", shard_address(k));
     }
     if (o.authentication == "munge") {
         // A site's munged, or the one `up` starts for the cluster.
@@ -92,13 +99,24 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir) {
         text += fmt::format("munge_socket: {}\n", YamlQuoted(socket));
     }
     text += "memservers:\n";
-    for (unsigned i = 0; i < o.memservers; ++i) {
+    for (unsigned i = 0; i < servers; ++i) {
         text += fmt::format(
-            "  - id: {}\n    rpc_interface: 127.0.0.1:{}\n    libfabric_port: {}\n"
+            "  - id: {}\n    rpc_interface: {}:{}\n    libfabric_port: {}\n"
             "    fam_path: {}\n    shm_path: {}\n",
-            i, o.base_port + 1 + i, o.base_port + 100 + i,
+            i, server_host(i), o.base_port + 1 + i, o.base_port + 100 + i,
             YamlQuoted(dir + "/heaps" + std::to_string(i)),
             YamlQuoted(ShmBase(dir) + "/ms" + std::to_string(i)));
+        if (!topology) continue;
+        const TopologyServer &server = topology->memservers[i];
+        text += fmt::format("    fabric_host: {}\n", server_host(i));
+        if (!server.memory_type.empty()) {
+            text += fmt::format("    memory_type: {}\n", server.memory_type);
+        }
+        if (!server.failure_domain.empty()) {
+            text += fmt::format("    failure_domain: {}\n", YamlQuoted(server.failure_domain));
+        }
+        if (server.capacity) text += fmt::format("    capacity: {}\n", server.capacity);
+        if (server.spare) text += "    spare: true\n";
     }
     return text;
 }
@@ -344,11 +362,58 @@ void StopStarted(const std::vector<Started> &servers, const std::string &dir) {
     }
 }
 
+// The topology of `up --emulate`: its --topology file, or one made from the options.
+std::optional<Topology> EmulatedTopology(const UpOptions &o) {
+    if (!o.emulate) return std::nullopt;
+    if (!o.config.empty()) {
+        Die(1, "fampool up: --emulate writes the cluster file for its nodes' addresses; it "
+               "cannot run a cluster file given with --config");
+    }
+    if (o.provider != "tcp" && o.provider != "sockets") {
+        Die(1,
+            "fampool up: --emulate needs a provider that goes through the network: tcp or "
+            "sockets (--provider {} {})",
+            o.provider,
+            o.provider == "shm" ? "moves bytes through shared memory, past the emulated links"
+                                : "needs its own hardware");
+    }
+    CheckCanEmulate();
+    if (!o.topology.empty()) return LoadTopology(fs::absolute(o.topology).string());
+    Topology topology;
+    topology.metadata_shards = o.metadata_shards;
+    topology.clients = o.clients;
+    Link server_link{ParseRate(o.link_rate, "fampool up: --link-rate"), 0};
+    topology.client_link.rate_bps = ParseRate(o.client_link_rate, "fampool up: --client-link-rate");
+    topology.metadata_link = topology.client_link;
+    topology.memservers.assign(o.memservers, TopologyServer{server_link});
+    if (o.clients < 1 || o.clients > 200) {
+        Die(1, "fampool up: --clients {} is out of range (1 to 200)", o.clients);
+    }
+    return topology;
+}
+
+// Each node of the emulated fabric: its namespace, address and link.
+void PrintEmulation(const Emulation &emulation, const std::string &dir) {
+    std::printf("\nemulated fabric (network namespaces joined by bridge br0 in %s; MTU %u):\n",
+                emulation.switch_netns.c_str(), emulation.mtu);
+    Table table({"NODE", "NETNS", "ADDRESS", "LINK RATE", "DELAY"});
+    for (const EmulatedNode &node : emulation.nodes) {
+        table.Add({node.name, node.netns, node.address, RateText(node.link.rate_bps),
+                   node.link.delay_us ? fmt::format("{} us", node.link.delay_us) : "-"});
+    }
+    table.Print();
+    std::printf("the cluster is reached only inside these namespaces: run PEs on the client "
+                "nodes with `fampool run --run-dir %s -n N PROGRAM`, one command with "
+                "`fampool exec --run-dir %s --node client0 -- COMMAND`\n",
+                ShellQuote(dir).c_str(), ShellQuote(dir).c_str());
+}
+
 }  // namespace
 
 int Up(const UpOptions &options) {
     const std::string dir = RunDirOf(options.run_dir);
     const std::string cluster_file = dir + "/cluster.yaml";
+    std::optional<Topology> topology = EmulatedTopology(options);
     for (const std::string &sub : {dir, dir + "/logs", dir + "/pids"}) {
         std::error_code ec;
         fs::create_directories(sub, ec);
@@ -366,7 +431,7 @@ int Up(const UpOptions &options) {
         // fampool's format.
         text = fs::is_directory(source) ? ClusterFileText(cluster) : ReadFile(source);
     } else {
-        text = GeneratedClusterFile(options, dir);
+        text = GeneratedClusterFile(options, dir, topology ? &*topology : nullptr);
         std::string draft = cluster_file + ".draft";
         WriteFile(draft, text);
         try {
@@ -380,12 +445,34 @@ int Up(const UpOptions &options) {
     if (cluster.memservers.empty()) {
         Die(1, "fampool up: {} lists no memory servers (memservers:)", cluster.path);
     }
-    CheckPorts(cluster, dir, options.config.empty());
+    // On an emulated fabric the ports are the namespaces' own, all free.
+    if (!topology) CheckPorts(cluster, dir, options.config.empty());
     if (std::vector<PidFile> live = LiveServers(dir); !live.empty()) {
         Die(1,
             "fampool up: a cluster of {} is already running ({} pid {}, ...); stop it with "
             "`fampool down --run-dir {}`",
             dir, live[0].name, live[0].pid, ShellQuote(dir));
+    }
+    std::optional<Emulation> emulation;
+    // Whatever ends `up` without a running cluster takes the emulated fabric away again.
+    struct EmulationGuard {
+        std::optional<Emulation> &emulation;
+        const std::string &dir;
+        bool keep = false;
+        ~EmulationGuard() {
+            if (keep || !emulation) return;
+            try {
+                RemoveEmulation(*emulation, dir);
+            } catch (const CliError &e) {
+                std::fprintf(stderr, "%s\n", e.what());
+            }
+        }
+    } guard{emulation, dir};
+    if (topology) {
+        emulation = CreateEmulation(*topology, dir, [](const std::string &step) {
+            std::printf("fampool up: %s\n", step.c_str());
+            std::fflush(stdout);
+        });
     }
     std::error_code same_ec;
     if (options.config.empty() || !fs::equivalent(options.config, cluster_file, same_ec)) {
@@ -398,6 +485,8 @@ int Up(const UpOptions &options) {
     // --config may (the run directory's own cluster.yaml, to start the cluster again).
     const bool own_munged = cluster.authentication == "munge" &&
                             cluster.munge_socket == MungedFilesOf(dir).socket;
+
+    if (emulation) EnterSwitch(*emulation, "up");  // where every node's address is reached
 
     interrupted = 0;
     struct sigaction action {
@@ -417,7 +506,13 @@ int Up(const UpOptions &options) {
         std::vector<std::string> argv = {server_program, "--config", cluster_file};
         if (name == "munged") argv.clear();  // `role` is its whole command line
         argv.insert(argv.end(), role.begin(), role.end());
-        server.pid = StartDetached(argv, server.log);
+        // On an emulated fabric each server runs on its node (munged, reached by its socket
+        // file, runs where `up` does).
+        std::string netns;
+        if (emulation && name != "munged") {
+            netns = emulation->Node(name == "metadata" ? "metadata0" : name).netns;
+        }
+        server.pid = StartDetached(argv, server.log, netns);
         servers.push_back(server);
         WritePidFile(server.pid_file, server.pid);
         std::printf("fampool up: started %s (pid %d): %s\n", name.c_str(), server.pid,
@@ -480,12 +575,14 @@ int Up(const UpOptions &options) {
                        std::to_string(servers.front().pid), servers.front().log});
         }
         table.Print();
+        if (emulation) PrintEmulation(*emulation, dir);
         if (cluster.authentication == "munge") {
             std::printf("callers are authenticated with MUNGE (munged socket %s)\n",
                         MungeSocketName(cluster.munge_socket).c_str());
         }
         std::printf("stop it with: fampool down --run-dir %s\n", ShellQuote(dir).c_str());
         std::printf("export FAMPOOL_CONFIG=%s\n", ShellQuote(cluster_file).c_str());
+        guard.keep = true;
     } catch (const CliError &e) {
         std::fprintf(stderr, "%s\n", e.what());
         StopStarted(servers, dir);
@@ -494,69 +591,6 @@ int Up(const UpOptions &options) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     return code;
-}
-
-int Down(const DownOptions &options) {
-    const std::string dir = RunDirOf(options.run_dir);
-    std::vector<PidFile> files = ReadPidFiles(dir);
-    if (files.empty()) {
-        std::printf("fampool down: nothing is running from %s (no pid files in %s/pids)\n",
-                    dir.c_str(), dir.c_str());
-        return 0;
-    }
-    std::vector<pid_t> pids;
-    std::map<pid_t, std::string> names;
-    std::vector<std::string> notes;
-    for (const PidFile &file : files) {
-        if (file.pid <= 0) {
-            notes.push_back(fmt::format("{} holds no PID: removed", file.path));
-        } else if (!ProcessAlive(file.pid)) {
-            notes.push_back(fmt::format("{} (pid {}) was not running", file.name, file.pid));
-        } else if (!IsClusterProcess(file)) {
-            std::vector<std::string> argv = CommandLineOf(file.pid);
-            notes.push_back(fmt::format("pid {} of {} now runs {}, not a {}: left alone",
-                                        file.pid, file.name,
-                                        argv.empty() ? std::string("?") : argv[0],
-                                        file.name == "munged" ? "munged" : "fampool-server"));
-        } else {
-            pids.push_back(file.pid);
-            names[file.pid] = file.name;
-        }
-    }
-    auto start = Clock::now();
-    Stopped stopped = StopProcesses(pids, options.timeout_s);
-    double took = std::chrono::duration<double>(Clock::now() - start).count();
-    for (const std::string &note : notes) std::printf("fampool down: %s\n", note.c_str());
-    auto list = [&](const std::vector<pid_t> &group) {
-        std::vector<std::string> parts;
-        for (pid_t pid : group) parts.push_back(fmt::format("{} (pid {})", names[pid], pid));
-        return fmt::format("{}", fmt::join(parts, ", "));
-    };
-    if (!stopped.terminated.empty()) {
-        std::printf("fampool down: stopped %s in %.1f s\n", list(stopped.terminated).c_str(), took);
-    }
-    if (!stopped.killed.empty()) {
-        std::printf("fampool down: killed %s (still running %g s after SIGTERM)\n",
-                    list(stopped.killed).c_str(), options.timeout_s);
-    }
-    for (const PidFile &file : files) {
-        bool remains = std::count(stopped.remaining.begin(), stopped.remaining.end(), file.pid);
-        std::error_code ec;
-        if (!remains) fs::remove(file.path, ec);
-    }
-    if (!stopped.remaining.empty()) {
-        Die(1,
-            "fampool down: could not stop {} (the signal was refused, or it does not end "
-            "even on SIGKILL); their pid files are kept",
-            list(stopped.remaining));
-    }
-    // Volatile heaps die with their servers: free the memory `up` gave them in /dev/shm.
-    std::error_code ec;
-    uint64_t removed = fs::remove_all(ShmBase(dir), ec);
-    if (removed > 0 && !ec)
-        std::printf("fampool down: removed volatile heaps in %s\n", ShmBase(dir).c_str());
-    if (pids.empty()) std::printf("fampool down: nothing was running from %s\n", dir.c_str());
-    return 0;
 }
 
 }  // namespace fampool::cli

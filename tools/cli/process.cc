@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -55,7 +56,8 @@ bool IsClusterProcess(const PidFile &file) {
     return !argv.empty() && fs::path(argv[0]).filename() == "munged";
 }
 
-pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log) {
+pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log,
+                    const std::string &netns) {
     // The previous run's log is kept beside the new one (LOG.1): after a crash, the next
     // `fampool up` on the same run directory would otherwise erase what the server said.
     std::error_code ignored;
@@ -67,6 +69,17 @@ pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log
         close(log_fd);
         Die(1, "fampool up: cannot open /dev/null: {}", std::strerror(errno));
     }
+    int netns_fd = -1;
+    if (!netns.empty()) {
+        std::string path = "/run/netns/" + netns;
+        netns_fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (netns_fd < 0) {
+            close(log_fd);
+            close(null_fd);
+            Die(1, "fampool up: cannot open network namespace {}: {}", path,
+                std::strerror(errno));
+        }
+    }
     // Everything the child needs is prepared before fork: it only calls async-signal-safe
     // functions between fork and exec.
     std::vector<char *> args;
@@ -75,6 +88,14 @@ pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log
     pid_t pid = fork();
     if (pid == 0) {
         setsid();  // its own session: no terminal signals (Ctrl-C) reach it
+        if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) != 0) {
+            const char *why = std::strerror(errno);
+            static const char kCannot[] = "fampool up: cannot enter its network namespace: ";
+            (void)!write(log_fd, kCannot, sizeof kCannot - 1);
+            (void)!write(log_fd, why, std::strlen(why));
+            (void)!write(log_fd, "\n", 1);
+            _exit(126);
+        }
         dup2(null_fd, STDIN_FILENO);
         dup2(log_fd, STDOUT_FILENO);
         dup2(log_fd, STDERR_FILENO);
@@ -94,6 +115,7 @@ pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log
     int fork_errno = errno;
     close(log_fd);
     close(null_fd);
+    if (netns_fd >= 0) close(netns_fd);
     if (pid < 0)
         Die(1, "fampool up: cannot fork to start {}: {}", argv[0], std::strerror(fork_errno));
     return pid;

@@ -19,8 +19,10 @@ std::vector<std::string> CommandLineOf(pid_t pid);
 bool IsFampoolServer(pid_t pid);
 
 // Starts argv in a new session with stdin from /dev/null and stdout and stderr to `log`
-// (truncated). Returns its PID. Throws CliError when it cannot fork or open the log.
-pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log);
+// (truncated), inside network namespace `netns` when one is named (/run/netns/NETNS). Returns
+// its PID. Throws CliError when it cannot fork or open the log or the namespace.
+pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log,
+                    const std::string &netns = "");
 // For a child of ours: "" while it runs, else how it ended ("exit status 1", "signal 9").
 // Collects it when it has ended.
 std::string EndedChild(pid_t pid);

@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "cli.h"
+#include "emulate.h"
 #include "common/error.h"
 #include "meta/sharded_metadata.h"
 #include "rpc/convert.h"
@@ -24,6 +26,10 @@ struct Session {
 
     Session(const std::string &name, const ClusterChoice &choice) : command(name) {
         cluster = LoadCluster(command, ClusterFileOf(choice));
+        // An emulated fabric's servers are reached from its switch namespace.
+        if (std::optional<Emulation> emulation = EmulationOf(cluster.path)) {
+            EnterSwitch(*emulation, command);
+        }
         // Status asks every memory server in turn, each bounded by rpc_timeout_ms: hung
         // memory servers must not make the metadata service look unreachable.
         auto timeout = std::chrono::milliseconds(cluster.rpc_timeout_ms) *
@@ -195,7 +201,7 @@ int Status(const QueryOptions &options) {
                     static_cast<unsigned long long>(status.metadata_fabric_calls()));
     }
     std::printf("\nmemory servers\n");
-    Table servers({"ID", "ADDRESS", "REACHABLE", "STATE", "PROVIDER", "EXTENT BYTES"});
+    Table servers({"ID", "ADDRESS", "REACHABLE", "STATE", "PROVIDER", "EXTENT BYTES", "CAPACITY"});
     uint64_t reachable = 0, extents = 0;
     for (const rpc::ServerState &server : status.servers()) {
         reachable += server.reachable();
@@ -204,7 +210,8 @@ int Status(const QueryOptions &options) {
                      server.reachable() ? "yes" : "NO",
                      server.lost() ? "dead" : server.spare() ? "spare" : "in use",
                      server.provider().empty() ? "-" : server.provider(),
-                     Bytes(server.extent_bytes(), exact)});
+                     Bytes(server.extent_bytes(), exact),
+                     server.capacity() ? Bytes(server.capacity(), exact) : "-"});
     }
     servers.Print();
 

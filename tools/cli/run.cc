@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "cli.h"
+#include "emulate.h"
 
 extern char **environ;
 
@@ -54,6 +56,24 @@ int Run(const RunOptions &options) {
     const std::string cluster_file = ClusterFileOf(options.cluster);
     LoadCluster("run", cluster_file);  // a missing or wrong file stops here, not in every rank
     setenv("FAMPOOL_CONFIG", cluster_file.c_str(), 1);
+    // On an emulated fabric each PE goes to a client node: `fampool exec --by-rank` (its
+    // rank's node, round robin) runs the program there.
+    std::vector<std::string> command = options.command;
+    if (std::optional<Emulation> emulation = EmulationOf(cluster_file)) {
+        if (geteuid() != 0) {
+            Die(1, "fampool run: the cluster of {} runs on an emulated fabric, and placing PEs "
+                   "in its client nodes' network namespaces needs root",
+                cluster_file);
+        }
+        std::error_code ec;
+        std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+        if (ec) Die(1, "fampool run: cannot find its own program: {}", ec.message());
+        std::vector<std::string> wrapper = {self, "exec", "--config", cluster_file, "--by-rank"};
+        command.insert(command.begin(), wrapper.begin(), wrapper.end());
+        std::fprintf(stderr, "fampool run: %d PE(s) over %zu client node(s) of the emulated "
+                     "fabric, round robin\n", options.ranks, emulation->Clients().size());
+        if (options.ranks == 1) setenv("PMI_RANK", "0", 0);
+    }
 
     std::string mpirun = OnPath("mpirun");
     if (mpirun.empty()) {
@@ -64,8 +84,8 @@ int Run(const RunOptions &options) {
                 options.ranks);
         }
         std::fprintf(stderr, "fampool run: FAMPOOL_CONFIG=%s %s\n",
-                     ShellQuote(cluster_file).c_str(), Joined(options.command).c_str());
-        Exec(options.command);
+                     ShellQuote(cluster_file).c_str(), Joined(command).c_str());
+        Exec(command);
     }
     std::vector<std::string> argv = {"mpirun", "-n", std::to_string(options.ranks),
                                      "--oversubscribe"};
@@ -85,7 +105,7 @@ int Run(const RunOptions &options) {
             argv.push_back(name);
         }
     }
-    argv.insert(argv.end(), options.command.begin(), options.command.end());
+    argv.insert(argv.end(), command.begin(), command.end());
     std::fprintf(stderr, "fampool run: %s\n", Joined(argv).c_str());
     argv[0] = mpirun;
     Exec(argv);

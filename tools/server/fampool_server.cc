@@ -106,6 +106,7 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
              "nor a fabric domain of provider {}: {}",
              id, me.if_device, cluster.provider, failure.fam_error_msg());
     }
+    role.heaps->SetCapacity(me.capacity);
     role.heaps->AttachFabric(role.fabric.get());
     role.peers = std::make_unique<FabricPeers>(fabric);
     role.heaps->AttachPeers(role.peers.get());

@@ -1,0 +1,177 @@
+"""`fampool up --emulate`: a cluster on an emulated multi-node fabric (network namespaces, veth
+pairs through a bridge, tc on every link), `fampool run` and `exec` on its nodes, `down`.
+
+Needs root and network namespaces; skipped, with the reason, where they are missing. Each test
+makes its own run directory, and a finalizer runs `fampool down` there, which removes every
+namespace the test's `up` made; every command is bounded in time.
+"""
+import os
+import re
+import subprocess
+import tempfile
+
+import pytest
+
+BUILD_DIR = os.path.abspath(os.environ.get("FAMPOOL_BUILD_DIR", "build"))
+FAMPOOL = os.path.join(BUILD_DIR, "tools", "fampool")
+WORKER = os.path.join(BUILD_DIR, "tests", "workers", "emulation_worker")
+TIMEOUT_S = 120
+
+
+def run(*args, timeout=TIMEOUT_S, **kwargs):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, **kwargs)
+
+
+def fampool(*args, **kwargs):
+    return run(FAMPOOL, *args, **kwargs)
+
+
+def namespaces_supported():
+    if os.geteuid() != 0:
+        return "not root: network namespaces need CAP_SYS_ADMIN"
+    probe = f"fampool-probe-{os.getpid()}"
+    made = run("ip", "netns", "add", probe)
+    if made.returncode != 0:
+        return f"`ip netns add` fails here: {made.stderr.strip()}"
+    run("ip", "netns", "del", probe)
+    return None
+
+
+SKIP = namespaces_supported()
+pytestmark = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
+
+
+def our_namespaces(run_dir):
+    """The namespaces of the emulated fabric of run_dir (from its emulation.yaml, if any)."""
+    path = os.path.join(run_dir, "emulation.yaml")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        names = re.findall(r"netns: (\S+?)[,}\n]", f.read())
+    prefix = names[0].split("-")[0] + "-"
+    listed = run("ip", "netns", "list").stdout
+    return [line.split()[0] for line in listed.splitlines() if line.startswith(prefix)]
+
+
+@pytest.fixture
+def run_dir():
+    path = tempfile.mkdtemp(prefix="fampool-emulate-")
+    os.chmod(path, 0o755)
+    yield path
+    fampool("down", "--run-dir", path)
+    assert our_namespaces(path) == [], "fampool down left network namespaces behind"
+
+
+def qdiscs(netns, device):
+    return run("tc", "-n", netns, "qdisc", "show", "dev", device).stdout
+
+
+def test_pes_run_on_client_nodes_and_a_servers_link_limits_its_transfers(run_dir):
+    up = fampool("up", "--emulate", "--memservers", "2", "--clients", "2", "--metadata-shards",
+                 "2", "--link-rate", "100mbit", "--authentication", "none", "--run-dir", run_dir)
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert "emulated fabric" in up.stdout
+    # A switch, two metadata shards, two memory servers, two client nodes.
+    names = our_namespaces(run_dir)
+    assert len(names) == 7, names
+    switch = next(name for name in names if name.endswith("-switch"))
+    # Each memory server's link is shaped both ways: on its end and on the switch's.
+    for port in ("m0", "m1"):
+        shaped = qdiscs(switch, port)
+        assert "tbf" in shaped and "100Mbit" in shaped, shaped
+    memory0 = next(name for name in names if name.endswith("-memory0"))
+    assert "100Mbit" in qdiscs(memory0, "fab0")
+    assert "tbf" not in qdiscs(switch, "c0"), "client links were asked unlimited"
+
+    status = fampool("status", "--run-dir", run_dir)
+    assert status.returncode == 0, status.stderr
+    assert "metadata shards" in status.stdout and "10.77.2.2:" in status.stdout
+
+    # Nothing of it is added to the host's own namespace: no address of the emulated network,
+    # no interface of its links.
+    host = run("ip", "-br", "addr").stdout
+    assert "10.77." not in host and "fab0" not in host, host
+
+    # 4 MiB through a 100 Mbit/s link take at least 0.34 s each way.
+    job = fampool("run", "--run-dir", run_dir, "-n", "2", WORKER, str(4 << 20))
+    assert job.returncode == 0, job.stdout + job.stderr
+    lines = [line for line in job.stdout.splitlines() if line.startswith("pe ")]
+    assert len(lines) == 2, job.stdout + job.stderr
+    sources = set()
+    for line in lines:
+        fields = line.split()
+        assert fields[-1] == "ok", line
+        assert fields[3] == "2", line
+        sources.add(fields[5])
+        assert float(fields[7]) > 0.25 and float(fields[9]) > 0.25, line
+    assert sources == {"10.77.3.1", "10.77.3.2"}, "the PEs should be on the two client nodes"
+
+
+def test_exec_runs_a_command_on_a_named_node(run_dir):
+    up = fampool("up", "--emulate", "--memservers", "1", "--authentication", "none",
+                 "--run-dir", run_dir)
+    assert up.returncode == 0, up.stdout + up.stderr
+    shown = fampool("exec", "--run-dir", run_dir, "--node", "memory0", "--", "ip", "-br", "addr")
+    assert shown.returncode == 0, shown.stderr
+    assert "10.77.2.1/16" in shown.stdout
+    wrong = fampool("exec", "--run-dir", run_dir, "--node", "memory7", "true")
+    assert wrong.returncode == 1 and "no node \"memory7\"" in wrong.stderr
+
+
+def test_a_topology_file_sets_each_link_and_each_servers_keys(run_dir):
+    topology = os.path.join(run_dir, "topology.yaml")
+    with open(topology, "w") as f:
+        f.write("mtu: 9000\nlink: {rate: 1gbit}\nclients: 1\nmemservers:\n"
+                "  - {rate: 300mbit, memory_type: volatile, failure_domain: rack0,"
+                " capacity: 64MiB}\n"
+                "  - {rate: unlimited, failure_domain: rack1, spare: true}\n")
+    up = fampool("up", "--emulate", "--topology", topology, "--authentication", "none",
+                 "--run-dir", run_dir)
+    assert up.returncode == 0, up.stdout + up.stderr
+    with open(os.path.join(run_dir, "cluster.yaml")) as f:
+        cluster = f.read()
+    assert "memory_type: volatile" in cluster
+    assert 'failure_domain: "rack1"' in cluster and "spare: true" in cluster
+    assert f"capacity: {64 << 20}" in cluster
+    switch = next(name for name in our_namespaces(run_dir) if name.endswith("-switch"))
+    assert "300Mbit" in qdiscs(switch, "m0")
+    assert "tbf" not in qdiscs(switch, "m1")
+    assert "1Gbit" in qdiscs(switch, "c0"), "the default link applies to the client"
+    status = fampool("status", "--run-dir", run_dir)
+    assert re.search(r"\n  0 .* 64.0 MiB", status.stdout), status.stdout
+
+
+def test_a_link_delay_is_set_with_netem_or_refused_where_the_kernel_has_none(run_dir):
+    topology = os.path.join(run_dir, "topology.yaml")
+    with open(topology, "w") as f:
+        f.write("memservers:\n  - {rate: 500mbit, delay: 100us}\n")
+    up = fampool("up", "--emulate", "--topology", topology, "--authentication", "none",
+                 "--run-dir", run_dir)
+    if up.returncode == 0:
+        switch = next(name for name in our_namespaces(run_dir) if name.endswith("-switch"))
+        assert "netem" in qdiscs(switch, "m0") and "100us" in qdiscs(switch, "m0")
+    else:
+        assert "no netem" in up.stderr, up.stderr
+        assert our_namespaces(run_dir) == [], "a failed up must remove what it made"
+
+
+def test_what_cannot_be_emulated_is_refused_clearly(run_dir):
+    shm = fampool("up", "--emulate", "--provider", "shm", "--run-dir", run_dir)
+    assert shm.returncode == 1 and "past the emulated links" in shm.stderr
+    topology = os.path.join(run_dir, "bad.yaml")
+    with open(topology, "w") as f:
+        f.write("memservers: 1\nbandwidth: 1gbit\n")
+    bad = fampool("up", "--emulate", "--topology", topology, "--run-dir", run_dir)
+    assert bad.returncode == 1 and 'unknown key "bandwidth"' in bad.stderr
+    with open(topology, "w") as f:
+        f.write("memservers: [{rate: fast}]\n")
+    bad = fampool("up", "--emulate", "--topology", topology, "--run-dir", run_dir)
+    assert bad.returncode == 1 and '"fast" is not a link rate' in bad.stderr
+    # Without root it says what it needs, and makes nothing.
+    other = run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", FAMPOOL, "up",
+                "--emulate", "--authentication", "none", "--run-dir",
+                "/tmp/fampool-emulate-as-nobody")
+    assert other.returncode == 1 and "needs root" in other.stderr, other.stderr
+    plain = fampool("exec", "--config", "/nonexistent/cluster.yaml", "true")
+    assert plain.returncode != 0

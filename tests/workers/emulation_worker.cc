@@ -1,0 +1,96 @@
+// emulation_worker: one PE of the emulated-fabric tests (tests/emulation/test_emulate.py), run
+// by `fampool run` on a client node of `fampool up --emulate`.
+//
+//   emulation_worker BYTES
+//     Joins the job (fam_initialize with the launcher's runtime), creates region "pe<rank>"
+//     and an item of BYTES in it, puts a pattern, gets it back and checks it, waits at a
+//     barrier with the other PEs, and prints one line:
+//       pe RANK of SIZE source ADDRESS put_s SECONDS get_s SECONDS ok
+//     ADDRESS: the first IPv4 address of this PE's network interfaces other than loopback (on
+//     a client node of an emulated fabric, the node's).
+//     Exit status 0 on success, 1 on a mismatch, 2 on a fam error.
+#include <arpa/inet.h>
+#include <fam/fam.h>
+#include <fam/fam_exception.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+using openfam::fam;
+using openfam::Fam_Descriptor;
+using openfam::Fam_Exception;
+using openfam::Fam_Region_Descriptor;
+
+namespace {
+
+std::string FirstAddress() {
+    ifaddrs *list = nullptr;
+    if (getifaddrs(&list) != 0) return "?";
+    std::string found = "?";
+    for (ifaddrs *each = list; each; each = each->ifa_next) {
+        if (!each->ifa_addr || each->ifa_addr->sa_family != AF_INET) continue;
+        char text[INET_ADDRSTRLEN];
+        auto *address = reinterpret_cast<sockaddr_in *>(each->ifa_addr);
+        inet_ntop(AF_INET, &address->sin_addr, text, sizeof text);
+        if (std::string(text) != "127.0.0.1") {
+            found = text;
+            break;
+        }
+    }
+    freeifaddrs(list);
+    return found;
+}
+
+int Option(fam &f, const char *name) {
+    const int *value = static_cast<const int *>(f.fam_get_option(const_cast<char *>(name)));
+    int result = *value;
+    free(const_cast<int *>(value));
+    return result;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: emulation_worker BYTES\n");
+        return 2;
+    }
+    const uint64_t bytes = std::strtoull(argv[1], nullptr, 0);
+    using Clock = std::chrono::steady_clock;
+    try {
+        fam f;
+        f.fam_initialize("default", nullptr);
+        int rank = Option(f, "PE_ID");
+        int size = Option(f, "PE_COUNT");
+        std::string name = "pe" + std::to_string(rank);
+        std::unique_ptr<Fam_Region_Descriptor> region(
+            f.fam_create_region(name.c_str(), 2 * bytes, 0777, nullptr));
+        std::unique_ptr<Fam_Descriptor> item(f.fam_allocate("data", bytes, 0777, region.get()));
+        std::vector<uint8_t> out(bytes), in(bytes);
+        for (uint64_t i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(i * 131 + rank);
+        auto start = Clock::now();
+        f.fam_put_blocking(out.data(), item.get(), 0, bytes);
+        double put_s = std::chrono::duration<double>(Clock::now() - start).count();
+        start = Clock::now();
+        f.fam_get_blocking(in.data(), item.get(), 0, bytes);
+        double get_s = std::chrono::duration<double>(Clock::now() - start).count();
+        bool ok = in == out;
+        f.fam_barrier_all();
+        f.fam_destroy_region(region.get());
+        std::printf("pe %d of %d source %s put_s %.4f get_s %.4f %s\n", rank, size,
+                    FirstAddress().c_str(), put_s, get_s, ok ? "ok" : "MISMATCH");
+        std::fflush(stdout);
+        f.fam_finalize("default");
+        return ok ? 0 : 1;
+    } catch (const Fam_Exception &e) {
+        std::fprintf(stderr, "emulation_worker: %s\n", e.fam_error_msg());
+        return 2;
+    }
+}

@@ -1,0 +1,537 @@
+#include "emulate.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "cli.h"
+#include "common/config.h"
+#include "common/error.h"
+#include "common/network.h"
+
+namespace fampool::cli {
+namespace fs = std::filesystem;
+namespace {
+
+// Longest one ip or tc command may take.
+constexpr int kToolTimeoutMs = 10000;
+constexpr const char *kSubnetPrefix = "10.77.";
+
+struct ToolResult {
+    int status = -1;  // exit status; -1 when it did not run or was killed
+    std::string output;
+};
+
+// `argv[0]` (ip or tc) from /usr/sbin, /sbin or PATH.
+std::string ToolPath(const std::string &name) {
+    for (const char *dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
+        std::string path = dir + name;
+        if (access(path.c_str(), X_OK) == 0) return path;
+    }
+    return "";
+}
+
+// Runs a command, its output (stdout and stderr) captured, for at most kToolTimeoutMs.
+ToolResult RunTool(const std::vector<std::string> &argv) {
+    ToolResult result;
+    std::string program = ToolPath(argv[0]);
+    if (program.empty()) {
+        result.output = argv[0] + " not found in /usr/sbin, /sbin, /usr/bin or /bin";
+        return result;
+    }
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+        result.output = std::string("pipe: ") + std::strerror(errno);
+        return result;
+    }
+    std::vector<char *> args;
+    for (const std::string &arg : argv) args.push_back(const_cast<char *>(arg.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pipe_fds[1], STDOUT_FILENO);
+        dup2(pipe_fds[1], STDERR_FILENO);
+        int null_fd = open("/dev/null", O_RDONLY);
+        if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+        execv(program.c_str(), args.data());
+        _exit(127);
+    }
+    close(pipe_fds[1]);
+    if (pid < 0) {
+        close(pipe_fds[0]);
+        result.output = std::string("fork: ") + std::strerror(errno);
+        return result;
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kToolTimeoutMs);
+    char buffer[4096];
+    bool timed_out = false;
+    while (true) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now())
+                        .count();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        pollfd fd{pipe_fds[0], POLLIN, 0};
+        if (poll(&fd, 1, static_cast<int>(left)) <= 0) continue;
+        ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
+        if (n <= 0) break;
+        result.output.append(buffer, n);
+    }
+    close(pipe_fds[0]);
+    if (timed_out) kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (timed_out) {
+        result.output += fmt::format("(killed after {} s)", kToolTimeoutMs / 1000);
+    } else if (WIFEXITED(status)) {
+        result.status = WEXITSTATUS(status);
+    }
+    while (!result.output.empty() && std::isspace(static_cast<unsigned char>(result.output.back())))
+        result.output.pop_back();
+    return result;
+}
+
+std::string Joined(const std::vector<std::string> &argv) {
+    std::string line;
+    for (const std::string &word : argv) line += (line.empty() ? "" : " ") + ShellQuote(word);
+    return line;
+}
+
+// Runs a command of the emulation's set-up; throws CliError saying what failed.
+void Must(const std::vector<std::string> &argv, const std::string &step) {
+    ToolResult result = RunTool(argv);
+    if (result.status == 0) return;
+    Die(1, "fampool up --emulate: {}: `{}` failed: {}", step, Joined(argv),
+        result.output.empty() ? "(no output)" : result.output);
+}
+
+// fp<6 hex digits of the run directory>: the namespaces of one run directory share it.
+std::string PrefixOf(const std::string &run_dir) {
+    return fmt::format("fp{:06x}", RunDirHash(run_dir) & 0xffffff);
+}
+
+std::vector<std::string> ExistingNamespaces() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator("/run/netns", ec)) {
+        names.push_back(entry.path().filename().string());
+    }
+    return names;
+}
+
+Link ReadLink(const YAML::Node &node, const std::string &where, const std::string &path,
+              Link link) {
+    if (!node) return link;
+    if (!node.IsMap()) Die(1, "topology file {}: {} must be a map (rate, delay)", path, where);
+    for (const auto &entry : node) {
+        std::string key = entry.first.as<std::string>();
+        std::string value = entry.second.IsScalar() ? entry.second.Scalar() : "";
+        std::string what = fmt::format("topology file {}: {}.{}", path, where, key);
+        if (key == "rate") {
+            link.rate_bps = ParseRate(value, what);
+        } else if (key == "delay") {
+            link.delay_us = ParseDelay(value, what);
+        } else if (key != "memory_type" && key != "failure_domain" && key != "capacity" &&
+                   key != "spare") {
+            Die(1, "topology file {}: {}: unknown key \"{}\" (known: rate, delay)", path, where,
+                key);
+        }
+    }
+    return link;
+}
+
+TopologyServer ReadServer(const YAML::Node &node, size_t i, const std::string &path,
+                          const Link &link) {
+    std::string where = fmt::format("memservers[{}]", i);
+    TopologyServer server;
+    server.link = ReadLink(node, where, path, link);
+    for (const auto &entry : node) {
+        std::string key = entry.first.as<std::string>();
+        std::string value = entry.second.IsScalar() ? entry.second.Scalar() : "";
+        if (key == "memory_type") {
+            if (value != "volatile" && value != "persistent") {
+                Die(1, "topology file {}: {}.memory_type \"{}\" is not volatile or persistent",
+                    path, where, value);
+            }
+            server.memory_type = value;
+        } else if (key == "failure_domain") {
+            server.failure_domain = value;
+        } else if (key == "capacity") {
+            try {
+                server.capacity = ParseSize("capacity", value);
+            } catch (const Failure &failure) {
+                Die(1, "topology file {}: {}: {} (e.g. 4GiB, 512MiB)", path, where,
+                    failure.fam_error_msg());
+            }
+        } else if (key == "spare") {
+            if (value != "true" && value != "false") {
+                Die(1, "topology file {}: {}.spare must be true or false", path, where);
+            }
+            server.spare = value == "true";
+        } else if (key != "rate" && key != "delay") {
+            Die(1,
+                "topology file {}: {}: unknown key \"{}\" (known: rate, delay, memory_type, "
+                "failure_domain, capacity, spare)",
+                path, where, key);
+        }
+    }
+    return server;
+}
+
+void WriteText(const std::string &path, const std::string &text) {
+    std::ofstream out(path + ".new", std::ios::trunc);
+    out << text;
+    if (!out.flush()) Die(1, "fampool up --emulate: cannot write {}", path);
+    out.close();
+    fs::rename(path + ".new", path);
+}
+
+std::string EmulationText(const Emulation &emulation) {
+    std::string text = fmt::format(
+        "# The emulated fabric `fampool up --emulate` made for this run directory; `fampool "
+        "down` removes it.\nswitch_netns: {}\nmtu: {}\nnodes:\n",
+        emulation.switch_netns, emulation.mtu);
+    for (const EmulatedNode &node : emulation.nodes) {
+        text += fmt::format(
+            "  - {{name: {}, netns: {}, address: {}, port: {}, rate_bps: {}, delay_us: {}}}\n",
+            node.name, node.netns, node.address, node.port, node.link.rate_bps,
+            node.link.delay_us);
+    }
+    return text;
+}
+
+// The queueing disciplines of one end of a link (`netns`, `device`).
+void Shape(const std::string &netns, const std::string &device, const Link &link, unsigned mtu,
+           const std::string &step) {
+    if (link.rate_bps == 0 && link.delay_us == 0) return;
+    std::vector<std::string> tc = {"tc", "-n", netns, "qdisc", "add", "dev", device};
+    std::string delay_parent = "root";
+    if (link.rate_bps) {
+        // A burst of 2 ms of traffic (at least 4 frames): tbf then holds the rate within 1%
+        // with 9000-byte frames (measured: 198 of 200 Mbit/s, 991 of 1000).
+        uint64_t burst = std::max<uint64_t>({link.rate_bps / 8 / 500, 4ull * mtu, 32768});
+        std::vector<std::string> argv = tc;
+        argv.insert(argv.end(), {"root", "handle", "1:", "tbf", "rate",
+                                 std::to_string(link.rate_bps) + "bit", "burst",
+                                 std::to_string(burst), "latency", "50ms"});
+        Must(argv, step);
+        delay_parent = "1:1";
+    }
+    if (link.delay_us) {
+        std::vector<std::string> argv = tc;
+        if (delay_parent == "root") {
+            argv.push_back("root");
+        } else {
+            argv.insert(argv.end(), {"parent", delay_parent});
+        }
+        argv.insert(argv.end(), {"handle", "10:", "netem", "delay",
+                                 std::to_string(link.delay_us) + "us"});
+        ToolResult result = RunTool(argv);
+        if (result.status != 0 && result.output.find("unknown") != std::string::npos) {
+            Die(1,
+                "fampool up --emulate: {}: this kernel has no netem queueing discipline "
+                "(CONFIG_NET_SCH_NETEM), so link delays cannot be emulated here (`{}` said: "
+                "{}). Leave `delay` out of the topology; rates are set with tbf, which it has",
+                step, Joined(argv), result.output);
+        }
+        if (result.status != 0) {
+            Die(1, "fampool up --emulate: {}: `{}` failed: {}", step, Joined(argv),
+                result.output);
+        }
+    }
+}
+
+}  // namespace
+
+uint64_t ParseRate(const std::string &text, const std::string &what) {
+    if (text == "unlimited" || text == "0") return 0;
+    size_t digits = 0;
+    while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) ||
+                                     text[digits] == '.')) {
+        ++digits;
+    }
+    std::string unit = text.substr(digits);
+    for (char &c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    double scale = unit == "bit"    ? 1
+                   : unit == "kbit" ? 1e3
+                   : unit == "mbit" ? 1e6
+                   : unit == "gbit" ? 1e9
+                                    : 0;
+    double number = 0;
+    try {
+        number = digits ? std::stod(text.substr(0, digits)) : 0;
+    } catch (const std::exception &) {
+        number = 0;
+    }
+    uint64_t rate = static_cast<uint64_t>(number * scale);
+    if (scale == 0 || rate < 8000 || number * scale > 1e12) {
+        Die(1,
+            "{}: \"{}\" is not a link rate (a number with bit, kbit, mbit or gbit, from 8kbit "
+            "to 1000gbit, e.g. 10gbit or 250mbit; or unlimited)",
+            what, text);
+    }
+    return rate;
+}
+
+uint64_t ParseDelay(const std::string &text, const std::string &what) {
+    if (text == "0") return 0;
+    size_t digits = 0;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])))
+        ++digits;
+    std::string unit = text.substr(digits);
+    uint64_t scale = unit == "us" ? 1 : unit == "ms" ? 1000 : 0;
+    if (digits == 0 || digits > 7 || scale == 0) {
+        Die(1, "{}: \"{}\" is not a delay (e.g. 50us or 2ms; 0 for none)", what, text);
+    }
+    return std::stoull(text.substr(0, digits)) * scale;
+}
+
+std::string RateText(uint64_t rate_bps) {
+    if (rate_bps == 0) return "unlimited";
+    if (rate_bps % 1000000000 == 0) return fmt::format("{}gbit", rate_bps / 1000000000);
+    if (rate_bps % 1000000 == 0) return fmt::format("{}mbit", rate_bps / 1000000);
+    if (rate_bps % 1000 == 0) return fmt::format("{}kbit", rate_bps / 1000);
+    return fmt::format("{}bit", rate_bps);
+}
+
+Topology LoadTopology(const std::string &path) {
+    YAML::Node root;
+    try {
+        root = YAML::LoadFile(path);
+    } catch (const YAML::Exception &e) {
+        Die(1, "cannot read topology file {}: {}", path, e.what());
+    }
+    if (!root.IsMap()) Die(1, "topology file {}: expected a map of keys at the top", path);
+    Topology topology;
+    topology.path = path;
+    try {
+        Link link = ReadLink(root["link"], "link", path, Link{});
+        topology.metadata_link = ReadLink(root["metadata"], "metadata", path, link);
+        topology.client_link = ReadLink(root["client"], "client", path, link);
+        for (const auto &entry : root) {
+            std::string key = entry.first.as<std::string>();
+            const YAML::Node &value = entry.second;
+            if (key == "mtu") {
+                topology.mtu = value.as<unsigned>();
+            } else if (key == "metadata_shards") {
+                topology.metadata_shards = value.as<unsigned>();
+            } else if (key == "clients") {
+                topology.clients = value.as<unsigned>();
+            } else if (key == "memservers") {
+                if (value.IsScalar()) {
+                    topology.memservers.assign(value.as<unsigned>(), TopologyServer{link});
+                } else if (value.IsSequence()) {
+                    for (size_t i = 0; i < value.size(); ++i) {
+                        topology.memservers.push_back(ReadServer(value[i], i, path, link));
+                    }
+                } else {
+                    Die(1, "topology file {}: memservers must be a count or a list", path);
+                }
+            } else if (key != "link" && key != "metadata" && key != "client") {
+                Die(1,
+                    "topology file {}: unknown key \"{}\" (known: mtu, link, metadata, client, "
+                    "metadata_shards, clients, memservers)",
+                    path, key);
+            }
+        }
+    } catch (const YAML::Exception &e) {
+        Die(1, "topology file {}: a value of the wrong kind: {}", path, e.what());
+    }
+    if (topology.memservers.empty() || topology.memservers.size() > 99) {
+        Die(1, "topology file {}: memservers must give 1 to 99 memory servers", path);
+    }
+    if (topology.clients < 1 || topology.clients > 200) {
+        Die(1, "topology file {}: clients must be 1 to 200", path);
+    }
+    if (topology.metadata_shards < 1 || topology.metadata_shards > 64) {
+        Die(1, "topology file {}: metadata_shards must be 1 to 64", path);
+    }
+    if (topology.mtu < 1280 || topology.mtu > 65535) {
+        Die(1, "topology file {}: mtu {} is outside 1280 to 65535", path, topology.mtu);
+    }
+    return topology;
+}
+
+std::string EmulatedAddress(const std::string &kind, size_t index) {
+    int subnet = kind == "metadata" ? 1 : kind == "memory" ? 2 : 3;
+    return fmt::format("{}{}.{}", kSubnetPrefix, subnet, index + 1);
+}
+
+const EmulatedNode &Emulation::Node(const std::string &name) const {
+    std::string names;
+    for (const EmulatedNode &node : nodes) {
+        if (node.name == name) return node;
+        names += (names.empty() ? "" : ", ") + node.name;
+    }
+    Die(1, "the emulated fabric has no node \"{}\" (it has: {})", name, names);
+}
+
+std::vector<const EmulatedNode *> Emulation::Clients() const {
+    std::vector<const EmulatedNode *> clients;
+    for (const EmulatedNode &node : nodes) {
+        if (node.name.starts_with("client")) clients.push_back(&node);
+    }
+    return clients;
+}
+
+std::string EmulationFileOf(const std::string &run_dir) { return run_dir + "/emulation.yaml"; }
+
+std::optional<Emulation> EmulationOf(const std::string &cluster_file) {
+    std::string path = fs::path(cluster_file).parent_path().string() + "/emulation.yaml";
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return std::nullopt;
+    try {
+        YAML::Node root = YAML::LoadFile(path);
+        Emulation emulation;
+        emulation.switch_netns = root["switch_netns"].as<std::string>();
+        emulation.mtu = root["mtu"].as<unsigned>();
+        for (const YAML::Node &entry : root["nodes"]) {
+            EmulatedNode node;
+            node.name = entry["name"].as<std::string>();
+            node.netns = entry["netns"].as<std::string>();
+            node.address = entry["address"].as<std::string>();
+            node.port = entry["port"].as<std::string>();
+            node.link.rate_bps = entry["rate_bps"].as<uint64_t>();
+            node.link.delay_us = entry["delay_us"].as<uint64_t>();
+            emulation.nodes.push_back(node);
+        }
+        return emulation;
+    } catch (const YAML::Exception &e) {
+        Die(1, "cannot read {} (the emulated fabric of this cluster): {}", path, e.what());
+    }
+}
+
+void CheckCanEmulate() {
+    std::vector<std::string> missing;
+    if (geteuid() != 0) {
+        missing.push_back(
+            "root (network namespaces, veth pairs and tc need CAP_SYS_ADMIN and "
+            "CAP_NET_ADMIN)");
+    }
+    for (const char *tool : {"ip", "tc"}) {
+        if (ToolPath(tool).empty()) {
+            missing.push_back(fmt::format("the {} command (iproute2: apt-get install iproute2)",
+                                          tool));
+        }
+    }
+    if (!missing.empty()) {
+        Die(1, "fampool up --emulate cannot run here; it needs {}", fmt::join(missing, "; and "));
+    }
+}
+
+Emulation CreateEmulation(const Topology &topology, const std::string &run_dir,
+                          const std::function<void(const std::string &)> &progress) {
+    CheckCanEmulate();
+    const std::string prefix = PrefixOf(run_dir);
+    for (const std::string &name : ExistingNamespaces()) {
+        if (name.starts_with(prefix + "-")) {
+            Die(1,
+                "fampool up --emulate: network namespace {} of an earlier emulation of {} still "
+                "exists; remove it with `fampool down --run-dir {}`",
+                name, run_dir, ShellQuote(run_dir));
+        }
+    }
+
+    Emulation emulation;
+    emulation.switch_netns = prefix + "-switch";
+    emulation.mtu = topology.mtu;
+    auto add = [&](const std::string &kind, const std::string &port, size_t index,
+                   const Link &link) {
+        std::string name = fmt::format("{}{}", kind, index);
+        emulation.nodes.push_back({name, prefix + "-" + name, EmulatedAddress(kind, index),
+                                   fmt::format("{}{}", port, index), link});
+    };
+    for (unsigned k = 0; k < topology.metadata_shards; ++k) {
+        add("metadata", "md", k, topology.metadata_link);
+    }
+    for (size_t i = 0; i < topology.memservers.size(); ++i) {
+        add("memory", "m", i, topology.memservers[i].link);
+    }
+    for (unsigned c = 0; c < topology.clients; ++c) add("client", "c", c, topology.client_link);
+
+    std::vector<std::string> made;  // namespaces, for the undo
+    try {
+        const std::string &sw = emulation.switch_netns;
+        const std::string mtu = std::to_string(topology.mtu);
+        progress(fmt::format("creating network namespace {} (the switch: bridge br0, {}0.1/16)",
+                             sw, kSubnetPrefix));
+        Must({"ip", "netns", "add", sw}, "the switch namespace");
+        made.push_back(sw);
+        Must({"ip", "-n", sw, "link", "set", "lo", "up"}, "the switch's loopback");
+        Must({"ip", "-n", sw, "link", "add", "br0", "type", "bridge"}, "the switch's bridge");
+        Must({"ip", "-n", sw, "link", "set", "br0", "mtu", mtu, "up"}, "the switch's bridge");
+        Must({"ip", "-n", sw, "addr", "add", std::string(kSubnetPrefix) + "0.1/16", "dev", "br0"},
+             "the switch's address");
+        for (const EmulatedNode &node : emulation.nodes) {
+            std::string step = "node " + node.name;
+            progress(fmt::format("creating {} ({}, {}, link {}{})", node.name, node.netns,
+                                 node.address, RateText(node.link.rate_bps),
+                                 node.link.delay_us
+                                     ? fmt::format(", delay {} us", node.link.delay_us)
+                                     : ""));
+            Must({"ip", "netns", "add", node.netns}, step);
+            made.push_back(node.netns);
+            Must({"ip", "-n", node.netns, "link", "set", "lo", "up"}, step);
+            Must({"ip", "-n", sw, "link", "add", node.port, "type", "veth", "peer", "name",
+                  "fab0", "netns", node.netns},
+                 step);
+            Must({"ip", "-n", sw, "link", "set", node.port, "mtu", mtu, "master", "br0", "up"},
+                 step);
+            Must({"ip", "-n", node.netns, "link", "set", "fab0", "mtu", mtu, "up"}, step);
+            Must({"ip", "-n", node.netns, "addr", "add", node.address + "/16", "dev", "fab0"},
+                 step);
+            // Both directions: what the node sends (its end) and what it receives (the switch's).
+            Shape(node.netns, "fab0", node.link, topology.mtu, step + " (outgoing)");
+            Shape(sw, node.port, node.link, topology.mtu, step + " (incoming)");
+        }
+        WriteText(EmulationFileOf(run_dir), EmulationText(emulation));
+    } catch (...) {
+        for (auto it = made.rbegin(); it != made.rend(); ++it) RunTool({"ip", "netns", "del", *it});
+        throw;
+    }
+    return emulation;
+}
+
+std::vector<std::string> RemoveEmulation(const Emulation &emulation, const std::string &run_dir) {
+    std::vector<std::string> removed;
+    std::vector<std::string> existing = ExistingNamespaces();
+    std::set<std::string> present(existing.begin(), existing.end());
+    std::vector<std::string> names;
+    for (const EmulatedNode &node : emulation.nodes) names.push_back(node.netns);
+    names.push_back(emulation.switch_netns);
+    for (const std::string &name : names) {
+        if (!present.count(name)) continue;
+        ToolResult result = RunTool({"ip", "netns", "del", name});
+        if (result.status != 0) {
+            Die(1, "fampool down: cannot remove network namespace {}: {}", name, result.output);
+        }
+        removed.push_back(name);
+    }
+    std::error_code ec;
+    fs::remove(EmulationFileOf(run_dir), ec);
+    return removed;
+}
+
+void EnterSwitch(const Emulation &emulation, const std::string &command) {
+    try {
+        EnterNetworkNamespace(emulation.switch_netns);
+    } catch (const Failure &failure) {
+        Die(1, "fampool {}: the cluster runs on an emulated fabric, reached from its switch "
+            "namespace: {}", command, failure.fam_error_msg());
+    }
+}
+
+}  // namespace fampool::cli
