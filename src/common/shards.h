@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/hash.h"
+
 namespace fampool {
 
 // Most shards a cluster may have.
@@ -26,13 +28,13 @@ constexpr uint64_t FirstRegionId(uint32_t shard) {
     return (static_cast<uint64_t>(shard) << kShardShift) + 1;
 }
 
-// The shard of `shards` that owns the region named `name`: FNV-1a of the name, modulo the
-// count. The same in every process and build, since clients and shards must agree on it.
+// The shard of `shards` that owns the region named `name`: the name's FNV-1a, mixed, modulo
+// the count. Clients and shards must agree on it, so it never changes. Mixed so that it does
+// not follow the name's memory server (FNV-1a modulo the servers): unmixed, with 2 shards and
+// 2 servers every region of shard 0 went to server 0.
 constexpr uint32_t ShardOfName(std::string_view name, uint32_t shards) {
     if (shards <= 1) return 0;
-    uint64_t hash = 14695981039346656037ull;
-    for (char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    return static_cast<uint32_t>(hash % shards);
+    return static_cast<uint32_t>(Mix(Fnv1a(name)) % shards);
 }
 
 }  // namespace fampool

@@ -123,12 +123,6 @@ std::pair<uint64_t, uint64_t> PhysicalRange(const Layout &layout, uint64_t offse
             (offset + span) / layout.unit() * layout.interleave};
 }
 
-uint64_t Fnv1a(const std::string &text) {
-    uint64_t hash = 1469598103934665603ull;
-    for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
-    return hash;
-}
-
 void Govern(ItemInfo &item, const Caller &caller) {
     const bool region_level = item.region.attributes.permissionLevel != DATAITEM;
     uint32_t mode = region_level ? item.region.perm : item.perm;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/fam_objects.h"
+#include "common/hash.h"  // Fnv1a: where hash placement starts
 #include "common/memory_server.h"
 #include "meta/lmdb.h"
 
@@ -81,8 +82,6 @@ Layout LayoutOf(const RegionInfo &region);
 std::pair<uint64_t, uint64_t> PhysicalRange(const Layout &layout, uint64_t offset, uint64_t size,
                                             uint64_t index);
 
-// FNV-1a of a name: where hash placement starts.
-uint64_t Fnv1a(const std::string &text);
 
 // The permission bits that govern an item: the region's in a REGION-level region.
 void Govern(ItemInfo &item, const Caller &caller);

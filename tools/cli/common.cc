@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "common/error.h"
+#include "common/hash.h"
 
 namespace fampool::cli {
 
@@ -51,11 +52,7 @@ ClusterConfig LoadCluster(const std::string &command, const std::string &path) {
     }
 }
 
-uint64_t RunDirHash(const std::string &run_dir) {
-    uint64_t hash = 1469598103934665603ull;
-    for (unsigned char c : run_dir) hash = (hash ^ c) * 1099511628211ull;
-    return hash;
-}
+uint64_t RunDirHash(const std::string &run_dir) { return Fnv1a(run_dir); }
 
 std::string ShmBase(const std::string &run_dir) {
     return fmt::format("/dev/shm/fampool-{}-{:012x}", getuid(),
