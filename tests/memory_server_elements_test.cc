@@ -129,5 +129,23 @@ TEST_F(MemoryServerElementsTest, ACallPastTheHeapsEndFailsAndTheExtentCanStillBe
     EXPECT_NO_THROW(server_->DestroyExtent(extent_));
 }
 
+// Found by tests/fuzz/memory_server_rpc_fuzz: a copy whose layout said RAID5 over one member
+// (or with no stripe unit) divided by zero placing its bytes; it is refused by name.
+TEST_F(MemoryServerElementsTest, ACopyOfARaid5LayoutWithTooFewMembersIsRefused) {
+    fampool::ItemLayout item;
+    item.extent = extent_;
+    item.size = 4096;
+    item.interleave = 4096;
+    item.raid5_members = 1;
+    item.servers.push_back({7, "", 0, 0, false});
+    CaughtError caught = CatchFamError([&] { server_->Copy(item, 0, item, 0, 64); });
+    EXPECT_EQ(caught.code, openfam::FAM_ERR_INVALID);
+    EXPECT_NE(caught.message.find("RAID5 needs 3 members"), std::string::npos) << caught.message;
+    item.raid5_members = 3;
+    item.interleave = 0;
+    EXPECT_EQ(CatchFamError([&] { server_->Copy(item, 0, item, 0, 64); }).code,
+              openfam::FAM_ERR_INVALID);
+}
+
 }  // namespace
 }  // namespace fampool_test

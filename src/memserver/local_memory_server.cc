@@ -39,6 +39,14 @@ void ForEachRun(const ItemLayout &item, uint64_t start, uint64_t nbytes, Visit &
     if (item.servers.empty()) {
         Fail(openfam::FAM_ERR_INVALID, "{} lies on no memory server", Describe(item));
     }
+    // A RAID5 layout stripes over a parity and at least two data members, in units of the
+    // interleave size (found by tests/fuzz/memory_server_rpc_fuzz: one member divided by zero).
+    if (item.raid5_members && (item.raid5_members < 3 || item.interleave == 0)) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "{} is laid out as RAID5 over {} members with a stripe unit of {} bytes: RAID5 "
+             "needs 3 members at least and a stripe unit",
+             Describe(item), item.raid5_members, item.interleave);
+    }
     for (uint64_t at = start, end = start + nbytes; at < end;) {
         BytePlace place = item.Locate(at);
         if (place.index >= item.servers.size()) {
