@@ -6,6 +6,7 @@
 #include <ctime>
 #include <functional>
 #include <future>
+#include <thread>
 
 #include "client/fam_impl.h"
 #include "client/redundant_channel.h"
@@ -167,6 +168,9 @@ void WithRecovery(Session &session, const ItemInfo &item,
         session.metadata->ReportFailure(servers);
         ItemInfo fresh = session.metadata->GetItem(now.region_id, now.offset, session.caller);
         RequireSameItem(fresh, now);
+        if (fresh.region.member_state == now.region.member_state) {
+            std::this_thread::sleep_for(kUnchangedRecoveryPause);
+        }
         now = std::move(fresh);
     }
 }

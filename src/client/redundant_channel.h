@@ -3,6 +3,7 @@
 #ifndef FAMPOOL_CLIENT_REDUNDANT_CHANNEL_H_
 #define FAMPOOL_CLIENT_REDUNDANT_CHANNEL_H_
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,11 @@ namespace fampool {
 // Rounds of recovery (check the servers, fetch the members again, redo) before a failure on a
 // redundant item stands: each round follows a member's loss, and a region survives one.
 constexpr int kRecoveryRounds = 3;
+// A round after which the item's members are as they were (the metadata service found every
+// server alive: a connection refused or reset under load, not a death) waits this long before
+// the redo, so that the rounds outlast gRPC's reconnect backoff (100 ms) instead of failing
+// within it.
+constexpr std::chrono::milliseconds kUnchangedRecoveryPause{250};
 
 class RedundantChannel : public Channel {
   public:

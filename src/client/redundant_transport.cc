@@ -1,6 +1,7 @@
 #include "client/redundant_transport.h"
 
 #include <random>
+#include <thread>
 
 #include "client/redundant_channel.h"
 #include "common/error.h"
@@ -144,7 +145,10 @@ void RedundantTransport::Recover(RedundantBinding &binding) {
         servers.insert(MemberServer(view->item.region, m));
     }
     services_.report(std::vector<uint64_t>(servers.begin(), servers.end()));
-    Fresh(binding, /*stale=*/true);
+    std::shared_ptr<const RedundantBinding::View> fresh = Fresh(binding, /*stale=*/true);
+    if (fresh->item.region.member_state == view->item.region.member_state) {
+        std::this_thread::sleep_for(kUnchangedRecoveryPause);
+    }
 }
 
 }  // namespace fampool
