@@ -182,7 +182,13 @@ class RawTarget {
         target_.base =
             endpoint_.virtual_addressing() ? reinterpret_cast<uint64_t>(buffer_.data()) : 0;
         thread_ = std::thread([this] {
-            while (!stop_.load(std::memory_order_relaxed)) endpoint_.Poll();
+            while (!stop_.load(std::memory_order_relaxed)) {
+                if (paused_.load(std::memory_order_relaxed)) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                } else {
+                    endpoint_.Poll();
+                }
+            }
         });
     }
 
@@ -192,12 +198,16 @@ class RawTarget {
     }
 
     const Target &target() const { return target_; }
+    // While paused (no operation of a client in flight), the thread sleeps instead of polling,
+    // leaving the cores to whatever else the program measures.
+    void Pause() { paused_ = true; }
+    void Resume() { paused_ = false; }
 
   private:
     std::vector<char> buffer_;
     RawEndpoint endpoint_;
     Target target_;
-    std::atomic<bool> stop_{false};
+    std::atomic<bool> stop_{false}, paused_{false};
     std::thread thread_;
 };
 
