@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -131,11 +132,16 @@ class RawEndpoint {
         return std::string(name, length);
     }
 
+    // The peer's address in this endpoint's address vector, inserted the first time only
+    // (shm's vector holds a few hundred entries, and a loop calls this per batch).
     fi_addr_t Insert(const std::string &address) {
+        auto known = peers_.find(address);
+        if (known != peers_.end()) return known->second;
         fi_addr_t peer = FI_ADDR_UNSPEC;
         if (fi_av_insert(av_, address.data(), 1, &peer, 0, nullptr) != 1) {
             throw std::runtime_error("fi_av_insert failed");
         }
+        peers_.emplace(address, peer);
         return peer;
     }
 
@@ -168,6 +174,7 @@ class RawEndpoint {
     fid_cq *cq_ = nullptr;
     fid_ep *ep_ = nullptr;
     fid_mr *mr_ = nullptr;
+    std::map<std::string, fi_addr_t> peers_;  // inserted into av_
 };
 
 // A buffer of `size` bytes others can read and write, served by a polling thread.

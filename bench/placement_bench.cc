@@ -11,8 +11,8 @@
 // For each placement and operation (blocking get and put, and non-blocking get and put with
 // a window of --window transfers before each fam_quiet) every PE moves --size bytes at a
 // time through its item, over and over, for --seconds; the figure is the bytes all PEs moved
-// divided by the time from the common start to the last PE's last completion. Items are written once before anything is timed (first-touch page
-// faults are not the fabric's work).
+// divided by the time from the common start to the last PE's last completion. Items are
+// written once before anything is timed (first-touch page faults are not the fabric's work).
 //
 //   placement_bench --netns NS0,NS1,... [--pes P] [--size BYTES] [--item BYTES]
 //                   [--seconds S] [--window W] [--seed N] [--ops get,put,get_nb,put_nb]
@@ -116,9 +116,12 @@ void Pe(Shared *shared, const Options &o, int pe, const std::string &placement,
     Fam_Region_Attributes attributes{};
     attributes.interleaveEnable = placement == "interleaved" ? ENABLE : DISABLE;
     attributes.memoryType = VOLATILE;
-    std::string stem = "placement_" + placement + "_pe" + std::to_string(pe);
+    // The parent's pid in the name: a run that failed leaves its regions on the cluster.
+    std::string stem = "placement_" + placement + "_" + std::to_string(getppid()) + "_pe" +
+                       std::to_string(pe);
     std::string name = placement == "interleaved" ? stem : NameOnServer(stem, server, servers);
-    Fam_Region_Descriptor *region = f.fam_create_region(name.c_str(), 2 * o.item, 0777, &attributes);
+    Fam_Region_Descriptor *region =
+        f.fam_create_region(name.c_str(), 2 * o.item, 0777, &attributes);
     Fam_Descriptor *item = f.fam_allocate("data", o.item, 0777, region);
     std::vector<char> buffer(o.item, static_cast<char>(pe));
     f.fam_put_blocking(buffer.data(), item, 0, o.item);
