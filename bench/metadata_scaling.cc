@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_args.h"
 #include "common/network.h"
 #include "common/shards.h"
 
@@ -215,15 +216,6 @@ double Median(std::vector<double> values) {
     return values[values.size() / 2];
 }
 
-std::vector<std::string> Split(const std::string &text) {
-    std::vector<std::string> parts;
-    std::stringstream list(text);
-    for (std::string part; std::getline(list, part, ',');) {
-        if (!part.empty()) parts.push_back(part);
-    }
-    return parts;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -232,7 +224,7 @@ int main(int argc, char **argv) {
         std::string arg = argv[i];
         if (arg == "--clients" && i + 1 < argc) {
             o.counts.clear();
-            for (const std::string &n : Split(argv[++i])) {
+            for (const std::string &n : bench_args::SplitList(argv[++i])) {
                 o.counts.push_back(std::min(std::stoi(n), kMostClients));
             }
         } else if (arg == "--seconds" && i + 1 < argc) {
@@ -242,11 +234,13 @@ int main(int argc, char **argv) {
         } else if (arg == "--csv" && i + 1 < argc) {
             o.csv = argv[++i];
         } else if (arg == "--netns" && i + 1 < argc) {
-            o.netns = Split(argv[++i]);
+            o.netns = bench_args::SplitList(argv[++i]);
         } else if (arg == "--shards" && i + 1 < argc) {
             o.shards = static_cast<unsigned>(std::stoul(argv[++i]));
         } else if (arg == "--cpu-pids" && i + 1 < argc) {
-            for (const std::string &pid : Split(argv[++i])) o.cpu_pids.push_back(std::stoi(pid));
+            for (const std::string &pid : bench_args::SplitList(argv[++i])) {
+                o.cpu_pids.push_back(std::stoi(pid));
+            }
         } else if (arg == "--label" && i + 1 < argc) {
             o.label = argv[++i];
         } else {

@@ -41,10 +41,10 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "common/cluster_config.h"
 #include "common/config.h"
 #include "common/hash.h"
@@ -82,15 +82,6 @@ struct Shared {
     std::atomic<int> failed;
     char error[512];
 };
-
-std::vector<std::string> Split(const std::string &text) {
-    std::vector<std::string> parts;
-    std::stringstream in(text);
-    for (std::string part; std::getline(in, part, ',');) {
-        if (!part.empty()) parts.push_back(part);
-    }
-    return parts;
-}
 
 // A region name that hash placement puts on memory server `server` of `servers` (the first
 // server of a region is the name's FNV-1a modulo the servers: meta/metadata_store.cc).
@@ -175,24 +166,18 @@ void Pe(Shared *shared, const Options &o, int pe, const std::string &placement,
 
 int main(int argc, char **argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "placement_bench: %s needs a value\n", arg.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
-        if (arg == "--netns") o.netns = Split(value());
+    for (bench_args::ArgReader args("placement_bench", argc, argv); args.Next();) {
+        const std::string &arg = args.flag();
+        auto value = [&args] { return args.Value(); };
+        if (arg == "--netns") o.netns = bench_args::SplitList(value());
         else if (arg == "--pes") o.pes = std::stoi(value());
         else if (arg == "--size") o.size = std::stoull(value());
         else if (arg == "--item") o.item = std::stoull(value());
         else if (arg == "--seconds") o.seconds = std::stod(value());
         else if (arg == "--window") o.window = std::stoi(value());
         else if (arg == "--seed") o.seed = static_cast<unsigned>(std::stoul(value()));
-        else if (arg == "--ops") o.ops = Split(value());
-        else if (arg == "--placements") o.placements = Split(value());
+        else if (arg == "--ops") o.ops = bench_args::SplitList(value());
+        else if (arg == "--placements") o.placements = bench_args::SplitList(value());
         else if (arg == "--link-bps") o.link_bps = std::stod(value());
         else if (arg == "--label") o.label = value();
         else if (arg == "--csv") o.csv = value();

@@ -39,11 +39,11 @@
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_args.h"
 #include "common/config.h"
 #include "fabric_raw.h"
 
@@ -72,19 +72,14 @@ int Window(int window, uint64_t size) {
     return static_cast<int>(std::min<uint64_t>(window, most));
 }
 
+// A comma-separated list of numbers.
 template <typename T>
-std::vector<T> SplitAs(const std::string &text) {
-    std::vector<T> parts;
-    std::stringstream in(text);
-    for (std::string part; std::getline(in, part, ',');) {
-        if (part.empty()) continue;
-        if constexpr (std::is_same_v<T, std::string>) {
-            parts.push_back(part);
-        } else {
-            parts.push_back(static_cast<T>(std::stoull(part)));
-        }
+std::vector<T> NumbersOf(const std::string &text) {
+    std::vector<T> numbers;
+    for (const std::string &part : bench_args::SplitList(text)) {
+        numbers.push_back(static_cast<T>(std::stoull(part)));
     }
-    return parts;
+    return numbers;
 }
 
 // Runs `body(thread, deadline)` on `threads` threads together; each returns the bytes it moved.
@@ -247,19 +242,13 @@ double Raw(const Options &o, const fabric_raw::Target &target, const std::string
 
 int main(int argc, char **argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        std::string arg = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "transfer_bench: %s needs a value\n", arg.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
+    for (bench_args::ArgReader args("transfer_bench", argc, argv); args.Next();) {
+        const std::string &arg = args.flag();
+        auto value = [&args] { return args.Value(); };
         if (arg == "--label") o.label = value();
-        else if (arg == "--sizes") o.sizes = SplitAs<uint64_t>(value());
-        else if (arg == "--threads") o.threads = SplitAs<int>(value());
-        else if (arg == "--ops") o.ops = SplitAs<std::string>(value());
+        else if (arg == "--sizes") o.sizes = NumbersOf<uint64_t>(value());
+        else if (arg == "--threads") o.threads = NumbersOf<int>(value());
+        else if (arg == "--ops") o.ops = bench_args::SplitList(value());
         else if (arg == "--seconds") o.seconds = std::stod(value());
         else if (arg == "--window") o.window = std::stoi(value());
         else if (arg == "--item") o.item = std::stoull(value());

@@ -439,7 +439,7 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
             if (result && reply.result().size() == size) {
                 std::memcpy(result, reply.result().data(), size);
             }
-            if (reply.mirror_failed()) transport_.Recover(binding);
+            if (reply.mirror_failed()) transport_.Recover(binding, /*redo=*/false);
             return;
         } catch (const Failure &failure) {
             // FAM_ERR_NOPERM: the key of a server that restarted since this view (the client

@@ -138,7 +138,7 @@ std::shared_ptr<const RedundantBinding::View> RedundantTransport::Fresh(Redundan
     return fresh;
 }
 
-void RedundantTransport::Recover(RedundantBinding &binding) {
+void RedundantTransport::Recover(RedundantBinding &binding, bool redo) {
     std::shared_ptr<const RedundantBinding::View> view = binding.view();
     std::set<uint64_t> servers;
     for (size_t m = 0; m < MemberCount(view->item.region); ++m) {
@@ -146,7 +146,7 @@ void RedundantTransport::Recover(RedundantBinding &binding) {
     }
     services_.report(std::vector<uint64_t>(servers.begin(), servers.end()));
     std::shared_ptr<const RedundantBinding::View> fresh = Fresh(binding, /*stale=*/true);
-    if (fresh->item.region.member_state == view->item.region.member_state) {
+    if (redo && fresh->item.region.member_state == view->item.region.member_state) {
         std::this_thread::sleep_for(kUnchangedRecoveryPause);
     }
 }

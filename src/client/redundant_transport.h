@@ -108,7 +108,9 @@ class RedundantTransport : public Transport {
     // not healthy and it is older than kViewLease.
     std::shared_ptr<const RedundantBinding::View> Fresh(RedundantBinding &binding, bool stale);
     // After a failure on `binding`'s item: has its servers checked, then fetches it again.
-    void Recover(RedundantBinding &binding);
+    // `redo`: the caller does the operation again next, so when the members are as they were
+    // (no server found dead) it first waits kUnchangedRecoveryPause (redundant_channel.h).
+    void Recover(RedundantBinding &binding, bool redo = true);
     const RedundancyServices &services() const { return services_; }
     // A fresh id for a mirrored atomic: this client's and a sequence number.
     std::string NextOpId();
