@@ -59,6 +59,64 @@ typedef struct Fam_Stat {
     uint64_t memory_servers[FAM_MAX_MEMORY_SERVERS];
 } Fam_Stat;
 
+// Intent-based placement (a fampool extension from seed 003, SharP UMA; docs/intent.md): a
+// region's creator says what it intends for the data, and the metadata service maps that onto
+// the memory servers' kinds, speeds and failure domains. Programs that do not use it see
+// OpenFAM's fields, sizes and behaviour unchanged.
+//
+// Hints, or'ed together (each group at most one of its values where they exclude each other).
+// Usage: how the data is accessed. Accessibility: who reads it. Resilience: what it survives.
+typedef enum Fam_Intent_Hint {
+    FAM_HINT_NONE = 0,
+    FAM_HINT_BANDWIDTH = 1u << 0,  // streamed in large transfers: the set of servers whose
+                                   // striped bandwidth is the highest
+    FAM_HINT_LATENCY = 1u << 1,    // small scattered accesses: the lowest-latency servers
+    FAM_HINT_NEAR_PE = 1u << 2,    // used mostly by the creating PE: servers on its node first
+    FAM_HINT_CAPACITY = 1u << 3,   // large and cold: the far tier, then the most free memory
+    FAM_HINT_JOB = 1u << 8,          // read by this job only: volatile memory is enough
+    FAM_HINT_ACROSS_JOBS = 1u << 9,  // read by later jobs, across restarts: persistent memory
+    FAM_HINT_VOLATILE = 1u << 16,         // may be lost with a server's restart
+    FAM_HINT_PERSISTENT = 1u << 17,       // survives a server's restart: persistent memory
+    FAM_HINT_SURVIVE_FAILURE = 1u << 18   // survives a server's death: RAID1 (and persistent
+                                          // memory unless FAM_HINT_VOLATILE is given)
+} Fam_Intent_Hint;
+
+// A memory server's kind of memory: DRAM, persistent memory (NVRAM, or heaps on a local file
+// system), or a slower far tier (CXL-attached memory, a parallel file system).
+typedef enum Fam_Memory_Kind {
+    FAM_KIND_ANY = 0,
+    FAM_KIND_DRAM,
+    FAM_KIND_PERSISTENT,
+    FAM_KIND_FAR
+} Fam_Memory_Kind;
+
+#define FAM_INTENT_MAX_SERVERS 16
+#define FAM_INTENT_DOMAIN_LENGTH 64
+
+// Hints and constraints. Constraints must hold, or the region is refused with an error that
+// names the unmet one; hints choose among the servers the constraints leave.
+typedef struct Fam_Region_Intent {
+    uint32_t hints;        // Fam_Intent_Hint values or'ed; 0: none
+    Fam_Memory_Kind kind;  // only servers of this kind; FAM_KIND_ANY: any
+    uint32_t server_count;                    // only these memory servers (ids); 0: any
+    uint64_t servers[FAM_INTENT_MAX_SERVERS];
+    char failure_domain[FAM_INTENT_DOMAIN_LENGTH];  // only servers in this domain; "": any
+} Fam_Region_Intent;
+
+// fam_create_region_intent's attributes: OpenFAM's, and the intent.
+typedef struct Fam_Region_Intent_Attributes {
+    Fam_Region_Attributes attributes;
+    Fam_Region_Intent intent;
+} Fam_Region_Intent_Attributes;
+
+// fam_stat's account of a region's placement: the intent it was created with (all zero for a
+// region created without one) and why the metadata service chose its servers.
+#define FAM_PLACEMENT_REASON_LENGTH 1024
+typedef struct Fam_Placement {
+    Fam_Region_Intent intent;
+    char reason[FAM_PLACEMENT_REASON_LENGTH];
+} Fam_Placement;
+
 // Element operations fam_queue_operation queues (memory-side aggregation, a fampool extension
 // from the OpenFAM paper's section V-B; OpenFAM has not frozen it): add the 4- or 8-byte
 // integers given to the indexed elements (atomically), write them, or read them.
@@ -190,6 +248,13 @@ class fam {
     Fam_Region_Descriptor *fam_lookup_region(const char *name);
     Fam_Region_Descriptor *fam_create_region(const char *name, uint64_t size, mode_t permissions,
                                              Fam_Region_Attributes *regionAttributes);
+    // fampool's extension: a region placed by intent (Fam_Region_Intent above). NULL
+    // attributes: as fam_create_region with NULL. Throws FAM_ERR_INVALID for contradictory
+    // hints or hints that contradict the attributes, FAM_ERR_RESOURCE when no server meets a
+    // constraint, FAM_ERR_NO_SPACE when those that do lack room; the message names the part.
+    Fam_Region_Descriptor *fam_create_region_intent(const char *name, uint64_t size,
+                                                    mode_t permissions,
+                                                    Fam_Region_Intent_Attributes *attributes);
     void fam_destroy_region(Fam_Region_Descriptor *descriptor);
     void fam_resize_region(Fam_Region_Descriptor *descriptor, uint64_t nbytes);
 
@@ -205,6 +270,8 @@ class fam {
     void fam_change_permissions(Fam_Region_Descriptor *descriptor, mode_t accessPermissions);
     void fam_stat(Fam_Descriptor *descriptor, Fam_Stat *famInfo);
     void fam_stat(Fam_Region_Descriptor *descriptor, Fam_Stat *famInfo);
+    // fampool's extension: also the region's intent and why it was placed where it is.
+    void fam_stat(Fam_Region_Descriptor *descriptor, Fam_Stat *famInfo, Fam_Placement *placement);
 
     // Get and put.
     void fam_get_blocking(void *local, Fam_Descriptor *descriptor, uint64_t offset,

@@ -94,6 +94,13 @@ c_fam_region_desc *c_fam_lookup_region(c_fam *fam, const char *name);
 int c_fam_destroy_region(c_fam *fam, c_fam_region_desc *region);
 int c_fam_resize_region(c_fam *fam, c_fam_region_desc *region, uint64_t nbytes);
 int c_fam_stat_region(c_fam *fam, c_fam_region_desc *region, Fam_Stat *info);
+// fampool's extension (fam/fam.h, Fam_Region_Intent): a region placed by intent, and the
+// account of a region's placement. `placement` may be NULL to fill `info` only.
+c_fam_region_desc *c_fam_create_region_intent(c_fam *fam, const char *name, size_t size,
+                                              mode_t perm,
+                                              Fam_Region_Intent_Attributes *attributes);
+int c_fam_stat_region_placement(c_fam *fam, c_fam_region_desc *region, Fam_Stat *info,
+                                Fam_Placement *placement);
 int c_fam_change_permissions_region(c_fam *fam, c_fam_region_desc *region, mode_t perm);
 
 // Data items. region NULL means the default region. c_fam_close releases what the client holds

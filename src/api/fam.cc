@@ -58,6 +58,9 @@ const void *fam::fam_get_option(const char *optionName) { return Guard("fam_get_
 
 // Regions.
 Fam_Region_Descriptor *fam::fam_lookup_region(const char *name) { return Guard("fam_lookup_region", [&] { return impl_->LookupRegion(name); }); }
+Fam_Region_Descriptor *fam::fam_create_region_intent(const char *name, uint64_t size, mode_t permissions, Fam_Region_Intent_Attributes *attributes) {
+    return Guard("fam_create_region_intent", [&] { return impl_->CreateRegion(name, size, permissions, attributes ? &attributes->attributes : nullptr, attributes ? &attributes->intent : nullptr); });
+}
 Fam_Region_Descriptor *fam::fam_create_region(const char *name, uint64_t size, mode_t permissions, Fam_Region_Attributes *regionAttributes) {
     return Guard("fam_create_region", [&] { return impl_->CreateRegion(name, size, permissions, regionAttributes); });
 }
@@ -81,6 +84,7 @@ void fam::fam_change_permissions(Fam_Descriptor *descriptor, mode_t accessPermis
 void fam::fam_change_permissions(Fam_Region_Descriptor *descriptor, mode_t accessPermissions) { Guard("fam_change_permissions", [&] { impl_->ChangePermissions(descriptor, accessPermissions); }); }
 void fam::fam_stat(Fam_Descriptor *descriptor, Fam_Stat *famInfo) { Guard("fam_stat", [&] { impl_->Stat(descriptor, famInfo); }); }
 void fam::fam_stat(Fam_Region_Descriptor *descriptor, Fam_Stat *famInfo) { Guard("fam_stat", [&] { impl_->Stat(descriptor, famInfo); }); }
+void fam::fam_stat(Fam_Region_Descriptor *descriptor, Fam_Stat *famInfo, Fam_Placement *placement) { Guard("fam_stat", [&] { impl_->Stat(descriptor, famInfo, placement); }); }
 
 // Get and put.
 void fam::fam_get_blocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) { Guard("fam_get_blocking", [&] { impl_->Get(local, d, offset, nbytes, true); }); }

@@ -22,40 +22,6 @@ using openfam::Fam_Descriptor;
 using openfam::Fam_Exception;
 using openfam::Fam_Region_Descriptor;
 
-// The C constants must stay the values of the C++ enum.
-static_assert(C_FAM_NO_ERROR == openfam::FAM_NO_ERROR);
-static_assert(C_FAM_ERR_UNKNOWN == openfam::FAM_ERR_UNKNOWN);
-static_assert(C_FAM_ERR_NOPERM == openfam::FAM_ERR_NOPERM);
-static_assert(C_FAM_ERR_TIMEOUT == openfam::FAM_ERR_TIMEOUT);
-static_assert(C_FAM_ERR_INVALID == openfam::FAM_ERR_INVALID);
-static_assert(C_FAM_ERR_LIBFABRIC == openfam::FAM_ERR_LIBFABRIC);
-static_assert(C_FAM_ERR_SHM == openfam::FAM_ERR_SHM);
-static_assert(C_FAM_ERR_NOT_CREATED == openfam::FAM_ERR_NOT_CREATED);
-static_assert(C_FAM_ERR_NOTFOUND == openfam::FAM_ERR_NOTFOUND);
-static_assert(C_FAM_ERR_ALREADYEXIST == openfam::FAM_ERR_ALREADYEXIST);
-static_assert(C_FAM_ERR_ALLOCATOR == openfam::FAM_ERR_ALLOCATOR);
-static_assert(C_FAM_ERR_RPC == openfam::FAM_ERR_RPC);
-static_assert(C_FAM_ERR_PMI == openfam::FAM_ERR_PMI);
-static_assert(C_FAM_ERR_OUTOFRANGE == openfam::FAM_ERR_OUTOFRANGE);
-static_assert(C_FAM_ERR_NO_SPACE == openfam::FAM_ERR_NO_SPACE);
-static_assert(C_FAM_ERR_NULLPTR == openfam::FAM_ERR_NULLPTR);
-static_assert(C_FAM_ERR_UNIMPL == openfam::FAM_ERR_UNIMPL);
-static_assert(C_FAM_ERR_RESOURCE == openfam::FAM_ERR_RESOURCE);
-static_assert(C_FAM_ERR_INVALIDOP == openfam::FAM_ERR_INVALIDOP);
-static_assert(C_FAM_ERR_RPC_CLIENT_NOTFOUND == openfam::FAM_ERR_RPC_CLIENT_NOTFOUND);
-static_assert(C_FAM_ERR_MEMSERV_LIST_EMPTY == openfam::FAM_ERR_MEMSERV_LIST_EMPTY);
-static_assert(C_FAM_ERR_METADATA == openfam::FAM_ERR_METADATA);
-static_assert(C_FAM_ERR_MEMORY == openfam::FAM_ERR_MEMORY);
-static_assert(C_FAM_ERR_NAME_TOO_LONG == openfam::FAM_ERR_NAME_TOO_LONG);
-static_assert(C_FAM_ERR_ATL_QUEUE_FULL == openfam::FAM_ERR_ATL_QUEUE_FULL);
-static_assert(C_FAM_ERR_ATL_QUEUE_INSERT == openfam::FAM_ERR_ATL_QUEUE_INSERT);
-static_assert(C_FAM_ERR_ATL_NOT_ENABLED == openfam::FAM_ERR_ATL_NOT_ENABLED);
-static_assert(C_FAM_ERR_ATL == openfam::FAM_ERR_ATL);
-static_assert(C_FAM_BACKUP_NOT_CREATED == openfam::FAM_BACKUP_NOT_CREATED);
-static_assert(C_FAM_BACKUP_NOTFOUND == openfam::FAM_BACKUP_NOTFOUND);
-static_assert(C_FAM_BACKUP_INFO_NOTFOUND == openfam::FAM_BACKUP_INFO_NOTFOUND);
-static_assert(C_FAM_ERR_NOT_PWR_TWO == openfam::FAM_ERR_NOT_PWR_TWO);
-
 // The calling thread's last error. The message lives in a fixed buffer so that recording an
 // error never allocates (and so never throws) while an exception is being handled; a longer
 // message is truncated.
@@ -192,6 +158,14 @@ c_fam_region_desc *c_fam_create_region(c_fam *handle, const char *name, size_t s
     });
 }
 
+c_fam_region_desc *c_fam_create_region_intent(c_fam *handle, const char *name, size_t size,
+                                              mode_t perm,
+                                              Fam_Region_Intent_Attributes *attributes) {
+    return with_result<c_fam_region_desc *>(__func__, handle, [&](fam &f) {
+        return f.fam_create_region_intent(name, size, perm, attributes);
+    });
+}
+
 c_fam_region_desc *c_fam_lookup_region(c_fam *handle, const char *name) {
     return with_result<c_fam_region_desc *>(__func__, handle,
                                             [&](fam &f) { return f.fam_lookup_region(name); });
@@ -208,6 +182,12 @@ int c_fam_resize_region(c_fam *handle, c_fam_region_desc *desc, uint64_t nbytes)
 
 int c_fam_stat_region(c_fam *handle, c_fam_region_desc *desc, Fam_Stat *info) {
     return with_status(__func__, handle, [&](fam &f) { f.fam_stat(region(desc), info); });
+}
+
+int c_fam_stat_region_placement(c_fam *handle, c_fam_region_desc *desc, Fam_Stat *info,
+                                Fam_Placement *placement) {
+    return with_status(__func__, handle,
+                       [&](fam &f) { f.fam_stat(region(desc), info, placement); });
 }
 
 int c_fam_change_permissions_region(c_fam *handle, c_fam_region_desc *desc, mode_t perm) {

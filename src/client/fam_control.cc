@@ -1,9 +1,12 @@
 // FamImpl: regions, items and descriptor resolution (the control path).
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 
 #include "client/fam_impl.h"
 #include "common/region_attributes.h"
+#include "meta/intent_placement.h"
 
 namespace fampool {
 namespace {
@@ -114,16 +117,56 @@ Fam_Region_Descriptor *FamImpl::LookupRegion(const char *name) {
 
 Fam_Region_Descriptor *FamImpl::CreateRegion(const char *name, uint64_t size, mode_t perm,
                                              Fam_Region_Attributes *attributes) {
+    return CreateRegion(name, size, perm, attributes, nullptr);
+}
+
+namespace {
+
+// The intent as the metadata service takes it; FAM_ERR_INVALID for what cannot be one.
+RegionIntent IntentOf(const Fam_Region_Intent &in, const std::string &region,
+                      const std::string &host) {
+    RegionIntent intent;
+    intent.hints = in.hints;
+    intent.kind = KindName(in.kind, region);
+    if (in.server_count > FAM_INTENT_MAX_SERVERS) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "region \"{}\": intent server_count {} exceeds FAM_INTENT_MAX_SERVERS ({})", region,
+             in.server_count, FAM_INTENT_MAX_SERVERS);
+    }
+    intent.servers.assign(in.servers, in.servers + in.server_count);
+    size_t length = strnlen(in.failure_domain, sizeof in.failure_domain);
+    if (length == sizeof in.failure_domain) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "region \"{}\": intent failure_domain is not a NUL-terminated string of at most {} "
+             "characters",
+             region, sizeof in.failure_domain - 1);
+    }
+    intent.failure_domain.assign(in.failure_domain, length);
+    intent.host = host;
+    return intent;
+}
+
+}  // namespace
+
+Fam_Region_Descriptor *FamImpl::CreateRegion(const char *name, uint64_t size, mode_t perm,
+                                             Fam_Region_Attributes *attributes,
+                                             const Fam_Region_Intent *intent) {
     Session &session = Control();
     CheckNameArgument("region", name);
     Fam_Region_Attributes resolved{};
     if (attributes) resolved = CheckedAttributes(*attributes, name);
-    if (resolved.memoryType == MEMORY_TYPE_DEFAULT) {
+    RegionIntent wanted;
+    if (intent) wanted = IntentOf(*intent, name, session.host);
+    // The configured default memory type, unless resilience or accessibility hints choose it.
+    const uint32_t choosing = FAM_HINT_VOLATILE | FAM_HINT_PERSISTENT | FAM_HINT_JOB |
+                              FAM_HINT_ACROSS_JOBS | FAM_HINT_SURVIVE_FAILURE;
+    if (resolved.memoryType == MEMORY_TYPE_DEFAULT && !(wanted.hints & choosing) &&
+        wanted.kind != "persistent") {
         resolved.memoryType =
             session.config.default_memory_type == "persistent" ? PERSISTENT : VOLATILE;
     }
     return NewRegionDescriptor(
-        session.metadata->CreateRegion(name, size, perm, resolved, session.caller));
+        session.metadata->CreateRegion(name, size, perm, resolved, wanted, session.caller));
 }
 
 void FamImpl::DestroyRegion(Fam_Region_Descriptor *region) {
@@ -147,13 +190,25 @@ void FamImpl::ChangePermissions(Fam_Region_Descriptor *region, mode_t perm) {
     state.region.perm = perm;
 }
 
-void FamImpl::Stat(Fam_Region_Descriptor *region, Fam_Stat *info) {
+void FamImpl::Stat(Fam_Region_Descriptor *region, Fam_Stat *info, Fam_Placement *placement) {
     Session &session = Control();
     RegionDescriptorState &state = ResolveRegion(session, region);
     if (!info) Fail(openfam::FAM_ERR_NULLPTR, "Fam_Stat pointer is NULL");
     state.region = session.metadata->GetRegion(state.region.id, session.caller);
     const RegionInfo &r = state.region;
     FillStat(info, r.size, r.perm, r.name, r.uid, r.gid, r, 0, r.memory_servers.size());
+    if (!placement) return;
+    *placement = Fam_Placement{};
+    placement->intent.hints = r.intent.hints;
+    placement->intent.kind = static_cast<Fam_Memory_Kind>(KindValue(r.intent.kind));
+    placement->intent.server_count = static_cast<uint32_t>(
+        std::min<size_t>(r.intent.servers.size(), FAM_INTENT_MAX_SERVERS));
+    std::copy_n(r.intent.servers.begin(), placement->intent.server_count,
+                placement->intent.servers);
+    std::snprintf(placement->intent.failure_domain, sizeof placement->intent.failure_domain,
+                  "%s", r.intent.failure_domain.c_str());
+    std::string reason = r.placement.empty() ? PlainPlacement(r) : r.placement;
+    std::snprintf(placement->reason, sizeof placement->reason, "%s", reason.c_str());
 }
 
 Fam_Descriptor *FamImpl::Lookup(const char *item, const char *region) {

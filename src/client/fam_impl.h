@@ -49,12 +49,16 @@ class FamImpl {
 
     // Regions.
     Fam_Region_Descriptor *LookupRegion(const char *name);
+    // `intent` null: a plain region.
+    Fam_Region_Descriptor *CreateRegion(const char *name, uint64_t size, mode_t perm,
+                                        Fam_Region_Attributes *attributes,
+                                        const Fam_Region_Intent *intent);
     Fam_Region_Descriptor *CreateRegion(const char *name, uint64_t size, mode_t perm,
                                         Fam_Region_Attributes *attributes);
     void DestroyRegion(Fam_Region_Descriptor *region);
     void ResizeRegion(Fam_Region_Descriptor *region, uint64_t nbytes);
     void ChangePermissions(Fam_Region_Descriptor *region, mode_t perm);
-    void Stat(Fam_Region_Descriptor *region, Fam_Stat *info);
+    void Stat(Fam_Region_Descriptor *region, Fam_Stat *info, Fam_Placement *placement = nullptr);
 
     // Items.
     Fam_Descriptor *Lookup(const char *item, const char *region);

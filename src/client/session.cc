@@ -21,15 +21,36 @@ void OpenEmbedded(Session &session) {
     const Config &config = session.config;
     session.env = LmdbEnv::Open(config.data_dir + "/meta", config.meta_sync);
     std::string instance = MetadataStore::Prepare(*session.env);
-    HeapLocation location{config.shm_dir, config.data_dir + "/heaps", instance};
-    auto heaps = std::make_unique<LocalMemoryServer>(0, location, config.archive_dir);
-    LocalMemoryServer *local = heaps.get();
-    session.servers.push_back(std::move(heaps));
     PlacementOptions placement;
     placement.interleave_size = config.interleave_size;
-    session.metadata = std::make_unique<MetadataStore>(
-        session.env, std::vector<MemoryServer *>{local}, placement);
-    session.transport = std::make_unique<ShmTransport>(local);
+    // Every region on one memory server: the embedded data path maps a region's one heap.
+    placement.region_span = 1;
+    placement.redundancy = false;
+    std::vector<LocalMemoryServer *> locals;
+    auto add = [&](HeapLocation location, MemoryProfile profile, const std::string &memory_type,
+                   uint64_t capacity) {
+        auto heaps = std::make_unique<LocalMemoryServer>(session.servers.size(), location,
+                                                         config.archive_dir);
+        heaps->SetCapacity(capacity);
+        heaps->SetProfile(profile);
+        placement.memory_types.push_back(memory_type);
+        // The tiers are for regions placed by intent; the others stay on the default heaps.
+        placement.intent_only.push_back(!session.servers.empty());
+        profile.capacity = capacity;
+        placement.profiles.push_back(profile);
+        locals.push_back(heaps.get());
+        session.servers.push_back(std::move(heaps));
+    };
+    add(HeapLocation{config.shm_dir, config.data_dir + "/heaps", instance},
+        MemoryProfile{"dram"}, "", 0);
+    for (const Config::MemoryTier &tier : config.memory_tiers) {
+        add(HeapLocation{tier.dir + "/volatile", tier.dir + "/persistent", instance},
+            MemoryProfile{tier.kind, tier.bandwidth, tier.latency_ns},
+            tier.kind == "persistent" ? "persistent" : "", tier.capacity);
+    }
+    std::vector<MemoryServer *> servers(locals.begin(), locals.end());
+    session.metadata = std::make_unique<MetadataStore>(session.env, servers, placement);
+    session.transport = std::make_unique<ShmTransport>(locals);
 }
 
 // Where this client's fabric endpoints bind: the interface `if_device` names or, without
@@ -67,6 +88,7 @@ void OpenCluster(Session &session) {
                                        : config.metadata_shards,
         timeout);
     rpc::ServerList list = metadata->Servers(std::chrono::milliseconds(config.connect_timeout_ms));
+    session.host = SourceAddressToward(HostOf(config.metadata_address));
     for (const rpc::ServerState &server : list.servers()) {
         if (server.id() != session.servers.size()) {
             Fail(openfam::FAM_ERR_RPC, "metadata service {} lists memory server {} out of order",

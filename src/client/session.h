@@ -28,6 +28,8 @@ struct Session {
 
     Config config;
     Caller caller;
+    // This process's node as memory servers' hosts are named (FAM_HINT_NEAR_PE); embedded: "".
+    std::string host;
     std::shared_ptr<LmdbEnv> env;                        // embedded model only
     std::vector<std::unique_ptr<MemoryServer>> servers;  // by id
     std::unique_ptr<MetadataService> metadata;

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/config_keys.h"
 #include "common/error.h"
+#include "common/memory_kind.h"
 #include "common/network.h"
 #include "common/shards.h"
 #include "common/openfam_config.h"
@@ -19,7 +20,8 @@ namespace {
 const std::set<std::string> kServerKeys = {"id", "rpc_interface", "rpc_address", "libfabric_port",
                                            "fabric_host", "fam_path", "heap_dir", "shm_path",
                                            "shm_dir", "memory_type", "if_device",
-                                           "failure_domain", "spare", "capacity"};
+                                           "failure_domain", "spare", "capacity",
+                                           "kind", "bandwidth", "latency"};
 
 [[noreturn]] void Bad(const std::string &path, const std::string &what) {
     Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}", path, what);
@@ -47,7 +49,7 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
         if (!kServerKeys.count(key)) {
             Bad(path, which + ": unknown key \"" + key + "\" (known: id, rpc_interface, "
                       "libfabric_port, fabric_host, if_device, fam_path, shm_path, memory_type, "
-                      "failure_domain, spare, capacity)");
+                      "failure_domain, spare, capacity, kind, bandwidth, latency)");
         }
         const YAML::Node &value = entry.second;
         if (!value.IsScalar()) Bad(path, which + ": " + key + " must be a single value");
@@ -70,6 +72,15 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
         if (key == "spare") server.spare = Read<bool>(value, key, path);
         if (key == "capacity") {
             server.capacity = ParseSize("capacity", Read<std::string>(value, key, path));
+        }
+        if (key == "kind") server.kind = Read<std::string>(value, key, path);
+        if (key == "bandwidth") {
+            server.bandwidth = ParseBandwidth(path + ": " + which + ": bandwidth",
+                                              Read<std::string>(value, key, path));
+        }
+        if (key == "latency") {
+            server.latency_ns = ParseLatency(path + ": " + which + ": latency",
+                                             Read<std::string>(value, key, path));
         }
     }
     // A server that holds volatile regions only keeps them in fam_path, as OpenFAM's does
@@ -266,6 +277,10 @@ void CheckClusterConfig(const ClusterConfig &config) {
             Bad(path, which + ": memory_type \"" + server.memory_type +
                           "\" is not volatile or persistent");
         }
+        if (!server.kind.empty() && !IsMemoryKind(server.kind)) {
+            Bad(path, which + ": kind \"" + server.kind + "\" is not one of " +
+                          MemoryKindList());
+        }
     }
 }
 
@@ -323,6 +338,9 @@ std::string ClusterFileText(const ClusterConfig &c) {
         }
         if (m.spare) text += "    spare: true\n";
         if (m.capacity) text += fmt::format("    capacity: {}\n", m.capacity);
+        if (!m.kind.empty()) text += fmt::format("    kind: {}\n", m.kind);
+        if (m.bandwidth) text += fmt::format("    bandwidth: {}B/s\n", m.bandwidth);
+        if (m.latency_ns) text += fmt::format("    latency: {}ns\n", m.latency_ns);
     }
     return text;
 }

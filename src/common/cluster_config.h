@@ -37,6 +37,13 @@ struct MemoryServerConfig {
     // Bytes of extents it may hold (the memory it offers); a region or resize beyond it fails
     // with FAM_ERR_NO_SPACE. 0: no limit.
     uint64_t capacity = 0;
+    // Its memory's kind (common/memory_kind.h: dram, persistent, far); empty: the default for
+    // its memory_type. Intent-based placement (docs/intent.md) reads it.
+    std::string kind;
+    // Bytes per second and nanoseconds per access of its memory as clients see them; 0: the
+    // server measures its memory at start. The emulated fabric sets them from its links.
+    uint64_t bandwidth = 0;
+    uint64_t latency_ns = 0;
 };
 
 struct ClusterConfig {

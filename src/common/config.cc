@@ -9,6 +9,7 @@
 
 #include "common/config_keys.h"
 #include "common/error.h"
+#include "common/memory_kind.h"
 
 namespace fampool {
 namespace {
@@ -78,6 +79,46 @@ std::string DefaultDataDir() {
     if (const char *xdg = Env("XDG_DATA_HOME")) return std::string(xdg) + "/fampool";
     if (const char *home = Env("HOME")) return std::string(home) + "/.local/share/fampool";
     return "/tmp/fampool-" + std::to_string(getuid());
+}
+
+std::vector<Config::MemoryTier> ReadMemoryTiers(const YAML::Node &list, const std::string &path) {
+    auto bad = [&](const std::string &what) {
+        Fail(openfam::FAM_ERR_INVALID, "configuration file {}: memory_tiers: {}", path, what);
+    };
+    if (!list.IsSequence()) bad("must be a list of {kind, dir, capacity, bandwidth, latency}");
+    std::vector<Config::MemoryTier> tiers;
+    for (const YAML::Node &node : list) {
+        std::string which = fmt::format("tier {} (memory server {})", tiers.size() + 1,
+                                        tiers.size() + 1);
+        if (!node.IsMap()) bad(which + " must be a map");
+        Config::MemoryTier tier;
+        for (const auto &entry : node) {
+            std::string key = entry.first.as<std::string>();
+            if (!entry.second.IsScalar()) bad(which + ": " + key + " must be a single value");
+            std::string value = entry.second.as<std::string>();
+            std::string what = fmt::format("{}: memory_tiers: {}: {}", path, which, key);
+            if (key == "kind") {
+                tier.kind = value;
+            } else if (key == "dir") {
+                tier.dir = value;
+            } else if (key == "capacity") {
+                tier.capacity = ParseSize(what.c_str(), value);
+            } else if (key == "bandwidth") {
+                tier.bandwidth = ParseBandwidth(what, value);
+            } else if (key == "latency") {
+                tier.latency_ns = ParseLatency(what, value);
+            } else {
+                bad(which + ": unknown key \"" + key +
+                    "\" (known: kind, dir, capacity, bandwidth, latency)");
+            }
+        }
+        if (!IsMemoryKind(tier.kind)) {
+            bad(which + ": kind \"" + tier.kind + "\" is not one of " + MemoryKindList());
+        }
+        if (tier.dir.empty()) bad(which + " has no dir (where its heaps live)");
+        tiers.push_back(tier);
+    }
+    return tiers;
 }
 
 YAML::Node ReadConfigFile(std::string &path) {
@@ -199,6 +240,9 @@ Config ReadConfig(const Fam_Options *options) {
     // are learnt from it.
     if (!c.metadata_shards.empty() && c.metadata_shards.front() != c.metadata_address) {
         c.metadata_shards.clear();
+    }
+    if (yaml && yaml.IsMap() && yaml["memory_tiers"]) {
+        c.memory_tiers = ReadMemoryTiers(yaml["memory_tiers"], c.config_file);
     }
     std::string timeout = std::to_string(c.rpc_timeout_ms);
     Layer(timeout, yaml, {"rpc_timeout_ms"}, "FAMPOOL_RPC_TIMEOUT_MS", nullptr);

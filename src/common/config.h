@@ -36,6 +36,15 @@ struct Config {
     uint64_t interleave_size = 0;           // 0: no interleaving (one memory server)
     uint64_t default_region_size = 1ull << 30;
     bool meta_sync = false;                 // fsync every metadata commit
+    // Embedded model: more memory beside the default heaps (memory server 0: volatile in
+    // shm_dir, persistent in data_dir), each a memory server of its own (ids 1, 2, ... in
+    // order) that intent-based placement chooses by kind and speed (docs/intent.md).
+    struct MemoryTier {
+        std::string kind;  // dram, persistent, far
+        std::string dir;   // its heaps (a persistent kind keeps persistent regions only)
+        uint64_t capacity = 0, bandwidth = 0, latency_ns = 0;  // 0: no limit / measured
+    };
+    std::vector<MemoryTier> memory_tiers;
     // Memory-server model.
     std::string metadata_address;           // host:port of the metadata service
     // Its shards (metadata_shards), when the file lists them with metadata_address first;

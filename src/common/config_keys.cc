@@ -22,7 +22,7 @@ const std::set<std::string> &Keys() {
         "dataitem_interleave_size", "metadata_sync", "metadata_address", "rpc_timeout_ms",
         "fabric_timeout_ms", "metadata_fabric", "default_memory_type", "connect_timeout_ms",
         "fabric_checked_reads", "fabric_direct", "fabric_memory_side_elements", "aggregation",
-        "aggregation_threshold",
+        "aggregation_threshold", "memory_tiers",
         // Both read these (authentication: munge, docs/deployment.md).
         "authentication", "munge_socket",
         // What the servers read (common/cluster_config.cc).

@@ -32,6 +32,19 @@ inline bool Allowed(uint32_t mode, uint32_t owner, uint32_t group, const Caller 
     return (bits & access) == access;
 }
 
+// What a region's creator intends for its data (fam/fam.h's Fam_Region_Intent; docs/intent.md),
+// as the metadata service records it.
+struct RegionIntent {
+    uint32_t hints = 0;                 // Fam_Intent_Hint bits
+    std::string kind;                   // constraint: "dram", "persistent", "far"; "": any
+    std::vector<uint64_t> servers;      // constraint: only these server ids; empty: any
+    std::string failure_domain;         // constraint: only servers of this domain; "": any
+    std::string host;                   // the creating PE's host (FAM_HINT_NEAR_PE); "": local
+    bool empty() const {
+        return hints == 0 && kind.empty() && servers.empty() && failure_domain.empty();
+    }
+};
+
 struct RegionInfo {
     uint64_t id = 0;
     std::string name;
@@ -46,6 +59,9 @@ struct RegionInfo {
     // Per member: kHealthy, kLost (its server died; its bytes are read from the others) or
     // kRebuilding (a live server is getting them back; it takes writes, not reads).
     std::vector<uint8_t> member_state;
+    // Regions created with an intent: the intent, and why their servers were chosen.
+    RegionIntent intent;
+    std::string placement;
 };
 
 // The members of a redundant region: the extents that together hold its bytes and their

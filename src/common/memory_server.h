@@ -11,6 +11,7 @@
 
 #include "common/data_path.h"
 #include "common/fam_objects.h"
+#include "common/memory_kind.h"
 
 namespace fampool {
 
@@ -87,6 +88,8 @@ class MemoryServer {
   public:
     virtual ~MemoryServer() = default;
     virtual uint64_t id() const = 0;
+    // Its memory's kind and speed (intent-based placement). Unknown (known false) by default.
+    virtual MemoryProfile Profile() { return MemoryProfile{}; }
 
     virtual void CreateExtent(ExtentRef extent, uint64_t size) = 0;
     virtual void DestroyExtent(ExtentRef extent) = 0;

@@ -171,6 +171,31 @@ uint64_t LocalMemoryServer::PlacedBytes() const {
     return bytes;
 }
 
+void LocalMemoryServer::SetProfile(const MemoryProfile &profile) {
+    std::lock_guard<std::mutex> lock(profile_mutex_);
+    profile_ = profile;
+    profile_.known = false;
+}
+
+MemoryProfile LocalMemoryServer::Profile() {
+    std::lock_guard<std::mutex> lock(profile_mutex_);
+    if (!profile_.known) {
+        if (profile_.kind.empty()) profile_.kind = "dram";
+        if (!profile_.bandwidth || !profile_.latency_ns) {
+            const std::string &dir = profile_.kind == "dram" ? location_.volatile_dir
+                                                             : location_.persistent_dir;
+            std::filesystem::create_directories(dir);
+            MemorySpeed speed = MeasureMemory(dir);
+            if (!profile_.bandwidth) profile_.bandwidth = speed.bandwidth;
+            if (!profile_.latency_ns) profile_.latency_ns = speed.latency_ns;
+        }
+        profile_.known = true;
+    }
+    MemoryProfile profile = profile_;
+    profile.capacity = capacity_;
+    return profile;
+}
+
 void LocalMemoryServer::RequireRoom(uint64_t more, const char *call) const {
     if (capacity_ == 0) return;
     uint64_t placed = PlacedBytes();

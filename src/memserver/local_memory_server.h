@@ -52,6 +52,11 @@ class LocalMemoryServer : public MemoryServer {
     // ResizeExtent beyond it fail with FAM_ERR_NO_SPACE. 0 (the default): no limit.
     void SetCapacity(uint64_t bytes) { capacity_ = bytes; }
     uint64_t capacity() const { return capacity_; }
+    // Its memory for intent-based placement: kind, and bandwidth and latency where known (0:
+    // measured on its heap directory at the first Profile call: the volatile one for DRAM, the
+    // persistent one for other kinds).
+    void SetProfile(const MemoryProfile &profile);
+    MemoryProfile Profile() override;
     // Bytes of all its extents now: the lengths of its heap files.
     uint64_t PlacedBytes() const;
 
@@ -94,6 +99,8 @@ class LocalMemoryServer : public MemoryServer {
 
     uint64_t id_;
     uint64_t capacity_ = 0;
+    std::mutex profile_mutex_;
+    MemoryProfile profile_;  // known once measured
     std::mutex capacity_mutex_;  // a check and the extent it admits, one at a time
     // Throws FAM_ERR_NO_SPACE unless `more` bytes of extents fit (capacity_mutex_ held).
     void RequireRoom(uint64_t more, const char *call) const;

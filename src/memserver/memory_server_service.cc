@@ -35,6 +35,10 @@ grpc::Status MemoryServerService::Info(grpc::ServerContext *, const rpc::Empty *
         reply->set_fabric_address(server_->fabric_address());
         reply->set_provider(server_->fabric_provider());
         reply->set_capacity(server_->capacity());
+        MemoryProfile profile = server_->Profile();
+        reply->set_kind(profile.kind);
+        reply->set_bandwidth(profile.bandwidth);
+        reply->set_latency_ns(profile.latency_ns);
     });
 }
 

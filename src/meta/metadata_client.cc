@@ -199,8 +199,9 @@ uint64_t MetadataClient::fabric_calls() {
 
 RegionInfo MetadataClient::CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                                         const Fam_Region_Attributes &attributes,
-                                        const Caller &caller) {
+                                        const RegionIntent &intent, const Caller &caller) {
     rpc::CreateRegionRequest request;
+    if (!intent.empty()) ToProto(intent, request.mutable_intent());
     ToProto(caller, request.mutable_caller());
     request.set_name(name);
     request.set_size(size);

@@ -38,8 +38,10 @@ class MetadataClient : public MetadataService {
     // when munged or the service refuses. An empty token: the service does not authenticate.
     rpc::Session Authenticate();
 
+    using MetadataService::CreateRegion;
     RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
-                            const Fam_Region_Attributes &attributes, const Caller &caller) override;
+                            const Fam_Region_Attributes &attributes, const RegionIntent &intent,
+                            const Caller &caller) override;
     void DestroyRegion(uint64_t region_id, const Caller &caller) override;
     RegionInfo ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) override;
     RegionInfo LookupRegion(const std::string &name, const Caller &caller) override;

@@ -33,7 +33,7 @@ ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
         }
         if (grant.fabric_address.empty()) {
             try {
-                grant = servers_[each.server]->GrantKey(each.extent, offset, size, item.can_write);
+                grant = Server(each.server).GrantKey(each.extent, offset, size, item.can_write);
             } catch (const Failure &) {
                 // A redundant region's member on a server that just died (not yet marked
                 // lost): the client reads and writes the other members.
@@ -68,7 +68,7 @@ void MetadataStore::RevokeItemGrants(const RegionInfo &region, uint64_t offset, 
             grants_.erase(std::make_tuple(region.id, member, begin, end - begin, true));
         }
         try {
-            servers_[each.server]->RevokeKeys(each.extent, begin);
+            Server(each.server).RevokeKeys(each.extent, begin);
         } catch (const Failure &) {
             // An unreachable server has lost its registrations already.
         }

@@ -97,7 +97,7 @@ void MetadataStore::FenceLostMembers(uint64_t server_id) {
         for (const PlacedExtent &each : ExtentsOf(region)) {
             if (each.server != server_id || StateOf(region, each.member) != kLost) continue;
             try {
-                servers_[server_id]->RevokeKeys(each.extent, kAllGrants);
+                Server(server_id).RevokeKeys(each.extent, kAllGrants);
             } catch (const Failure &) {
                 // Gone again: its keys went with it.
             }
@@ -158,10 +158,10 @@ RegionInfo MetadataStore::StartRebuild(uint64_t region_id, size_t member, uint64
     }
     ExtentRef extent = ExtentsOf(region)[member].extent;
     try {
-        servers_[target]->DestroyExtent(extent);  // what an earlier life of it left
+        Server(target).DestroyExtent(extent);  // what an earlier life of it left
     } catch (const Failure &) {
     }
-    servers_[target]->CreateExtent(extent, ExtentSize(region));
+    Server(target).CreateExtent(extent, ExtentSize(region));
     Txn txn(*env_, /*write=*/true);
     RegionInfo now = ReadRegion(txn, region_id);
     if (StateOf(now, member) != kLost || now.size != region.size) {
@@ -206,7 +206,7 @@ void MetadataStore::AbortRebuild(uint64_t region_id, size_t member, uint64_t tar
 
 ServerAccess MetadataStore::MemberKey(const RegionInfo &region, size_t member) {
     PlacedExtent placed = ExtentsOf(region)[member];
-    KeyGrant grant = servers_[placed.server]->GrantKey(placed.extent, 0, 0, true);
+    KeyGrant grant = Server(placed.server).GrantKey(placed.extent, 0, 0, true);
     return ServerAccess{placed.server, grant.fabric_address, grant.key, grant.base,
                         grant.heap_path, grant.node};
 }

@@ -60,6 +60,7 @@ grpc::Status MetadataRpcService::CreateRegion(grpc::ServerContext *,
         RequireOwnName(request->name(), "Metadata.CreateRegion");
         ToProto(store_->CreateRegion(request->name(), request->size(), request->perm(),
                                      FromProto(request->attributes(), request->name()),
+                                     FromProto(request->intent()),
                                      Identify(request->caller(), "Metadata.CreateRegion")),
                 reply);
     });
@@ -183,6 +184,7 @@ grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty 
         reply->set_shard(shard_);
         reply->set_shards(static_cast<uint32_t>(std::max<size_t>(shards_.size(), 1)));
         std::vector<uint64_t> usage = store_->ServerUsage();
+        std::vector<MemoryProfile> profiles = store_->Profiles();
         for (MemoryServerClient *server : servers_) {
             rpc::ServerState *state = reply->add_servers();
             state->set_id(server->id());
@@ -196,6 +198,12 @@ grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty 
                 state->set_capacity(info.capacity);
             } catch (const Failure &) {
                 state->set_reachable(false);
+            }
+            if (server->id() < profiles.size() && profiles[server->id()].known) {
+                const MemoryProfile &profile = profiles[server->id()];
+                state->set_kind(profile.kind);
+                state->set_bandwidth(profile.bandwidth);
+                state->set_latency_ns(profile.latency_ns);
             }
             std::lock_guard<std::mutex> lock(health_mutex_);
             state->set_lost(dead_.count(server->id()) != 0);

@@ -34,7 +34,7 @@ void MetadataStore::AddZeroing(const RegionInfo &region, const std::vector<ItemS
 void MetadataStore::ZeroItems(const RegionInfo &region, const std::vector<ItemSpan> &items) {
     std::map<uint64_t, std::vector<ExtentRanges>> per_server;
     AddZeroing(region, items, &per_server);
-    for (const auto &[server, extents] : per_server) servers_[server]->ZeroExtents(extents);
+    for (const auto &[server, extents] : per_server) Server(server).ZeroExtents(extents);
 }
 
 void MetadataStore::FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t offset,
@@ -93,7 +93,7 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
         std::map<uint64_t, std::string> failures;  // region -> why
         for (const auto &[server, extents] : per_server) {
             try {
-                servers_[server]->ZeroExtents(extents);
+                Server(server).ZeroExtents(extents);
             } catch (const Failure &failure) {
                 // An unreachable server fails every region it holds. Anything else may be one
                 // region destroyed meanwhile: ask again region by region, so that the others
@@ -104,7 +104,7 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
                         continue;
                     }
                     try {
-                        servers_[server]->ZeroExtents({extent});
+                        Server(server).ZeroExtents({extent});
                     } catch (const Failure &alone) {
                         failures.emplace(extent.extent.region_id, alone.fam_error_msg());
                     }

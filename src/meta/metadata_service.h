@@ -16,9 +16,14 @@ class MetadataService {
   public:
     virtual ~MetadataService() = default;
 
+    // `intent` (docs/intent.md) chooses the servers when it is not empty.
     virtual RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                                     const Fam_Region_Attributes &attributes,
-                                    const Caller &caller) = 0;
+                                    const RegionIntent &intent, const Caller &caller) = 0;
+    RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
+                            const Fam_Region_Attributes &attributes, const Caller &caller) {
+        return CreateRegion(name, size, perm, attributes, RegionIntent{}, caller);
+    }
     virtual void DestroyRegion(uint64_t region_id, const Caller &caller) = 0;
     virtual RegionInfo ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) = 0;
     virtual RegionInfo LookupRegion(const std::string &name, const Caller &caller) = 0;

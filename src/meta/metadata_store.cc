@@ -4,6 +4,8 @@
 
 #include "common/region_attributes.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -11,6 +13,7 @@
 #include "common/error.h"
 #include "common/shards.h"
 #include "meta/extent_allocator.h"
+#include "meta/intent_placement.h"
 #include "meta/records.h"
 #include "meta/store_internals.h"
 
@@ -75,127 +78,9 @@ MetadataStore::~MetadataStore() {
     scrubber_.join();
 }
 
-std::vector<uint64_t> MetadataStore::Candidates(Fam_Memory_Type memory) const {
-    const char *kind = memory == PERSISTENT ? "persistent" : "volatile";
-    std::vector<uint64_t> candidates;
-    for (uint64_t id = 0; id < servers_.size(); ++id) {
-        const std::string &type =
-            id < options_.memory_types.size() ? options_.memory_types[id] : std::string();
-        bool spare = id < options_.spares.size() && options_.spares[id];
-        if (!spare && (type.empty() || type == kind)) candidates.push_back(id);
-    }
-    return candidates;
-}
-
-std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64_t size,
-                                                  bool interleaved,
-                                                  const Fam_Region_Attributes &attributes) {
-    const char *kind = attributes.memoryType == PERSISTENT ? "persistent" : "volatile";
-    std::vector<uint64_t> candidates = Candidates(attributes.memoryType);
-    if (candidates.empty()) {
-        Fail(openfam::FAM_ERR_RESOURCE,
-             "region \"{}\" is {}, and no memory server holds {} memory (memory_type of the "
-             "cluster's memory servers)",
-             name, kind, kind);
-    }
-    size_t count = candidates.size();
-    size_t span = options_.region_span ? std::min(options_.region_span, count) : count;
-    uint64_t span_size = options_.span_size.value_or(interleaved ? 0 : kDefaultSpanSize);
-    if (span_size) {
-        uint64_t wanted = size / span_size + (size % span_size ? 1 : 0);
-        span = static_cast<size_t>(std::clamp<uint64_t>(wanted, 1, span));
-    }
-    // RAID5 stripes over two data servers and a parity server at least.
-    if (attributes.redundancyLevel == RAID5) span = std::max<size_t>(span, 3);
-    if (span > count) {
-        Fail(openfam::FAM_ERR_RESOURCE,
-             "region \"{}\" asks for RAID5, which needs 3 memory servers holding {} memory, and "
-             "there are {}",
-             name, kind, count);
-    }
-    std::vector<uint64_t> order(count);
-    for (size_t i = 0; i < count; ++i) order[i] = candidates[(Fnv1a(name) + i) % count];
-    if (options_.policy == "least-used") {
-        std::vector<uint64_t> usage = ServerUsage();
-        std::stable_sort(order.begin(), order.end(),
-                         [&](uint64_t a, uint64_t b) { return usage[a] < usage[b]; });
-    }
-    order.resize(span);
-    std::sort(order.begin(), order.end());
-    return order;
-}
-
-std::vector<uint64_t> MetadataStore::PlaceCopies(const std::vector<uint64_t> &servers,
-                                                 Fam_Memory_Type memory) const {
-    std::vector<uint64_t> candidates = Candidates(memory);
-    auto domain = [this](uint64_t id) {
-        return id < options_.failure_domains.size() && !options_.failure_domains[id].empty()
-                   ? options_.failure_domains[id]
-                   : "server " + std::to_string(id);
-    };
-    // A server holds one copy extent of a region at most (the extent is named by the region).
-    std::vector<uint64_t> copies;
-    std::set<uint64_t> used;
-    for (uint64_t server : servers) {
-        // The next candidates after the server, in rotation, not holding a copy yet: those in
-        // another failure domain first, then any other server.
-        auto at = std::find(candidates.begin(), candidates.end(), server);
-        size_t start = at == candidates.end() ? 0 : at - candidates.begin();
-        std::optional<uint64_t> other_domain, other_server;
-        for (size_t i = 1; i <= candidates.size(); ++i) {
-            uint64_t id = candidates[(start + i) % candidates.size()];
-            if (id == server || used.count(id)) continue;
-            if (!other_server) other_server = id;
-            if (!other_domain && domain(id) != domain(server)) other_domain = id;
-        }
-        if (!other_server) break;  // cornered: the rotation below
-        copies.push_back(other_domain ? *other_domain : *other_server);
-        used.insert(copies.back());
-    }
-    if (copies.size() < servers.size()) {
-        // Each extent's copy on the region's next server: distinct, never its own (K >= 2;
-        // one server always finds another above).
-        copies.clear();
-        for (size_t i = 0; i < servers.size(); ++i) {
-            copies.push_back(servers[(i + 1) % servers.size()]);
-        }
-    }
-    return copies;
-}
-
-void MetadataStore::CheckRedundancy(const std::string &name,
-                                    const Fam_Region_Attributes &attributes) const {
-    Fam_Redundancy_Level level = attributes.redundancyLevel;
-    if (level == NONE) return;
-    if (level != RAID1 && level != RAID5) {
-        Fail(openfam::FAM_ERR_INVALID, "region \"{}\": unknown redundancyLevel {}", name,
-             static_cast<int>(level));
-    }
-    // A region's redundancy is a promise that its bytes survive a memory server's loss: never
-    // accepted where it cannot be kept.
-    const char *what = level == RAID1 ? "RAID1" : "RAID5";
-    size_t needed = level == RAID1 ? 2 : 3;
-    size_t servers = Candidates(attributes.memoryType).size();
-    if (servers < needed) {
-        Fail(openfam::FAM_ERR_RESOURCE,
-             "region \"{}\" asks for {}, which needs {} memory servers (a copy or parity on "
-             "another server), and there {} {}{}; the embedded model has one: create it with "
-             "redundancyLevel NONE, or on a cluster of {} or more memory servers",
-             name, what, needed, servers == 1 ? "is" : "are", servers,
-             servers == servers_.size() ? "" : " holding its memory type", needed);
-    }
-    if (level == RAID5 && (attributes.interleaveEnable == DISABLE || !options_.interleave_size)) {
-        Fail(openfam::FAM_ERR_INVALID,
-             "region \"{}\" asks for RAID5 without interleaving: RAID5 stripes the region's bytes "
-             "by the interleave size (its stripe unit); enable interleaving (interleave_size "
-             "in the cluster file)",
-             name);
-    }
-}
-
 RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                                        const Fam_Region_Attributes &attributes,
-                                       const Caller &caller) {
+                                       const RegionIntent &intent, const Caller &caller) {
     CheckName("region", name);
     if (size == 0) Fail(openfam::FAM_ERR_INVALID, "region \"{}\" of size 0", name);
     RegionInfo region;
@@ -205,6 +90,15 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     region.uid = caller.uid;
     region.gid = caller.gid;
     region.attributes = CheckedAttributes(attributes, name);
+    std::string why;  // intent: the resilience part, then the servers (PlaceRegion)
+    if (!intent.empty()) {
+        region.intent = intent;
+        if (!intent.kind.empty() && KindValue(intent.kind) == FAM_KIND_ANY) {
+            Fail(openfam::FAM_ERR_INVALID, "region \"{}\": intent kind \"{}\" is not one of {}",
+                 name, intent.kind, MemoryKindList());
+        }
+        ApplyIntentAttributes(intent, name, &region.attributes, &why);
+    }
     if (region.attributes.memoryType == MEMORY_TYPE_DEFAULT) region.attributes.memoryType = VOLATILE;
     if (region.attributes.permissionLevel == PERMISSION_LEVEL_DEFAULT) {
         region.attributes.permissionLevel = REGION;
@@ -218,10 +112,37 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     }
     region.interleave_size =
         region.attributes.interleaveEnable == ENABLE ? options_.interleave_size : 0;
-    region.memory_servers =
-        PlaceRegion(name, size, region.interleave_size != 0, region.attributes);
+    std::string placed;
+    region.memory_servers = PlaceRegion(name, size, region.interleave_size != 0,
+                                        region.attributes, intent, &placed);
+    if (!intent.empty()) region.placement = placed + why;
     if (region.attributes.redundancyLevel == RAID1) {
-        region.copy_servers = PlaceCopies(region.memory_servers, region.attributes.memoryType);
+        std::vector<uint64_t> allowed = Candidates(region.attributes.memoryType);
+        if (!intent.empty()) {
+            // Copies go where the constraints allow (not only where the hints would).
+            RegionIntent constraints = intent;
+            constraints.hints = 0;
+            std::string ignored;
+            std::vector<PlacementCandidate> all;
+            std::vector<MemoryProfile> profiles = Profiles();
+            for (uint64_t id : allowed) {
+                all.push_back(PlacementCandidate{
+                    id, profiles[id],
+                    id < options_.failure_domains.size() ? options_.failure_domains[id] : ""});
+            }
+            allowed = ChooseByIntent(constraints, name, all, &ignored).ranked;
+            std::sort(allowed.begin(), allowed.end());
+            if (allowed.size() < 2) {
+                Fail(openfam::FAM_ERR_RESOURCE,
+                     "region \"{}\" is RAID1 (intent: {}), which needs 2 memory servers, and its "
+                     "constraints allow one: {}",
+                     name, HintNames(intent.hints), allowed.front());
+            }
+        }
+        region.copy_servers = PlaceCopies(region.memory_servers, allowed);
+        if (!intent.empty()) {
+            region.placement += fmt::format("; copies on {}", fmt::join(region.copy_servers, ", "));
+        }
     }
     region.member_state.assign(MemberCount(region), kHealthy);
     if (size > (uint64_t{1} << kServerIndexShift) * region.memory_servers.size()) {
@@ -243,7 +164,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     size_t created = 0;
     try {
         for (const PlacedExtent &each : extents) {
-            servers_[each.server]->CreateExtent(each.extent, layout.extent_size);
+            Server(each.server).CreateExtent(each.extent, layout.extent_size);
             ++created;
         }
         txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
@@ -260,7 +181,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     } catch (...) {
         for (size_t i = 0; i < created; ++i) {
             try {
-                servers_[extents[i].server]->DestroyExtent(extents[i].extent);
+                Server(extents[i].server).DestroyExtent(extents[i].extent);
             } catch (const Failure &) {
                 // The server is gone; its heap goes with its next restart (volatile) or stays
                 // as an orphan file (persistent), never referenced by metadata.
@@ -280,7 +201,7 @@ void MetadataStore::DestroyRegion(uint64_t region_id, const Caller &caller) {
     ForgetGrants(region.id);
     for (const PlacedExtent &each : ExtentsOf(region)) {
         try {
-            servers_[each.server]->DestroyExtent(each.extent);
+            Server(each.server).DestroyExtent(each.extent);
         } catch (const Failure &) {
             // The region is gone from the metadata; an unreachable server's heap is released
             // when it restarts (volatile) or stays as an unreferenced file (persistent).
@@ -326,7 +247,7 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     if (new_extent != old_extent) {
         for (const PlacedExtent &each : ExtentsOf(region)) {
             if (StateOf(region, each.member) == kLost) continue;  // rebuilt at the new size
-            servers_[each.server]->ResizeExtent(each.extent, old_extent, new_extent);
+            Server(each.server).ResizeExtent(each.extent, old_extent, new_extent);
         }
     }
     region.size = size;
@@ -368,7 +289,7 @@ void MetadataStore::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
         ForgetGrants(region.id);
         for (const PlacedExtent &each : ExtentsOf(region)) {
             if (StateOf(region, each.member) == kLost) continue;
-            servers_[each.server]->RevokeKeys(each.extent, kAllGrants);
+            Server(each.server).RevokeKeys(each.extent, kAllGrants);
         }
     }
 }
@@ -466,7 +387,7 @@ void MetadataStore::ServerRestarted(uint64_t server_id) {
         for (const PlacedExtent &each : ExtentsOf(region)) {
             if (each.server == server_id) continue;
             try {
-                servers_[each.server]->DestroyExtent(each.extent);
+                Server(each.server).DestroyExtent(each.extent);
             } catch (const Failure &) {
             }
         }

@@ -60,6 +60,15 @@ struct PlacementOptions {
     std::vector<std::string> failure_domains;
     // By server id: spares, which get no region when it is created (only lost members).
     std::vector<bool> spares;
+    // By server id: its memory's kind, speed, capacity and node as configured (intent-based
+    // placement); what is unset (0, "") the server is asked for. Empty: ask every server.
+    std::vector<MemoryProfile> profiles;
+    // By server id: servers only regions with an intent are placed on (the embedded model's
+    // extra memory tiers). Empty: none.
+    std::vector<bool> intent_only;
+    // Whether redundant regions can be kept: not in the embedded model, whose memory tiers are
+    // all on one node (and whose data path writes one copy).
+    bool redundancy = true;
     bool grant_keys = false;       // fill ItemInfo::access with fabric keys (memory-server model)
     // Zero deallocated items on a thread of the store (the metadata server, whose memory
     // servers are a round trip away) rather than inside fam_deallocate (embedded: a memset).
@@ -83,8 +92,10 @@ class MetadataStore : public MetadataService {
     MetadataStore(const MetadataStore &) = delete;
     MetadataStore &operator=(const MetadataStore &) = delete;
 
+    using MetadataService::CreateRegion;
     RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
-                            const Fam_Region_Attributes &attributes, const Caller &caller) override;
+                            const Fam_Region_Attributes &attributes, const RegionIntent &intent,
+                            const Caller &caller) override;
     void DestroyRegion(uint64_t region_id, const Caller &caller) override;
     RegionInfo ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) override;
     RegionInfo LookupRegion(const std::string &name, const Caller &caller) override;
@@ -110,6 +121,10 @@ class MetadataStore : public MetadataService {
     std::vector<ItemInfo> ListItems(uint64_t region_id, const Caller &caller);
     // Bytes of all extents placed on each server.
     std::vector<uint64_t> ServerUsage();
+    // Each server's memory (kind, speed, capacity, node): the configured profile, completed
+    // once by the server itself; a server that has not answered yet is asked again (known
+    // false until then).
+    std::vector<MemoryProfile> Profiles();
     // A memory server restarted: its keys are void, and its volatile regions are gone with its
     // heaps; their records and names are released (and their other extents destroyed).
     void ServerRestarted(uint64_t server_id);
@@ -153,6 +168,9 @@ class MetadataStore : public MetadataService {
     }
 
   private:
+    // The memory server with this id; FAM_ERR_RESOURCE when the configuration has none (a
+    // region placed on an embedded memory tier since removed from memory_tiers).
+    MemoryServer &Server(uint64_t id) const;
     // A rebuild of `member` on `target` ends: the member gets `state`, if it is still being
     // rebuilt there (false otherwise).
     bool EndRebuild(uint64_t region_id, size_t member, uint64_t target, uint8_t state);
@@ -162,16 +180,18 @@ class MetadataStore : public MetadataService {
     void CheckRedundancy(const std::string &name, const Fam_Region_Attributes &attributes) const;
     // RAID1: the server of each extent's copy, never the extent's own server, in another
     // failure domain when there is one, spread by rotation.
+    // `candidates`: the servers copies may go to.
     std::vector<uint64_t> PlaceCopies(const std::vector<uint64_t> &servers,
-                                      Fam_Memory_Type memory) const;
+                                      const std::vector<uint64_t> &candidates) const;
     // The servers that hold this kind of memory.
     std::vector<uint64_t> Candidates(Fam_Memory_Type memory) const;
     ItemInfo Finish(ItemInfo item, const Caller &caller);
     void ForgetGrants(uint64_t region_id);
     void RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size);
-    // The memory servers of a new region (ids, ascending).
+    // The memory servers of a new region (ids, ascending). With an intent, `reason` gets why.
     std::vector<uint64_t> PlaceRegion(const std::string &name, uint64_t size, bool interleaved,
-                                      const Fam_Region_Attributes &attributes);
+                                      const Fam_Region_Attributes &attributes,
+                                      const RegionIntent &intent, std::string *reason);
     ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size,
                           uint32_t perm, const Caller &caller);
     using ItemSpan = std::pair<uint64_t, uint64_t>;  // an item's offset and size
@@ -190,6 +210,8 @@ class MetadataStore : public MetadataService {
     // (region, server index, offset, size, writable) -> key; offset/size 0: the whole extent.
     std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, bool>, KeyGrant> grants_;
     std::atomic<uint64_t> round_robin_{0};
+    std::mutex profiles_mutex_;
+    std::vector<MemoryProfile> profiles_;  // by server id; empty until first asked
     // One scrub pass at a time: a range freed by one pass must never be zeroed again by
     // another after it was handed out.
     std::mutex scrub_mutex_;

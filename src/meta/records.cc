@@ -13,6 +13,10 @@ namespace {
 // member states between the server ids and the name.
 constexpr uint8_t kRegionVersion = 2;
 constexpr uint8_t kRedundantRegionVersion = 3;
+// Version 4 (regions created with an intent): version 3's part, then the intent (hints, kind,
+// server ids, failure domain, host) and the placement's reason, each string as a 2-byte length
+// and its bytes.
+constexpr uint8_t kIntentRegionVersion = 4;
 constexpr uint8_t kItemVersion = 1;
 
 struct __attribute__((packed)) RegionHeader {
@@ -48,7 +52,10 @@ Header ReadHeader(std::string_view bytes, uint8_t version, const char *what,
 
 std::string EncodeRegion(const RegionInfo &region) {
     RegionHeader header{};
-    header.version = IsRedundant(region) ? kRedundantRegionVersion : kRegionVersion;
+    bool intent = !region.intent.empty() || !region.placement.empty();
+    header.version = intent                 ? kIntentRegionVersion
+                     : IsRedundant(region) ? kRedundantRegionVersion
+                                           : kRegionVersion;
     header.memory_type = static_cast<uint8_t>(region.attributes.memoryType);
     header.interleave = static_cast<uint8_t>(region.attributes.interleaveEnable);
     header.permission_level = static_cast<uint8_t>(region.attributes.permissionLevel);
@@ -61,22 +68,37 @@ std::string EncodeRegion(const RegionInfo &region) {
     header.server_count = static_cast<uint16_t>(region.memory_servers.size());
     std::string bytes(reinterpret_cast<const char *>(&header), sizeof header);
     for (uint64_t id : region.memory_servers) bytes.append(reinterpret_cast<const char *>(&id), 8);
-    if (header.version == kRedundantRegionVersion) {
-        auto count = [&bytes](size_t n) {
-            uint16_t value = static_cast<uint16_t>(n);
-            bytes.append(reinterpret_cast<const char *>(&value), 2);
-        };
+    auto count = [&bytes](size_t n) {
+        uint16_t value = static_cast<uint16_t>(n);
+        bytes.append(reinterpret_cast<const char *>(&value), 2);
+    };
+    auto text = [&](const std::string &value) {
+        std::string_view kept = std::string_view(value).substr(0, 0xffff);
+        count(kept.size());
+        bytes.append(kept);
+    };
+    if (header.version >= kRedundantRegionVersion) {
         count(region.copy_servers.size());
         for (uint64_t id : region.copy_servers) bytes.append(reinterpret_cast<const char *>(&id), 8);
         count(region.member_state.size());
         bytes.append(region.member_state.begin(), region.member_state.end());
     }
+    if (header.version == kIntentRegionVersion) {
+        bytes.append(reinterpret_cast<const char *>(&region.intent.hints), 4);
+        text(region.intent.kind);
+        count(region.intent.servers.size());
+        for (uint64_t id : region.intent.servers) {
+            bytes.append(reinterpret_cast<const char *>(&id), 8);
+        }
+        text(region.intent.failure_domain);
+        text(region.intent.host);
+        text(region.placement);
+    }
     return bytes + region.name;
 }
 
 RegionInfo DecodeRegion(uint64_t id, std::string_view bytes) {
-    auto header =
-        ReadHeader<RegionHeader>(bytes, kRegionVersion, "region", kRedundantRegionVersion);
+    auto header = ReadHeader<RegionHeader>(bytes, kRegionVersion, "region", kIntentRegionVersion);
     RegionInfo region;
     region.id = id;
     size_t servers_end = sizeof header + 8 * size_t{header.server_count};
@@ -88,7 +110,7 @@ RegionInfo DecodeRegion(uint64_t id, std::string_view bytes) {
         std::memcpy(&server, bytes.data() + sizeof header + 8 * i, 8);
         region.memory_servers.push_back(server);
     }
-    if (header.version == kRedundantRegionVersion) {
+    if (header.version >= kRedundantRegionVersion) {
         auto take = [&](size_t n) {
             if (bytes.size() < servers_end + n) {
                 Fail(openfam::FAM_ERR_METADATA, "region record {} is truncated", id);
@@ -102,15 +124,27 @@ RegionInfo DecodeRegion(uint64_t id, std::string_view bytes) {
             std::memcpy(&value, take(2).data(), 2);
             return value;
         };
-        uint16_t copies = count();
-        std::string_view ids = take(8 * size_t{copies});
-        for (uint16_t i = 0; i < copies; ++i) {
-            uint64_t server;
-            std::memcpy(&server, ids.data() + 8 * i, 8);
-            region.copy_servers.push_back(server);
-        }
+        auto ids = [&](std::vector<uint64_t> *out) {
+            uint16_t n = count();
+            std::string_view raw = take(8 * size_t{n});
+            for (uint16_t i = 0; i < n; ++i) {
+                uint64_t server;
+                std::memcpy(&server, raw.data() + 8 * i, 8);
+                out->push_back(server);
+            }
+        };
+        ids(&region.copy_servers);
         std::string_view states = take(count());
         region.member_state.assign(states.begin(), states.end());
+        if (header.version == kIntentRegionVersion) {
+            auto text = [&] { return std::string(take(count())); };
+            std::memcpy(&region.intent.hints, take(4).data(), 4);
+            region.intent.kind = text();
+            ids(&region.intent.servers);
+            region.intent.failure_domain = text();
+            region.intent.host = text();
+            region.placement = text();
+        }
     }
     region.name = std::string(bytes.substr(servers_end));
     region.size = header.size;

@@ -133,8 +133,8 @@ rpc::RebuildReply ShardedMetadata::Rebuild(const std::string &region,
 
 RegionInfo ShardedMetadata::CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                                          const Fam_Region_Attributes &attributes,
-                                         const Caller &caller) {
-    return OfName(name).CreateRegion(name, size, perm, attributes, caller);
+                                         const RegionIntent &intent, const Caller &caller) {
+    return OfName(name).CreateRegion(name, size, perm, attributes, intent, caller);
 }
 
 void ShardedMetadata::DestroyRegion(uint64_t region_id, const Caller &caller) {

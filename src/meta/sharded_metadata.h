@@ -51,8 +51,10 @@ class ShardedMetadata : public MetadataService {
     // shard in turn).
     rpc::RebuildReply Rebuild(const std::string &region, std::chrono::milliseconds timeout);
 
+    using MetadataService::CreateRegion;
     RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
-                            const Fam_Region_Attributes &attributes, const Caller &caller) override;
+                            const Fam_Region_Attributes &attributes, const RegionIntent &intent,
+                            const Caller &caller) override;
     void DestroyRegion(uint64_t region_id, const Caller &caller) override;
     RegionInfo ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) override;
     RegionInfo LookupRegion(const std::string &name, const Caller &caller) override;

@@ -28,6 +28,26 @@ void ToProto(const RegionInfo &in, rpc::Region *out) {
     for (uint64_t id : in.memory_servers) out->add_memory_servers(id);
     for (uint64_t id : in.copy_servers) out->add_copy_servers(id);
     out->set_member_state(std::string(in.member_state.begin(), in.member_state.end()));
+    if (!in.intent.empty()) ToProto(in.intent, out->mutable_intent());
+    out->set_placement(in.placement);
+}
+
+void ToProto(const RegionIntent &in, rpc::Intent *out) {
+    out->set_hints(in.hints);
+    out->set_kind(in.kind);
+    for (uint64_t id : in.servers) out->add_servers(id);
+    out->set_failure_domain(in.failure_domain);
+    out->set_host(in.host);
+}
+
+RegionIntent FromProto(const rpc::Intent &in) {
+    RegionIntent out;
+    out.hints = in.hints();
+    out.kind = in.kind();
+    out.servers.assign(in.servers().begin(), in.servers().end());
+    out.failure_domain = in.failure_domain();
+    out.host = in.host();
+    return out;
 }
 
 RegionInfo FromProto(const rpc::Region &in) {
@@ -43,6 +63,8 @@ RegionInfo FromProto(const rpc::Region &in) {
     out.memory_servers.assign(in.memory_servers().begin(), in.memory_servers().end());
     out.copy_servers.assign(in.copy_servers().begin(), in.copy_servers().end());
     out.member_state.assign(in.member_state().begin(), in.member_state().end());
+    out.intent = FromProto(in.intent());
+    out.placement = in.placement();
     return out;
 }
 

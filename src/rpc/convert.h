@@ -20,6 +20,8 @@ namespace fampool {
 
 void ToProto(const RegionInfo &in, rpc::Region *out);
 RegionInfo FromProto(const rpc::Region &in);
+void ToProto(const RegionIntent &in, rpc::Intent *out);
+RegionIntent FromProto(const rpc::Intent &in);
 void ToProto(const ServerAccess &in, rpc::ServerAccess *out);
 ServerAccess FromProto(const rpc::ServerAccess &in);
 void ToProto(const ItemInfo &in, rpc::Item *out);

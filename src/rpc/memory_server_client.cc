@@ -4,6 +4,7 @@
 
 #include "rpc/convert.h"
 #include "common/data_path.h"
+#include "common/network.h"
 
 namespace fampool {
 namespace {
@@ -81,8 +82,15 @@ MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout) {
     rpc::ServerInfo reply;
     auto context = CallContext(timeout);
     CheckStatus(stub_->Info(context.get(), request, &reply), "MemoryServer.Info", address_);
-    return MemoryServerInfo{reply.id(), reply.fabric_address(), reply.incarnation(),
-                            reply.provider(), reply.capacity()};
+    return MemoryServerInfo{reply.id(),       reply.fabric_address(), reply.incarnation(),
+                            reply.provider(), reply.capacity(),       reply.kind(),
+                            reply.bandwidth(), reply.latency_ns()};
+}
+
+MemoryProfile MemoryServerClient::Profile() {
+    MemoryServerInfo info = Info();
+    return MemoryProfile{info.kind,     info.bandwidth,   info.latency_ns,
+                         info.capacity, HostOf(address_), true};
 }
 
 void MemoryServerClient::CreateExtent(ExtentRef extent, uint64_t size) {

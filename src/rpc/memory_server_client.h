@@ -22,6 +22,8 @@ struct MemoryServerInfo {
     std::string incarnation;  // new every time the server process starts
     std::string provider;
     uint64_t capacity = 0;  // bytes of extents it may hold; 0: no limit
+    std::string kind;       // its memory (common/memory_kind.h)
+    uint64_t bandwidth = 0, latency_ns = 0;
 };
 
 class MemoryServerClient : public MemoryServer {
@@ -32,6 +34,8 @@ class MemoryServerClient : public MemoryServer {
     const std::string &address() const { return address_; }
     MemoryServerInfo Info();
     MemoryServerInfo Info(std::chrono::milliseconds timeout);  // a heartbeat's short wait
+    // From Info; its host is the host of its gRPC address.
+    MemoryProfile Profile() override;
     // Extent and key calls prove who makes them with credentials from the munged on `socket`
     // (empty: libmunge's default); a session is opened at the first one, and again when the
     // server no longer knows it (it restarted).

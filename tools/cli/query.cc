@@ -11,6 +11,8 @@
 #include "cli.h"
 #include "emulate.h"
 #include "common/error.h"
+#include "common/memory_kind.h"
+#include "meta/intent_placement.h"
 #include "meta/sharded_metadata.h"
 #include "rpc/convert.h"
 
@@ -201,7 +203,8 @@ int Status(const QueryOptions &options) {
                     static_cast<unsigned long long>(status.metadata_fabric_calls()));
     }
     std::printf("\nmemory servers\n");
-    Table servers({"ID", "ADDRESS", "REACHABLE", "STATE", "PROVIDER", "EXTENT BYTES", "CAPACITY"});
+    Table servers({"ID", "ADDRESS", "REACHABLE", "STATE", "PROVIDER", "EXTENT BYTES", "CAPACITY",
+                   "KIND", "BANDWIDTH", "LATENCY"});
     uint64_t reachable = 0, extents = 0;
     for (const rpc::ServerState &server : status.servers()) {
         reachable += server.reachable();
@@ -211,7 +214,9 @@ int Status(const QueryOptions &options) {
                      server.lost() ? "dead" : server.spare() ? "spare" : "in use",
                      server.provider().empty() ? "-" : server.provider(),
                      Bytes(server.extent_bytes(), exact),
-                     server.capacity() ? Bytes(server.capacity(), exact) : "-"});
+                     server.capacity() ? Bytes(server.capacity(), exact) : "-",
+                     server.kind().empty() ? "-" : server.kind(), BandwidthText(server.bandwidth()),
+                     LatencyText(server.latency_ns())});
     }
     servers.Print();
 
@@ -325,6 +330,21 @@ void PrintRegion(const Session &session, const RegionInfo &region,
     Field("redundancy:", Redundancy(region.attributes));
     Field("permission level:", PermissionLevel(region.attributes));
     Field("memory servers:", ServerField(session.cluster, region.memory_servers));
+    if (!region.intent.empty()) {
+        const RegionIntent &intent = region.intent;
+        std::string constraints;
+        if (!intent.kind.empty()) constraints += "kind " + intent.kind;
+        if (!intent.servers.empty()) {
+            constraints += fmt::format("{}servers {}", constraints.empty() ? "" : ", ",
+                                       fmt::join(intent.servers, ","));
+        }
+        if (!intent.failure_domain.empty()) {
+            constraints += (constraints.empty() ? "" : ", ") + ("domain " + intent.failure_domain);
+        }
+        Field("intent:", fmt::format("hints {}; constraints {}", HintNames(intent.hints),
+                                     constraints.empty() ? "none" : constraints));
+    }
+    Field("placement:", region.placement.empty() ? PlainPlacement(region) : region.placement);
 }
 
 void PrintItem(const Session &session, const ItemInfo &item) {

@@ -107,6 +107,11 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
              id, me.if_device, cluster.provider, failure.fam_error_msg());
     }
     role.heaps->SetCapacity(me.capacity);
+    // Measured now (unless the cluster file sets them), not at the first Info call: a
+    // heartbeat's short wait must not pay for it.
+    std::string kind = me.kind.empty() ? DefaultMemoryKind(me.memory_type) : me.kind;
+    role.heaps->SetProfile(MemoryProfile{kind, me.bandwidth, me.latency_ns});
+    role.heaps->Profile();
     role.heaps->AttachFabric(role.fabric.get());
     role.peers = std::make_unique<FabricPeers>(fabric);
     role.heaps->AttachPeers(role.peers.get());
@@ -189,6 +194,13 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
         placement.memory_types.push_back(server.memory_type);
         placement.failure_domains.push_back(server.failure_domain);
         placement.spares.push_back(server.spare);
+        MemoryProfile profile;
+        profile.kind = server.kind.empty() ? DefaultMemoryKind(server.memory_type) : server.kind;
+        profile.bandwidth = server.bandwidth;
+        profile.latency_ns = server.latency_ns;
+        profile.capacity = server.capacity;
+        profile.host = HostOf(server.rpc_address);
+        placement.profiles.push_back(profile);
     }
     placement.grant_keys = true;
     // fam_deallocate returns before its item is zeroed (allocation never waits for zeroing),

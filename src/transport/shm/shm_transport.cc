@@ -102,9 +102,17 @@ class ShmChannel : public Channel {
 std::shared_ptr<Binding> ShmTransport::Attach(const ItemInfo &item) {
     auto binding = std::make_shared<ShmBinding>();
     ExtentRef extent{item.region_id, item.region.attributes.memoryType == PERSISTENT};
-    binding->mapping = memory_server_->Map(extent, item.offset + item.size);
+    uint64_t id = item.region.memory_servers.empty() ? 0 : item.region.memory_servers.front();
+    if (id >= memory_servers_.size()) {
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "region \"{}\" lives on memory tier {} of the embedded model, and the configuration "
+             "has {} (memory_tiers lists tiers 1 and up): restore the tier to reach it",
+             item.region.name, id, memory_servers_.size() - 1);
+    }
+    LocalMemoryServer *server = memory_servers_[id];
+    binding->mapping = server->Map(extent, item.offset + item.size);
     binding->base = binding->mapping->base() + item.offset;
-    binding->path = memory_server_->HeapPath(extent);
+    binding->path = server->HeapPath(extent);
     binding->offset = item.offset;
     binding->size = item.size;
     return binding;

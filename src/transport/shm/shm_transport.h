@@ -23,7 +23,9 @@ struct ShmBinding : Binding {
 
 class ShmTransport : public Transport {
   public:
-    explicit ShmTransport(LocalMemoryServer *memory_server) : memory_server_(memory_server) {}
+    // `memory_servers[i]`: the memory server with id i (a region lives on one of them).
+    explicit ShmTransport(std::vector<LocalMemoryServer *> memory_servers)
+        : memory_servers_(std::move(memory_servers)) {}
 
     const char *name() const override { return "shm-embedded"; }
     std::shared_ptr<Binding> Attach(const ItemInfo &item) override;
@@ -32,7 +34,7 @@ class ShmTransport : public Transport {
     void Unmap(void *local) override;
 
   private:
-    LocalMemoryServer *memory_server_;
+    std::vector<LocalMemoryServer *> memory_servers_;
     std::mutex read_only_mutex_;
     std::map<void *, std::pair<void *, size_t>> read_only_maps_;  // address -> mmap'd range
 };
