@@ -1,5 +1,6 @@
 // `fampool down`: stops the servers of a run directory by the PIDs `up` recorded, frees their
-// volatile heaps and removes the emulated fabric `up --emulate` made.
+// volatile heaps, and stops the delay lines and removes the network namespaces of the emulated
+// fabric `up --emulate` made.
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,15 +18,19 @@ namespace fampool::cli {
 namespace fs = std::filesystem;
 namespace {
 
-// The network namespaces of the run directory's emulated fabric, if it has one, once every
-// server in them has stopped.
+// The delay lines and network namespaces of the run directory's emulated fabric, if it has
+// one, once every server in them has stopped.
 void RemoveEmulated(const std::string &dir) {
     std::optional<Emulation> emulation = EmulationOf(dir + "/cluster.yaml");
     if (!emulation) return;
-    std::vector<std::string> removed = RemoveEmulation(*emulation, dir);
+    RemovedEmulation removed = RemoveEmulation(*emulation, dir);
+    if (!removed.delay_lines.empty()) {
+        std::printf("fampool down: stopped the delay lines %s\n",
+                    fmt::format("{}", fmt::join(removed.delay_lines, ", ")).c_str());
+    }
     std::printf("fampool down: removed the emulated fabric: %zu network namespace(s)%s%s\n",
-                removed.size(), removed.empty() ? "" : ", ",
-                fmt::format("{}", fmt::join(removed, ", ")).c_str());
+                removed.namespaces.size(), removed.namespaces.empty() ? "" : ", ",
+                fmt::format("{}", fmt::join(removed.namespaces, ", ")).c_str());
 }
 
 }  // namespace
@@ -49,9 +54,8 @@ int Down(const DownOptions &options) {
             notes.push_back(fmt::format("{} (pid {}) was not running", file.name, file.pid));
         } else if (!IsClusterProcess(file)) {
             std::vector<std::string> argv = CommandLineOf(file.pid);
-            notes.push_back(fmt::format("pid {} of {} now runs {}, not a {}: left alone",
-                                        file.pid, file.name,
-                                        argv.empty() ? std::string("?") : argv[0],
+            notes.push_back(fmt::format("pid {} of {} now runs {}, not a {}: left alone", file.pid,
+                                        file.name, argv.empty() ? std::string("?") : argv[0],
                                         file.name == "munged" ? "munged" : "fampool-server"));
         } else {
             pids.push_back(file.pid);

@@ -19,6 +19,7 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/network.h"
+#include "process.h"
 
 namespace fampool::cli {
 namespace fs = std::filesystem;
@@ -27,13 +28,14 @@ namespace {
 // Longest one ip or tc command may take.
 constexpr int kToolTimeoutMs = 10000;
 constexpr const char *kSubnetPrefix = "10.77.";
+constexpr const char *kDelayLine = "fampool-delayline";
 
 struct ToolResult {
     int status = -1;  // exit status; -1 when it did not run or was killed
     std::string output;
 };
 
-// `argv[0]` (ip or tc) from /usr/sbin, /sbin or PATH.
+// `argv[0]` (ip, tc or iptables) from /usr/sbin, /sbin, /usr/bin or /bin.
 std::string ToolPath(const std::string &name) {
     for (const char *dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
         std::string path = dir + name;
@@ -206,52 +208,89 @@ std::string EmulationText(const Emulation &emulation) {
         emulation.switch_netns, emulation.mtu);
     for (const EmulatedNode &node : emulation.nodes) {
         text += fmt::format(
-            "  - {{name: {}, netns: {}, address: {}, port: {}, rate_bps: {}, delay_us: {}}}\n",
-            node.name, node.netns, node.address, node.port, node.link.rate_bps,
-            node.link.delay_us);
+            "  - {{name: {}, netns: {}, address: {}, port: {}, rate_bps: {}, delay_us: {}, "
+            "delay_line_pid: {}}}\n",
+            node.name, node.netns, node.address, node.port, node.link.rate_bps, node.link.delay_us,
+            node.delay_line);
     }
     return text;
 }
 
-// The queueing disciplines of one end of a link (`netns`, `device`).
+// The rate of one end of a link (`netns`, `device`): a tbf queueing discipline.
 void Shape(const std::string &netns, const std::string &device, const Link &link, unsigned mtu,
            const std::string &step) {
-    if (link.rate_bps == 0 && link.delay_us == 0) return;
-    std::vector<std::string> tc = {"tc", "-n", netns, "qdisc", "add", "dev", device};
-    std::string delay_parent = "root";
-    if (link.rate_bps) {
-        // A burst of 2 ms of traffic (at least 4 frames): tbf then holds the rate within 1%
-        // with 9000-byte frames (measured: 198 of 200 Mbit/s, 991 of 1000).
-        uint64_t burst = std::max<uint64_t>({link.rate_bps / 8 / 500, 4ull * mtu, 32768});
-        std::vector<std::string> argv = tc;
-        argv.insert(argv.end(), {"root", "handle", "1:", "tbf", "rate",
-                                 std::to_string(link.rate_bps) + "bit", "burst",
-                                 std::to_string(burst), "latency", "50ms"});
-        Must(argv, step);
-        delay_parent = "1:1";
+    if (link.rate_bps == 0) return;
+    // A burst of 2 ms of traffic (at least 4 frames): tbf then holds the rate within 1% with
+    // 9000-byte frames (measured: 198 of 200 Mbit/s, 991 of 1000).
+    uint64_t burst = std::max<uint64_t>({link.rate_bps / 8 / 500, 4ull * mtu, 32768});
+    Must({"tc", "-n", netns, "qdisc", "add", "dev", device, "root", "handle", "1:", "tbf", "rate",
+          std::to_string(link.rate_bps) + "bit", "burst", std::to_string(burst), "latency", "50ms"},
+         step);
+}
+
+// fampool-delayline beside this program or in ../bin (where `up` finds fampool-server); ""
+// when it is in neither.
+std::string DelayLineProgram() {
+    std::error_code ec;
+    fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+    if (ec) return "";
+    for (const fs::path &program : {dir / kDelayLine, dir.parent_path() / "bin" / kDelayLine}) {
+        if (access(program.c_str(), X_OK) == 0) return program.string();
     }
-    if (link.delay_us) {
-        std::vector<std::string> argv = tc;
-        if (delay_parent == "root") {
-            argv.push_back("root");
-        } else {
-            argv.insert(argv.end(), {"parent", delay_parent});
+    return "";
+}
+
+// The delay of `node`'s link. The delay line runs in the node's namespace, and iptables hands
+// it (NFQUEUE `queue`) every packet the node sends on its link and every one it receives:
+// each direction is delayed delay_us once, as netem on both ends of the pair would, so a round
+// trip to the node takes 2 x delay_us more. The delay line is always used, netem never, even
+// on a kernel that has it: one implementation, measured here (docs/cli.md), the same on every
+// host. Waits until it has bound its queue; records its PID in `node` first, so that a failure
+// stops it.
+void StartDelayLine(EmulatedNode &node, unsigned queue, const std::string &run_dir,
+                    const std::string &step) {
+    const std::string log = run_dir + "/logs/delayline-" + node.name + ".log";
+    node.delay_line = StartDetached({DelayLineProgram(), "--queue", std::to_string(queue),
+                                     "--delay-us", std::to_string(node.link.delay_us)},
+                                    log, node.netns);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kToolTimeoutMs);
+    while (true) {
+        std::ifstream in(log);
+        std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (said.find(": ready") != std::string::npos) break;
+        std::string ended = EndedChild(node.delay_line);
+        if (!ended.empty() || std::chrono::steady_clock::now() > deadline) {
+            Die(1, "fampool up --emulate: {}: {} (pid {}) {}; last lines of {}:\n{}", step,
+                kDelayLine, node.delay_line,
+                ended.empty() ? fmt::format("did not start in {} s", kToolTimeoutMs / 1000)
+                              : "ended: " + ended,
+                log, Tail(log, 10));
         }
-        argv.insert(argv.end(), {"handle", "10:", "netem", "delay",
-                                 std::to_string(link.delay_us) + "us"});
-        ToolResult result = RunTool(argv);
-        if (result.status != 0 && result.output.find("unknown") != std::string::npos) {
-            Die(1,
-                "fampool up --emulate: {}: this kernel has no netem queueing discipline "
-                "(CONFIG_NET_SCH_NETEM), so link delays cannot be emulated here (`{}` said: "
-                "{}). Leave `delay` out of the topology; rates are set with tbf, which it has",
-                step, Joined(argv), result.output);
-        }
-        if (result.status != 0) {
-            Die(1, "fampool up --emulate: {}: `{}` failed: {}", step, Joined(argv),
-                result.output);
-        }
+        usleep(10000);
     }
+    const std::string iptables = ToolPath("iptables");
+    for (const char *chain : {"OUTPUT", "INPUT"}) {
+        Must({"ip", "netns", "exec", node.netns, iptables, "-w", "-A", chain,
+              chain == std::string("OUTPUT") ? "-o" : "-i", "fab0", "-j", "NFQUEUE", "--queue-num",
+              std::to_string(queue)},
+             step + " (its delay)");
+    }
+}
+
+// Stops the delay lines of `emulation` that still run a fampool-delayline (SIGTERM, SIGKILL
+// after 3 s) and names them.
+std::vector<std::string> StopDelayLines(const Emulation &emulation) {
+    std::vector<pid_t> pids;
+    std::vector<std::string> stopped;
+    for (const EmulatedNode &node : emulation.nodes) {
+        if (node.delay_line <= 0 || !ProcessAlive(node.delay_line)) continue;
+        std::vector<std::string> argv = CommandLineOf(node.delay_line);
+        if (argv.empty() || fs::path(argv[0]).filename() != kDelayLine) continue;
+        pids.push_back(node.delay_line);
+        stopped.push_back(fmt::format("{}'s (pid {})", node.name, node.delay_line));
+    }
+    StopProcesses(pids, 3.0);
+    return stopped;
 }
 
 }  // namespace
@@ -259,8 +298,8 @@ void Shape(const std::string &netns, const std::string &device, const Link &link
 uint64_t ParseRate(const std::string &text, const std::string &what) {
     if (text == "unlimited" || text == "0") return 0;
     size_t digits = 0;
-    while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) ||
-                                     text[digits] == '.')) {
+    while (digits < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) {
         ++digits;
     }
     std::string unit = text.substr(digits);
@@ -289,8 +328,7 @@ uint64_t ParseRate(const std::string &text, const std::string &what) {
 uint64_t ParseDelay(const std::string &text, const std::string &what) {
     if (text == "0") return 0;
     size_t digits = 0;
-    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])))
-        ++digits;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
     std::string unit = text.substr(digits);
     uint64_t scale = unit == "us" ? 1 : unit == "ms" ? 1000 : 0;
     if (digits == 0 || digits > 7 || scale == 0) {
@@ -332,7 +370,9 @@ Topology LoadTopology(const std::string &path) {
                 topology.clients = value.as<unsigned>();
             } else if (key == "memservers") {
                 if (value.IsScalar()) {
-                    topology.memservers.assign(value.as<unsigned>(), TopologyServer{link});
+                    TopologyServer server;
+                    server.link = link;
+                    topology.memservers.assign(value.as<unsigned>(), server);
                 } else if (value.IsSequence()) {
                     for (size_t i = 0; i < value.size(); ++i) {
                         topology.memservers.push_back(ReadServer(value[i], i, path, link));
@@ -406,6 +446,7 @@ std::optional<Emulation> EmulationOf(const std::string &cluster_file) {
             node.port = entry["port"].as<std::string>();
             node.link.rate_bps = entry["rate_bps"].as<uint64_t>();
             node.link.delay_us = entry["delay_us"].as<uint64_t>();
+            if (entry["delay_line_pid"]) node.delay_line = entry["delay_line_pid"].as<pid_t>();
             emulation.nodes.push_back(node);
         }
         return emulation;
@@ -423,8 +464,8 @@ void CheckCanEmulate() {
     }
     for (const char *tool : {"ip", "tc"}) {
         if (ToolPath(tool).empty()) {
-            missing.push_back(fmt::format("the {} command (iproute2: apt-get install iproute2)",
-                                          tool));
+            missing.push_back(
+                fmt::format("the {} command (iproute2: apt-get install iproute2)", tool));
         }
     }
     if (!missing.empty()) {
@@ -461,13 +502,22 @@ Emulation CreateEmulation(const Topology &topology, const std::string &run_dir,
         add("memory", "m", i, topology.memservers[i].link);
     }
     for (unsigned c = 0; c < topology.clients; ++c) add("client", "c", c, topology.client_link);
+    for (const EmulatedNode &node : emulation.nodes) {
+        if (node.link.delay_us && (ToolPath("iptables").empty() || DelayLineProgram().empty())) {
+            Die(1,
+                "fampool up --emulate: {}'s link has a delay, and link delays need iptables "
+                "(apt-get install iptables) and {} beside fampool (built where "
+                "libnetfilter-queue-dev is installed); scripts/setup installs both",
+                node.name, kDelayLine);
+        }
+    }
 
     std::vector<std::string> made;  // namespaces, for the undo
     try {
         const std::string &sw = emulation.switch_netns;
         const std::string mtu = std::to_string(topology.mtu);
-        progress(fmt::format("creating network namespace {} (the switch: bridge br0, {}0.1/16)",
-                             sw, kSubnetPrefix));
+        progress(fmt::format("creating network namespace {} (the switch: bridge br0, {}0.1/16)", sw,
+                             kSubnetPrefix));
         Must({"ip", "netns", "add", sw}, "the switch namespace");
         made.push_back(sw);
         Must({"ip", "-n", sw, "link", "set", "lo", "up"}, "the switch's loopback");
@@ -475,18 +525,18 @@ Emulation CreateEmulation(const Topology &topology, const std::string &run_dir,
         Must({"ip", "-n", sw, "link", "set", "br0", "mtu", mtu, "up"}, "the switch's bridge");
         Must({"ip", "-n", sw, "addr", "add", std::string(kSubnetPrefix) + "0.1/16", "dev", "br0"},
              "the switch's address");
-        for (const EmulatedNode &node : emulation.nodes) {
+        for (size_t k = 0; k < emulation.nodes.size(); ++k) {
+            EmulatedNode &node = emulation.nodes[k];
             std::string step = "node " + node.name;
-            progress(fmt::format("creating {} ({}, {}, link {}{})", node.name, node.netns,
-                                 node.address, RateText(node.link.rate_bps),
-                                 node.link.delay_us
-                                     ? fmt::format(", delay {} us", node.link.delay_us)
-                                     : ""));
+            progress(fmt::format(
+                "creating {} ({}, {}, link {}{})", node.name, node.netns, node.address,
+                RateText(node.link.rate_bps),
+                node.link.delay_us ? fmt::format(", delay {} us", node.link.delay_us) : ""));
             Must({"ip", "netns", "add", node.netns}, step);
             made.push_back(node.netns);
             Must({"ip", "-n", node.netns, "link", "set", "lo", "up"}, step);
-            Must({"ip", "-n", sw, "link", "add", node.port, "type", "veth", "peer", "name",
-                  "fab0", "netns", node.netns},
+            Must({"ip", "-n", sw, "link", "add", node.port, "type", "veth", "peer", "name", "fab0",
+                  "netns", node.netns},
                  step);
             Must({"ip", "-n", sw, "link", "set", node.port, "mtu", mtu, "master", "br0", "up"},
                  step);
@@ -496,17 +546,26 @@ Emulation CreateEmulation(const Topology &topology, const std::string &run_dir,
             // Both directions: what the node sends (its end) and what it receives (the switch's).
             Shape(node.netns, "fab0", node.link, topology.mtu, step + " (outgoing)");
             Shape(sw, node.port, node.link, topology.mtu, step + " (incoming)");
+            if (node.link.delay_us) {
+                StartDelayLine(node, k, run_dir, step);
+                progress(
+                    fmt::format("{}: {} us each way added by fampool-delayline (pid {}, "
+                                "NFQUEUE {} in its namespace)",
+                                node.name, node.link.delay_us, node.delay_line, k));
+            }
         }
         WriteText(EmulationFileOf(run_dir), EmulationText(emulation));
     } catch (...) {
+        StopDelayLines(emulation);
         for (auto it = made.rbegin(); it != made.rend(); ++it) RunTool({"ip", "netns", "del", *it});
         throw;
     }
     return emulation;
 }
 
-std::vector<std::string> RemoveEmulation(const Emulation &emulation, const std::string &run_dir) {
-    std::vector<std::string> removed;
+RemovedEmulation RemoveEmulation(const Emulation &emulation, const std::string &run_dir) {
+    RemovedEmulation removed;
+    removed.delay_lines = StopDelayLines(emulation);
     std::vector<std::string> existing = ExistingNamespaces();
     std::set<std::string> present(existing.begin(), existing.end());
     std::vector<std::string> names;
@@ -518,7 +577,7 @@ std::vector<std::string> RemoveEmulation(const Emulation &emulation, const std::
         if (result.status != 0) {
             Die(1, "fampool down: cannot remove network namespace {}: {}", name, result.output);
         }
-        removed.push_back(name);
+        removed.namespaces.push_back(name);
     }
     std::error_code ec;
     fs::remove(EmulationFileOf(run_dir), ec);
@@ -529,8 +588,10 @@ void EnterSwitch(const Emulation &emulation, const std::string &command) {
     try {
         EnterNetworkNamespace(emulation.switch_netns);
     } catch (const Failure &failure) {
-        Die(1, "fampool {}: the cluster runs on an emulated fabric, reached from its switch "
-            "namespace: {}", command, failure.fam_error_msg());
+        Die(1,
+            "fampool {}: the cluster runs on an emulated fabric, reached from its switch "
+            "namespace: {}",
+            command, failure.fam_error_msg());
     }
 }
 

@@ -1,14 +1,18 @@
 // An emulated multi-node fabric on one host (`fampool up --emulate`; seed 004's FAME): every
 // metadata shard, memory server and client node gets a network namespace of its own, joined to
 // a bridge in a "switch" namespace by a veth pair. tc shapes both ends of each pair to the
-// node's link: its rate (tbf) and delay (netem, where the kernel has it), so that a server's
-// link can be the bottleneck, as a NIC is on a real fabric. Nothing is added to the host's own
-// namespace; `fampool down` removes every namespace `up` made. It needs root.
+// node's link rate (tbf), so that a server's link can be the bottleneck, as a NIC is on a real
+// fabric. A link's delay is added in the node's namespace by a fampool-delayline
+// (tools/delayline) that iptables hands every packet the node sends or receives on the link
+// (NFQUEUE): the kernels here have no netem. Nothing is added to the host's own namespace;
+// `fampool down` stops the delay lines and removes every namespace `up` made. It needs root.
 //
 // Addresses (10.77.0.0/16, inside the namespaces only): the switch 10.77.0.1, metadata shard k
 // 10.77.1.(k+1), memory server i 10.77.2.(i+1), client node c 10.77.3.(c+1).
 #ifndef FAMPOOL_TOOLS_CLI_EMULATE_H_
 #define FAMPOOL_TOOLS_CLI_EMULATE_H_
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
@@ -64,6 +68,7 @@ struct EmulatedNode {
     std::string address;  // its address on the emulated network
     std::string port;     // its interface in the switch namespace
     Link link;
+    pid_t delay_line = 0;  // the fampool-delayline delaying its link; 0: none
 };
 
 struct Emulation {
@@ -86,14 +91,20 @@ std::optional<Emulation> EmulationOf(const std::string &cluster_file);
 // iproute2's ip and tc.
 void CheckCanEmulate();
 // Checks that this host can emulate (CheckCanEmulate), creates every namespace,
-// link and queueing discipline of `topology` and writes EmulationFileOf(run_dir). Each step is
-// told to `progress`. On failure it removes what it made and throws CliError naming the step,
-// the command and what it said.
+// link and queueing discipline of `topology`, starts a delay line for each link with a delay
+// (its log: RUN_DIR/logs/delayline-NODE.log) and writes EmulationFileOf(run_dir), with the delay
+// lines' PIDs. Each step is told to `progress`. On failure it removes what it made and throws
+// CliError naming the step, the command and what it said.
 Emulation CreateEmulation(const Topology &topology, const std::string &run_dir,
                           const std::function<void(const std::string &)> &progress);
-// Removes the namespaces of `emulation` that exist (their links go with them) and its file
-// in `run_dir`; returns their names.
-std::vector<std::string> RemoveEmulation(const Emulation &emulation, const std::string &run_dir);
+struct RemovedEmulation {
+    std::vector<std::string> delay_lines;  // "memory0 (pid 123)": those it stopped
+    std::vector<std::string> namespaces;   // those it removed
+};
+// Stops the delay lines of `emulation` that still run (by their PIDs, each only while it is
+// still a fampool-delayline), then removes its namespaces that exist (their links go with them)
+// and its file in `run_dir`.
+RemovedEmulation RemoveEmulation(const Emulation &emulation, const std::string &run_dir);
 // Moves this process into the switch namespace, from where every node's address is reached
 // over no shaped link (what the CLI's own calls use). Throws CliError naming `command`.
 void EnterSwitch(const Emulation &emulation, const std::string &command);
