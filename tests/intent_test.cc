@@ -97,8 +97,12 @@ TEST(IntentMapping, UnmetConstraintsAreRefusedNamingThem) {
 }
 
 TEST(IntentMapping, UsageHintsNarrowAndRank) {
-    // Latency: within 1.25x of the lowest (100 ns): 0 and 1.
-    EXPECT_EQ(Choose(Hints(FAM_HINT_LATENCY)), (std::vector<uint64_t>{0, 1}));
+    // Latency: within 1.25x or 1 us of the lowest (100 ns): 0, 1 and 2 (1 us), lowest first,
+    // and one server.
+    std::string ignored;
+    auto fastest = ChooseByIntent(Hints(FAM_HINT_LATENCY), "r", FourServers(), &ignored);
+    EXPECT_EQ(fastest.ranked, (std::vector<uint64_t>{0, 1, 2}));
+    EXPECT_EQ(fastest.span, 1u);
     // Near the PE: the servers of its node; none there: all kept.
     EXPECT_EQ(Choose(Hints(FAM_HINT_NEAR_PE, "B")), (std::vector<uint64_t>{1, 3}));
     std::string why;
@@ -107,16 +111,15 @@ TEST(IntentMapping, UsageHintsNarrowAndRank) {
     // Capacity: the far tier first.
     EXPECT_EQ(Choose(Hints(FAM_HINT_CAPACITY)).front(), 3u);
     // Bandwidth: 2 x 10 GB/s striped beats 1 x 10, 3 x 2 and 4 x 0.5.
-    std::string ignored;
     auto choice = ChooseByIntent(Hints(FAM_HINT_BANDWIDTH), "r", FourServers(), &ignored);
     EXPECT_EQ(choice.ranked, (std::vector<uint64_t>{0, 1}));
     EXPECT_EQ(choice.span, 2u);
 }
 
 TEST(IntentMapping, HintsCompose) {
-    // Near node A, then the lowest latency there: 0 (2 is 10x slower).
-    EXPECT_EQ(Choose(Hints(FAM_HINT_NEAR_PE | FAM_HINT_LATENCY, "A")),
-              (std::vector<uint64_t>{0}));
+    // Near node B, then the lowest latency there: 1 (3 is 40x slower).
+    EXPECT_EQ(Choose(Hints(FAM_HINT_NEAR_PE | FAM_HINT_LATENCY, "B")),
+              (std::vector<uint64_t>{1}));
     // Bandwidth within domain b: 2 alone (2 GB/s) beats 2 x 0.5 GB/s.
     RegionIntent intent = Hints(FAM_HINT_BANDWIDTH);
     intent.failure_domain = "b";

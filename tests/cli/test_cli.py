@@ -394,3 +394,42 @@ def test_status_names_a_memory_server_that_died(cluster):
     assert reachable == {f"127.0.0.1:{base + 1}": "yes", f"127.0.0.1:{base + 2}": "NO"}, \
         status.stdout
     assert "memory server 1" in status.stdout and "memory1.log" in status.stdout
+
+
+def test_status_shows_memory_kinds_and_stat_shows_an_intent_and_its_reasoning(cluster):
+    run_dir, _ = cluster
+    status = fampool("status", "--run-dir", run_dir)
+    assert status.returncode == 0, status.stderr
+    header = next(line for line in status.stdout.splitlines() if line.strip().startswith("ID"))
+    assert header.split()[-3:] == ["KIND", "BANDWIDTH", "LATENCY"], header
+    rows = [line.split() for line in status.stdout.splitlines()]
+    servers = [row for row in rows if row and row[0] in ("0", "1") and len(row) > 8]
+    assert len(servers) == 2 and all("dram" in row for row in servers), status.stdout
+    assert all(re.search(r"[GM]B/s", " ".join(row)) for row in servers), status.stdout
+    # A region placed by intent (FAM_HINT_LATENCY | FAM_HINT_PERSISTENT) through the C API.
+    run_c_api(run_dir, """
+class Attributes(ctypes.Structure):
+    _fields_ = [("redundancy", ctypes.c_int), ("memory_type", ctypes.c_int),
+                ("interleave", ctypes.c_int), ("permission_level", ctypes.c_int),
+                ("hints", ctypes.c_uint32), ("kind", ctypes.c_int),
+                ("server_count", ctypes.c_uint32), ("servers", ctypes.c_uint64 * 16),
+                ("failure_domain", ctypes.c_char * 64)]
+lib.c_fam_create_region_intent.restype = ctypes.c_void_p
+lib.c_fam_create_region_intent.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                           ctypes.c_uint, ctypes.POINTER(Attributes)]
+attributes = Attributes(hints=(1 << 1) | (1 << 17))
+assert lib.c_fam_create_region_intent(fam, b"placed", 1 << 20, 0o755, ctypes.byref(attributes))
+assert lib.c_fam_create_region(fam, b"plain", 1 << 20, 0o755, None)
+""")
+    placed = fampool("stat", "placed", "--run-dir", run_dir)
+    assert placed.returncode == 0, placed.stderr
+    assert re.search(r"intent:\s+hints latency\+persistent; constraints none", placed.stdout), \
+        placed.stdout
+    assert re.search(r"placement:\s+persistent memory: 0, 1; latency: ", placed.stdout), \
+        placed.stdout
+    assert re.search(r"memory type:\s+PERSISTENT|persistent", placed.stdout), placed.stdout
+    plain = fampool("stat", "plain", "--run-dir", run_dir)
+    assert plain.returncode == 0, plain.stderr
+    assert not re.search(r"^\s*intent:", plain.stdout, re.M), plain.stdout
+    assert re.search(r"placement:\s+no intent: placed by the cluster's placement policy",
+                     plain.stdout), plain.stdout

@@ -119,18 +119,23 @@ def test_exec_runs_a_command_on_a_named_node(run_dir):
     assert wrong.returncode == 1 and "no node \"memory7\"" in wrong.stderr
 
 
-def test_a_topology_file_sets_each_link_and_each_servers_keys(run_dir):
+def up_with_topology(run_dir, text):
+    """`fampool up --emulate` with a topology file holding TEXT; returns the cluster file."""
     topology = os.path.join(run_dir, "topology.yaml")
     with open(topology, "w") as f:
-        f.write("mtu: 9000\nlink: {rate: 1gbit}\nclients: 1\nmemservers:\n"
-                "  - {rate: 300mbit, memory_type: volatile, failure_domain: rack0,"
-                " capacity: 64MiB}\n"
-                "  - {rate: unlimited, failure_domain: rack1, spare: true}\n")
+        f.write(text)
     up = fampool("up", "--emulate", "--topology", topology, "--authentication", "none",
                  "--run-dir", run_dir)
     assert up.returncode == 0, up.stdout + up.stderr
     with open(os.path.join(run_dir, "cluster.yaml")) as f:
-        cluster = f.read()
+        return f.read()
+
+
+def test_a_topology_file_sets_each_link_and_each_servers_keys(run_dir):
+    cluster = up_with_topology(
+        run_dir, "mtu: 9000\nlink: {rate: 1gbit}\nclients: 1\nmemservers:\n"
+        "  - {rate: 300mbit, memory_type: volatile, failure_domain: rack0, capacity: 64MiB}\n"
+        "  - {rate: unlimited, failure_domain: rack1, spare: true}\n")
     assert "memory_type: volatile" in cluster
     assert 'failure_domain: "rack1"' in cluster and "spare: true" in cluster
     assert f"capacity: {64 << 20}" in cluster
@@ -177,3 +182,18 @@ def test_what_cannot_be_emulated_is_refused_clearly(run_dir):
     assert other.returncode == 1 and "needs root" in other.stderr, other.stderr
     plain = fampool("exec", "--config", "/nonexistent/cluster.yaml", "true")
     assert plain.returncode != 0
+
+
+def test_memory_kinds_and_link_speeds_reach_the_cluster_file_and_status(run_dir):
+    cluster = up_with_topology(run_dir, "memservers:\n  - {rate: 1gbit, kind: dram}\n"
+                               "  - {rate: 200mbit, delay: 250us, kind: far}\n")
+    assert "kind: dram\n    bandwidth: 125000000B/s\n" in cluster, cluster
+    assert "kind: far\n    bandwidth: 25000000B/s\n    latency: 500us\n" in cluster, cluster
+    status = fampool("status", "--run-dir", run_dir)
+    assert status.returncode == 0, status.stderr
+    assert re.search(r"\bfar\s+25\.0 MB/s\s+500\.0 us", status.stdout), status.stdout
+    topology = os.path.join(run_dir, "topology.yaml")
+    with open(topology, "w") as f:
+        f.write("memservers:\n  - {rate: 1gbit, kind: hbm}\n")
+    bad = fampool("up", "--emulate", "--topology", topology, "--run-dir", run_dir + "-bad")
+    assert bad.returncode == 1 and 'kind "hbm" is not one of dram, persistent, far' in bad.stderr

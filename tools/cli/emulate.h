@@ -41,6 +41,7 @@ struct TopologyServer {
     std::string failure_domain;  // as in the cluster file
     uint64_t capacity = 0;       // bytes of extents it may hold; 0: no limit
     bool spare = false;
+    std::string kind;            // its memory (dram, persistent, far); "": the default
 };
 
 // What a topology file describes (docs/cli.md, "fampool up --emulate"), or what `up`'s
@@ -54,6 +55,11 @@ struct Topology {
     Link client_link;
     std::vector<TopologyServer> memservers;
 };
+
+// The cluster-file keys of a memory server's topology entry (memory_type, failure_domain,
+// capacity, spare, kind, and bandwidth and latency from its link), each line indented for a
+// `memservers` entry.
+std::string TopologyServerKeys(const TopologyServer &server);
 
 // Reads and checks a topology file. Throws CliError naming the file and the key.
 Topology LoadTopology(const std::string &path);

@@ -107,16 +107,8 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
             YamlQuoted(dir + "/heaps" + std::to_string(i)),
             YamlQuoted(ShmBase(dir) + "/ms" + std::to_string(i)));
         if (!topology) continue;
-        const TopologyServer &server = topology->memservers[i];
         text += fmt::format("    fabric_host: {}\n", server_host(i));
-        if (!server.memory_type.empty()) {
-            text += fmt::format("    memory_type: {}\n", server.memory_type);
-        }
-        if (!server.failure_domain.empty()) {
-            text += fmt::format("    failure_domain: {}\n", YamlQuoted(server.failure_domain));
-        }
-        if (server.capacity) text += fmt::format("    capacity: {}\n", server.capacity);
-        if (server.spare) text += "    spare: true\n";
+        text += TopologyServerKeys(topology->memservers[i]);
     }
     return text;
 }
@@ -385,7 +377,9 @@ std::optional<Topology> EmulatedTopology(const UpOptions &o) {
     Link server_link{ParseRate(o.link_rate, "fampool up: --link-rate"), 0};
     topology.client_link.rate_bps = ParseRate(o.client_link_rate, "fampool up: --client-link-rate");
     topology.metadata_link = topology.client_link;
-    topology.memservers.assign(o.memservers, TopologyServer{server_link});
+    TopologyServer server;
+    server.link = server_link;
+    topology.memservers.assign(o.memservers, server);
     if (o.clients < 1 || o.clients > 200) {
         Die(1, "fampool up: --clients {} is out of range (1 to 200)", o.clients);
     }
