@@ -42,10 +42,10 @@ void OpenEmbedded(Session &session) {
         session.servers.push_back(std::move(heaps));
     };
     add(HeapLocation{config.shm_dir, config.data_dir + "/heaps", instance},
-        MemoryProfile{"dram"}, "", 0);
+        DeclaredProfile("dram"), "", 0);
     for (const Config::MemoryTier &tier : config.memory_tiers) {
         add(HeapLocation{tier.dir + "/volatile", tier.dir + "/persistent", instance},
-            MemoryProfile{tier.kind, tier.bandwidth, tier.latency_ns},
+            DeclaredProfile(tier.kind, tier.bandwidth, tier.latency_ns),
             tier.kind == "persistent" ? "persistent" : "", tier.capacity);
     }
     std::vector<MemoryServer *> servers(locals.begin(), locals.end());

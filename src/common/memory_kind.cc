@@ -135,11 +135,10 @@ MemorySpeed MeasureMemory(const std::string &dir, uint64_t bytes) {
     constexpr uint64_t kLoads = 200000;
     uint64_t at = order[0] * kLine;
     start = Clock::now();
+    // Volatile loads: the compiler keeps every one, each waiting for the one before.
     for (uint64_t i = 0; i < kLoads; ++i) at = *reinterpret_cast<volatile uint64_t *>(heap + at);
     double load_s = std::chrono::duration<double>(Clock::now() - start).count();
     munmap(map, bytes);
-    static volatile uint64_t sink;
-    sink = at;  // the loads are the measurement: keep them
     MemorySpeed speed;
     speed.bandwidth = static_cast<uint64_t>(static_cast<double>(bytes) / std::max(copy_s, 1e-9));
     speed.latency_ns = std::max<uint64_t>(1, static_cast<uint64_t>(load_s * 1e9 / kLoads));

@@ -41,6 +41,16 @@ struct MemoryProfile {
     bool known = false;        // false: not learnt yet (the server did not answer)
 };
 
+// A server's declared memory: its kind and what is known of its speed (0: to be measured).
+inline MemoryProfile DeclaredProfile(const std::string &kind, uint64_t bandwidth = 0,
+                                     uint64_t latency_ns = 0) {
+    MemoryProfile profile;
+    profile.kind = kind;
+    profile.bandwidth = bandwidth;
+    profile.latency_ns = latency_ns;
+    return profile;
+}
+
 struct MemorySpeed {
     uint64_t bandwidth = 0;   // bytes per second a copy into the memory sustains
     uint64_t latency_ns = 0;  // one dependent load from it

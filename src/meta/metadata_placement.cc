@@ -42,9 +42,13 @@ std::vector<MemoryProfile> MetadataStore::Profiles() {
         profiles_ = options_.profiles;
         profiles_.resize(servers_.size());
     }
+    profile_asked_.resize(servers_.size());
+    auto now = std::chrono::steady_clock::now();
     for (uint64_t id = 0; id < servers_.size(); ++id) {
         MemoryProfile &profile = profiles_[id];
-        if (profile.known) continue;
+        // A server that did not answer is asked again after a while, not at every placement.
+        if (profile.known || now - profile_asked_[id] < kProfileRetry) continue;
+        profile_asked_[id] = now;
         // What the cluster file does not set, the server says (measured at its start).
         try {
             MemoryProfile told = Server(id).Profile();

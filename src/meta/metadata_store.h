@@ -18,6 +18,7 @@
 #define FAMPOOL_META_METADATA_STORE_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -122,8 +123,8 @@ class MetadataStore : public MetadataService {
     // Bytes of all extents placed on each server.
     std::vector<uint64_t> ServerUsage();
     // Each server's memory (kind, speed, capacity, node): the configured profile, completed
-    // once by the server itself; a server that has not answered yet is asked again (known
-    // false until then).
+    // once by the server itself (asked with a 1 s bound); a server that has not answered is
+    // asked again 5 s later at the earliest (known false until then).
     std::vector<MemoryProfile> Profiles();
     // A memory server restarted: its keys are void, and its volatile regions are gone with its
     // heaps; their records and names are released (and their other extents destroyed).
@@ -212,6 +213,9 @@ class MetadataStore : public MetadataService {
     std::atomic<uint64_t> round_robin_{0};
     std::mutex profiles_mutex_;
     std::vector<MemoryProfile> profiles_;  // by server id; empty until first asked
+    // When each server was last asked for its profile (it did not answer yet).
+    std::vector<std::chrono::steady_clock::time_point> profile_asked_;
+    static constexpr std::chrono::seconds kProfileRetry{5};
     // One scrub pass at a time: a range freed by one pass must never be zeroed again by
     // another after it was handed out.
     std::mutex scrub_mutex_;

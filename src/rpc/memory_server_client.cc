@@ -88,7 +88,8 @@ MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout) {
 }
 
 MemoryProfile MemoryServerClient::Profile() {
-    MemoryServerInfo info = Info();
+    // A placement waits on it: a dead server must not cost the call the whole RPC timeout.
+    MemoryServerInfo info = Info(std::min(timeout_, std::chrono::milliseconds(1000)));
     return MemoryProfile{info.kind,     info.bandwidth,   info.latency_ns,
                          info.capacity, HostOf(address_), true};
 }

@@ -110,7 +110,7 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     // Measured now (unless the cluster file sets them), not at the first Info call: a
     // heartbeat's short wait must not pay for it.
     std::string kind = me.kind.empty() ? DefaultMemoryKind(me.memory_type) : me.kind;
-    role.heaps->SetProfile(MemoryProfile{kind, me.bandwidth, me.latency_ns});
+    role.heaps->SetProfile(DeclaredProfile(kind, me.bandwidth, me.latency_ns));
     role.heaps->Profile();
     role.heaps->AttachFabric(role.fabric.get());
     role.peers = std::make_unique<FabricPeers>(fabric);
