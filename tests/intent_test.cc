@@ -426,3 +426,42 @@ TEST_F(ClusterIntentTest, SurvivingAFailureIsRaid1OnPersistentMemoryAcrossDomain
 
 }  // namespace
 }  // namespace fampool_test
+
+namespace fampool_test {
+namespace {
+
+TEST_F(ClusterIntentTest, AccessibilityCapacityAndResilienceHintsAndTheirRefusals) {
+    // Capacity: the far server first; an interleaved region still spans what it may.
+    Placed big = Place(fam(), "big", IntentOf(FAM_HINT_CAPACITY));
+    EXPECT_EQ(big.servers, (std::vector<uint64_t>{0, 2}));
+    EXPECT_NE(std::string(big.placement.reason).find("most free memory first: 2, 0"),
+              std::string::npos)
+        << big.placement.reason;
+    EXPECT_EQ(Place(fam(), "job", IntentOf(FAM_HINT_JOB)).attributes.memoryType, VOLATILE);
+    EXPECT_EQ(Place(fam(), "vol", IntentOf(FAM_HINT_VOLATILE)).attributes.memoryType, VOLATILE);
+    Placed later = Place(fam(), "later", IntentOf(FAM_HINT_ACROSS_JOBS | FAM_HINT_LATENCY));
+    EXPECT_EQ(later.attributes.memoryType, PERSISTENT);
+    EXPECT_EQ(later.servers, (std::vector<uint64_t>{0}));
+    Placed kept = Place(fam(), "kept", IntentOf(FAM_HINT_PERSISTENT, FAM_KIND_PERSISTENT));
+    EXPECT_EQ(kept.servers, (std::vector<uint64_t>{1}));
+    EXPECT_EQ(kept.attributes.memoryType, PERSISTENT);
+    // Refusals over gRPC carry the same causes as in-process.
+    EXPECT_FAM_ERROR(Place(fam(), "c", IntentOf(FAM_HINT_JOB | FAM_HINT_ACROSS_JOBS)),
+                     FAM_ERR_INVALID, "exclude each other");
+    Fam_Region_Intent_Attributes against = IntentOf(FAM_HINT_PERSISTENT);
+    against.attributes.memoryType = VOLATILE;
+    EXPECT_FAM_ERROR(Place(fam(), "a", against), FAM_ERR_INVALID, "memoryType is VOLATILE");
+    Fam_Region_Intent_Attributes none = IntentOf(FAM_HINT_SURVIVE_FAILURE);
+    none.attributes.redundancyLevel = NONE;
+    EXPECT_FAM_ERROR(Place(fam(), "n", none), FAM_ERR_INVALID, "redundancyLevel is NONE");
+    Fam_Region_Intent_Attributes named = IntentOf(0);
+    named.intent.server_count = 1;
+    named.intent.servers[0] = 5;
+    EXPECT_FAM_ERROR(Place(fam(), "s", named), FAM_ERR_RESOURCE, "constraint servers 5");
+    Fam_Region_Intent_Attributes domain = IntentOf(0);
+    std::snprintf(domain.intent.failure_domain, sizeof domain.intent.failure_domain, "z");
+    EXPECT_FAM_ERROR(Place(fam(), "d", domain), FAM_ERR_RESOURCE, "failure domain \"z\"");
+}
+
+}  // namespace
+}  // namespace fampool_test
