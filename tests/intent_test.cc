@@ -326,8 +326,10 @@ TEST_F(EmbeddedIntentTest, EachRefusalNamesItsCause) {
     Fam_Region_Intent_Attributes many = IntentOf(0);
     many.intent.server_count = FAM_INTENT_MAX_SERVERS + 1;
     EXPECT_FAM_ERROR(Place(fam(), "m", many), FAM_ERR_INVALID, "FAM_INTENT_MAX_SERVERS");
-    EXPECT_FAM_ERROR(Place(fam(), "b", IntentOf(0, static_cast<Fam_Memory_Kind>(9))),
-                     FAM_ERR_INVALID, "not a Fam_Memory_Kind");
+    Fam_Region_Intent_Attributes bad_kind = IntentOf(0);
+    const int nine = 9;  // what a C program may store; no C++ enumeration value
+    std::memcpy(&bad_kind.intent.kind, &nine, sizeof nine);
+    EXPECT_FAM_ERROR(Place(fam(), "b", bad_kind), FAM_ERR_INVALID, "not a Fam_Memory_Kind");
     Fam_Region_Intent_Attributes unterminated = IntentOf(0);
     std::memset(unterminated.intent.failure_domain, 'x', sizeof unterminated.intent.failure_domain);
     EXPECT_FAM_ERROR(Place(fam(), "u", unterminated), FAM_ERR_INVALID, "NUL-terminated");

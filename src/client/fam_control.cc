@@ -127,7 +127,7 @@ RegionIntent IntentOf(const Fam_Region_Intent &in, const std::string &region,
                       const std::string &host) {
     RegionIntent intent;
     intent.hints = in.hints;
-    intent.kind = KindName(in.kind, region);
+    intent.kind = KindName(RawValue(in.kind), region);  // a C caller may store any int
     if (in.server_count > FAM_INTENT_MAX_SERVERS) {
         Fail(openfam::FAM_ERR_INVALID,
              "region \"{}\": intent server_count {} exceeds FAM_INTENT_MAX_SERVERS ({})", region,

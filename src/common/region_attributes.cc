@@ -7,14 +7,6 @@
 namespace fampool {
 namespace {
 
-template <typename Enum>
-int RawValue(const Enum &field) {
-    static_assert(sizeof(Enum) == sizeof(int), "OpenFAM's enumerations are int-sized");
-    int value;
-    std::memcpy(&value, &field, sizeof value);
-    return value;
-}
-
 void CheckRange(int value, int last, const char *field, const char *type,
                 const std::string &region) {
     if (value >= 0 && value <= last) return;

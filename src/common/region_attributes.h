@@ -5,11 +5,21 @@
 #ifndef FAMPOOL_COMMON_REGION_ATTRIBUTES_H_
 #define FAMPOOL_COMMON_REGION_ATTRIBUTES_H_
 
+#include <cstring>
 #include <string>
 
 #include "fam/fam.h"
 
 namespace fampool {
+
+// A field of an OpenFAM enumeration type as the int a caller stored in it (any value).
+template <typename Enum>
+int RawValue(const Enum &field) {
+    static_assert(sizeof(Enum) == sizeof(int), "OpenFAM's enumerations are int-sized");
+    int value;
+    std::memcpy(&value, &field, sizeof value);
+    return value;
+}
 
 // The attributes built from their integer values; FAM_ERR_INVALID naming the field, its value
 // and `region` when one is outside its enumeration.

@@ -401,7 +401,7 @@ def test_status_shows_memory_kinds_and_stat_shows_an_intent_and_its_reasoning(cl
     status = fampool("status", "--run-dir", run_dir)
     assert status.returncode == 0, status.stderr
     header = next(line for line in status.stdout.splitlines() if line.strip().startswith("ID"))
-    assert header.split()[-3:] == ["KIND", "BANDWIDTH", "LATENCY"], header
+    assert header.split()[-4:] == ["KIND", "BANDWIDTH", "LATENCY", "DOMAIN"], header
     rows = [line.split() for line in status.stdout.splitlines()]
     servers = [row for row in rows if row and row[0] in ("0", "1") and len(row) > 8]
     assert len(servers) == 2 and all("dram" in row for row in servers), status.stdout

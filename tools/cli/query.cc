@@ -170,6 +170,13 @@ void RegionTable(const rpc::ClusterStatus &status, bool exact) {
     }
 }
 
+// A memory server's failure domain as the cluster file says, or "-".
+std::string DomainOf(const Session &session, uint64_t id) {
+    const std::vector<MemoryServerConfig> &servers = session.cluster.memservers;
+    return id < servers.size() && !servers[id].failure_domain.empty() ? servers[id].failure_domain
+                                                                      : "-";
+}
+
 }  // namespace
 
 int Status(const QueryOptions &options) {
@@ -204,7 +211,7 @@ int Status(const QueryOptions &options) {
     }
     std::printf("\nmemory servers\n");
     Table servers({"ID", "ADDRESS", "REACHABLE", "STATE", "PROVIDER", "EXTENT BYTES", "CAPACITY",
-                   "KIND", "BANDWIDTH", "LATENCY"});
+                   "KIND", "BANDWIDTH", "LATENCY", "DOMAIN"});
     uint64_t reachable = 0, extents = 0;
     for (const rpc::ServerState &server : status.servers()) {
         reachable += server.reachable();
@@ -216,7 +223,7 @@ int Status(const QueryOptions &options) {
                      Bytes(server.extent_bytes(), exact),
                      server.capacity() ? Bytes(server.capacity(), exact) : "-",
                      server.kind().empty() ? "-" : server.kind(), BandwidthText(server.bandwidth()),
-                     LatencyText(server.latency_ns())});
+                     LatencyText(server.latency_ns()), DomainOf(session, server.id())});
     }
     servers.Print();
 
