@@ -12,6 +12,7 @@
 
 #include "common/cluster_config.h"
 #include "common/config.h"
+#include "common/config_keys.h"
 #include "common/openfam_config.h"
 #include "test_support.h"
 
@@ -371,6 +372,24 @@ TEST_F(ConfigTest, AValueOfTheWrongShapeDeepInAClusterFileIsRefusedNamingTheFile
           "rpc_interface: 127.0.0.1:7001, libfabric_port: 7100}\n");
     Write(dir + "/fam_metadata_config.yaml", "metadata_path: /tmp/y\n");
     EXPECT_FAM_ERROR(fampool::LoadClusterConfig(dir), openfam::FAM_ERR_INVALID, dir.c_str());
+}
+
+// docs/configuration.md lists every key the code accepts: each top-level key of a
+// configuration or cluster file, and each key of a memory server's entry, in backquotes.
+TEST(ConfigDocs, ConfigurationReferenceListsEveryKeyOfTheKeyTables) {
+    std::string path = std::string(FAMPOOL_TEST_SUPPORT_DIR) + "/../../docs/configuration.md";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t checked = 0;
+    for (const auto *table : {&fampool::ConfigKeyTable(), &fampool::MemoryServerKeyTable()}) {
+        for (const std::string &key : *table) {
+            EXPECT_NE(doc.find("`" + key + "`"), std::string::npos)
+                << "docs/configuration.md does not list the key " << key;
+            ++checked;
+        }
+    }
+    EXPECT_GT(checked, 70u);  // the tables are what they are, not empty
 }
 
 }  // namespace

@@ -38,6 +38,8 @@ T Read(const YAML::Node &node, const std::string &key, const std::string &path) 
 
 }  // namespace
 
+const std::set<std::string> &MemoryServerKeyTable() { return kServerKeys; }
+
 MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const std::string &path) {
     std::string which = "memory server " + std::to_string(id);
     if (!node.IsMap()) Bad(path, which + " must be a map of keys");

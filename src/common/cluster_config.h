@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,9 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
 // OpenFAM's `Memservers`: a map from id to server, returned in the order of the ids.
 std::vector<MemoryServerConfig> ReadMemoryServerMap(const YAML::Node &map,
                                                     const std::string &path);
+
+// The keys of a memory server's entry in a cluster file (docs/configuration.md lists each).
+const std::set<std::string> &MemoryServerKeyTable();
 
 // Checks what a cluster file, however it was read, must hold: memory server ids 0, 1, ... in
 // order, each with its addresses and heap directory, valid memory types, interleave size,

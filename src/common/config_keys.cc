@@ -41,6 +41,8 @@ const std::set<std::string> &Keys() {
 
 bool IsConfigKey(const std::string &key) { return Keys().count(key) > 0; }
 
+const std::set<std::string> &ConfigKeyTable() { return Keys(); }
+
 void CheckConfigKeys(const std::string &path, const YAML::Node &root) {
     if (!root || !root.IsMap()) return;
     for (const auto &entry : root) {

@@ -15,11 +15,15 @@ namespace YAML {
 class Node;
 }
 
+#include <set>
+
 namespace fampool {
 
 // Whether `key` is a top-level key of a configuration or cluster file: one fampool reads, or
 // one of OpenFAM's own files that fampool accepts and does not need (docs/configuration.md).
 bool IsConfigKey(const std::string &key);
+// Every such key (docs/configuration.md must list each: config_test checks it).
+const std::set<std::string> &ConfigKeyTable();
 
 // Throws Failure(FAM_ERR_INVALID) naming the file and the first key that is not one, or whose
 // value CheckOpenFamValue refuses.
