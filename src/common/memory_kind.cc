@@ -95,6 +95,7 @@ std::string LatencyText(uint64_t nanoseconds) {
 }
 
 MemorySpeed MeasureMemory(const std::string &dir, uint64_t bytes) {
+    // mkstemp's template: it replaces the six X with a unique name.
     std::string path = dir + "/.fampool-measure-XXXXXX";
     std::vector<char> name(path.begin(), path.end());
     name.push_back('\0');

@@ -36,6 +36,25 @@ MemoryServer &MetadataStore::Server(uint64_t id) const {
     return *servers_[id];
 }
 
+std::vector<PlacementCandidate> MetadataStore::AsCandidates(const std::vector<uint64_t> &ids,
+                                                            const std::vector<uint64_t> &usage) {
+    std::vector<MemoryProfile> profiles = Profiles();
+    std::vector<PlacementCandidate> candidates;
+    for (uint64_t id : ids) {
+        PlacementCandidate candidate;
+        candidate.id = id;
+        candidate.profile = profiles[id];
+        candidate.failure_domain =
+            id < options_.failure_domains.size() ? options_.failure_domains[id] : "";
+        uint64_t capacity = profiles[id].capacity;
+        if (capacity && id < usage.size()) {
+            candidate.free_bytes = capacity - std::min(capacity, usage[id]);
+        }
+        candidates.push_back(candidate);
+    }
+    return candidates;
+}
+
 std::vector<MemoryProfile> MetadataStore::Profiles() {
     std::lock_guard<std::mutex> lock(profiles_mutex_);
     if (profiles_.empty()) {
@@ -96,20 +115,7 @@ std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64
     std::vector<uint64_t> usage;
     if (!intent.empty()) {
         usage = ServerUsage();
-        std::vector<MemoryProfile> profiles = Profiles();
-        std::vector<PlacementCandidate> choices;
-        for (uint64_t id : candidates) {
-            PlacementCandidate choice;
-            choice.id = id;
-            choice.profile = profiles[id];
-            choice.failure_domain =
-                id < options_.failure_domains.size() ? options_.failure_domains[id] : "";
-            if (profiles[id].capacity) {
-                choice.free_bytes =
-                    profiles[id].capacity - std::min(profiles[id].capacity, usage[id]);
-            }
-            choices.push_back(choice);
-        }
+        std::vector<PlacementCandidate> choices = AsCandidates(candidates, usage);
         *reason += fmt::format("{} memory: {}", kind, fmt::join(candidates, ", "));
         IntentChoice choice = ChooseByIntent(intent, name, std::move(choices), reason);
         candidates = choice.ranked;

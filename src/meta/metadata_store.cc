@@ -123,14 +123,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
             RegionIntent constraints = intent;
             constraints.hints = 0;
             std::string ignored;
-            std::vector<PlacementCandidate> all;
-            std::vector<MemoryProfile> profiles = Profiles();
-            for (uint64_t id : allowed) {
-                all.push_back(PlacementCandidate{
-                    id, profiles[id],
-                    id < options_.failure_domains.size() ? options_.failure_domains[id] : ""});
-            }
-            allowed = ChooseByIntent(constraints, name, all, &ignored).ranked;
+            allowed = ChooseByIntent(constraints, name, AsCandidates(allowed, {}), &ignored).ranked;
             std::sort(allowed.begin(), allowed.end());
             if (allowed.size() < 2) {
                 Fail(openfam::FAM_ERR_RESOURCE,

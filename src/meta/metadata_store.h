@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/memory_server.h"
+#include "meta/intent_placement.h"
 #include "meta/lmdb.h"
 #include "meta/metadata_service.h"
 
@@ -172,6 +173,10 @@ class MetadataStore : public MetadataService {
     // The memory server with this id; FAM_ERR_RESOURCE when the configuration has none (a
     // region placed on an embedded memory tier since removed from memory_tiers).
     MemoryServer &Server(uint64_t id) const;
+    // The servers `ids` as intent-based placement sees them: profile, domain, and free bytes
+    // from `usage` (bytes placed per server; empty: free space not counted).
+    std::vector<PlacementCandidate> AsCandidates(const std::vector<uint64_t> &ids,
+                                                 const std::vector<uint64_t> &usage);
     // A rebuild of `member` on `target` ends: the member gets `state`, if it is still being
     // rebuilt there (false otherwise).
     bool EndRebuild(uint64_t region_id, size_t member, uint64_t target, uint8_t state);
