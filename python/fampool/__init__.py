@@ -16,9 +16,12 @@ embedded model is the default; a cluster is used when FAMPOOL_CONFIG names its f
 C and C++ programs (docs/python.md).
 """
 
+import numpy as np
+
 from ._fampool import Fam as _Fam, Item, Region
 
-__all__ = ["Fam", "FamError", "Item", "Region", "ERRORS"]
+__all__ = ["Fam", "FamError", "Item", "Region", "ERRORS", "FamArray", "array", "empty", "zeros",
+           "open_array"]
 
 # Fam_Error, in its order (fam/fam_exception.h).
 ERRORS = [
@@ -56,6 +59,8 @@ class Fam(_Fam):
         super().__init__()
         self._group = group
         self._options = dict(options or {})
+        # What queued aggregation operations read or write, per item, until it is flushed.
+        self._queued = {}
 
     def __enter__(self):
         self.initialize(self._group, self._options)
@@ -68,7 +73,6 @@ class Fam(_Fam):
     def get(self, item, offset=0, count=None, dtype="uint8"):
         """A new numpy array of `count` elements of `dtype` read from `item` at byte `offset`
         (count None: to the end of the item)."""
-        import numpy as np
         dtype = np.dtype(dtype)
         if count is None:
             count = (item.size - offset) // dtype.itemsize
@@ -78,7 +82,6 @@ class Fam(_Fam):
 
     def gather(self, item, indexes, dtype="uint8"):
         """The elements of `dtype` at `indexes` (element indexes, any integer array) of `item`."""
-        import numpy as np
         dtype = np.dtype(dtype)
         index = np.ascontiguousarray(indexes, dtype=np.uint64)
         out = np.empty(len(index), dtype=dtype)
@@ -87,9 +90,46 @@ class Fam(_Fam):
 
     def scatter_array(self, item, values, indexes):
         """Writes `values` (a numpy array) to the elements at `indexes` of `item`."""
-        import numpy as np
         values = np.ascontiguousarray(values)
         index = np.ascontiguousarray(indexes, dtype=np.uint64)
         if len(values) != len(index):
             raise ValueError("fampool: scatter needs as many values as indexes")
         self.scatter(item, values, index, values.dtype.itemsize)
+
+    # Memory-side aggregation (docs/api.md, "Memory-side operations"): operations on indexed
+    # elements are queued and applied by the memory servers in batches; aggregate_flush(item)
+    # returns when all queued for the item are applied (and queue_gather's results are in
+    # `out`).
+    def _queue(self, item, op, data, indexes):
+        index = np.ascontiguousarray(indexes, dtype=np.uint64)
+        if len(data) != len(index):
+            raise ValueError(f"fampool: queue_{op} needs as many values as indexes "
+                             f"({len(data)} and {len(index)})")
+        self.queue_operation(item, op, data, index, data.dtype.itemsize)
+        self._queued.setdefault(id(item), []).append((data, index))
+
+    def queue_add(self, item, indexes, values):
+        """Queues adding `values` (4- or 8-byte integers) to the elements at `indexes`,
+        atomically per element; duplicates add up."""
+        self._queue(item, "add", np.ascontiguousarray(values), indexes)
+
+    def queue_scatter(self, item, indexes, values):
+        """Queues writing `values` to the elements at `indexes`."""
+        self._queue(item, "scatter", np.ascontiguousarray(values), indexes)
+
+    def queue_gather(self, item, indexes, out):
+        """Queues reading the elements at `indexes` into `out` (a C-contiguous numpy array,
+        filled when aggregate_flush(item) returns)."""
+        if not (isinstance(out, np.ndarray) and out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError("fampool: queue_gather needs a writable C-contiguous numpy array")
+        self._queue(item, "gather", out, indexes)
+
+    def aggregate_flush(self, item):
+        """Applies what is queued for `item`; returns when the memory servers have."""
+        try:
+            super().aggregate_flush(item)
+        finally:
+            self._queued.pop(id(item), None)
+
+
+from ._array import FamArray, array, empty, open_array, zeros  # noqa: E402

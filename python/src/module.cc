@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -127,15 +128,22 @@ py::object ByType(const std::string &dtype, Body &&body) {
 }
 
 // A blocking gather (into `data`) or scatter (from it) of the elements at `indexes` (uint64).
-void Indexed(fam &f, Item &i, const py::buffer &data, const py::buffer &indexes,
-             uint64_t element_size, bool gather) {
-    Bytes local(data, gather), index(indexes, false);
+// The number of elements of `element_size` bytes `indexes` (uint64) names, after checking that
+// `local` holds as many.
+uint64_t Count(const Bytes &local, const Bytes &index, uint64_t element_size, bool into_local) {
     if (index.info.itemsize != 8) throw py::value_error("fampool: indexes must be uint64");
     uint64_t n = index.size() / 8;
     if (local.size() < n * element_size) {
-        throw py::value_error(std::string("fampool: the ") + (gather ? "target" : "source") +
+        throw py::value_error(std::string("fampool: the ") + (into_local ? "target" : "source") +
                               " holds fewer than len(indexes) elements");
     }
+    return n;
+}
+
+void Indexed(fam &f, Item &i, const py::buffer &data, const py::buffer &indexes,
+             uint64_t element_size, bool gather) {
+    Bytes local(data, gather), index(indexes, false);
+    uint64_t n = Count(local, index, element_size, gather);
     auto *offsets = static_cast<uint64_t *>(index.data());
     py::gil_scoped_release release;
     if (gather) {
@@ -143,6 +151,38 @@ void Indexed(fam &f, Item &i, const py::buffer &data, const py::buffer &indexes,
     } else {
         f.fam_scatter_blocking(local.data(), i.descriptor.get(), n, offsets, element_size);
     }
+}
+
+// A blocking strided gather (into `data`) or scatter: as many elements as `data` holds, the
+// first at element `first`, then every `stride` elements.
+void Strided(fam &f, Item &i, const py::buffer &data, uint64_t first, uint64_t stride,
+             uint64_t element_size, bool gather) {
+    Bytes local(data, gather);
+    if (element_size == 0) throw py::value_error("fampool: element_size must be positive");
+    uint64_t n = local.size() / element_size;
+    py::gil_scoped_release release;
+    if (gather) {
+        f.fam_gather_blocking(local.data(), i.descriptor.get(), n, first, stride, element_size);
+    } else {
+        f.fam_scatter_blocking(local.data(), i.descriptor.get(), n, first, stride, element_size);
+    }
+}
+
+// fam_get_option's answer as a Python value: an int for the PE's id and count and the local
+// buffer's address and size, a str for the others (the memory it returns is freed here).
+py::object Option(fam &f, const std::string &name) {
+    const void *value;
+    {
+        py::gil_scoped_release release;
+        value = f.fam_get_option(name.c_str());
+    }
+    std::unique_ptr<void, decltype(&std::free)> owned(const_cast<void *>(value), &std::free);
+    if (name == "PE_ID" || name == "PE_COUNT") return py::int_(*static_cast<const int *>(value));
+    if (name == "LOC_BUF_SIZE") return py::int_(*static_cast<const uint64_t *>(value));
+    if (name == "LOC_BUF_ADDR") {
+        return py::int_(reinterpret_cast<uintptr_t>(*static_cast<void *const *>(value)));
+    }
+    return py::str(static_cast<const char *>(value));
 }
 
 py::dict StatOf(const Fam_Stat &info) {
@@ -379,9 +419,54 @@ PYBIND11_MODULE(_fampool, m) {
                     .count();
             },
             Release())
-        .def("stat_region", [](fam &f, Region &r) {
-            Fam_Stat info{};
-            f.fam_stat(r.descriptor.get(), &info);
-            return StatOf(info);
-        });
+        .def("stat_region",
+             [](fam &f, Region &r) {
+                 Fam_Stat info{};
+                 f.fam_stat(r.descriptor.get(), &info);
+                 return StatOf(info);
+             })
+        .def(
+            "gather_stride_into",
+            [](fam &f, Item &i, const py::buffer &target, uint64_t first, uint64_t stride,
+               uint64_t element_size) { Strided(f, i, target, first, stride, element_size, true); },
+            py::arg("item"), py::arg("target"), py::arg("first"), py::arg("stride"),
+            py::arg("element_size"))
+        .def(
+            "scatter_stride",
+            [](fam &f, Item &i, const py::buffer &source, uint64_t first, uint64_t stride,
+               uint64_t element_size) {
+                Strided(f, i, source, first, stride, element_size, false);
+            },
+            py::arg("item"), py::arg("source"), py::arg("first"), py::arg("stride"),
+            py::arg("element_size"))
+        // Memory-side aggregation: the caller (fampool.Fam) keeps `data` and `indexes` alive
+        // until aggregate_flush, since an OP_GATHER writes into `data` then.
+        .def(
+            "queue_operation",
+            [](fam &f, Item &i, const std::string &op, const py::buffer &data,
+               const py::buffer &indexes, uint64_t element_size) {
+                static const std::map<std::string, FAM_QUEUE_OP> kOps = {
+                    {"add", OP_ADD_INDEXED}, {"scatter", OP_SCATTER}, {"gather", OP_GATHER}};
+                auto found = kOps.find(op);
+                if (found == kOps.end())
+                    throw py::value_error("fampool: op \"" + op +
+                                          "\" is not add, scatter or gather");
+                bool writes_local = found->second == OP_GATHER;
+                Bytes local(data, writes_local), index(indexes, false);
+                uint64_t n = Count(local, index, element_size, writes_local);
+                py::gil_scoped_release release;
+                f.fam_queue_operation(found->second, local.data(), i.descriptor.get(), n,
+                                      static_cast<uint64_t *>(index.data()), element_size);
+            },
+            py::arg("item"), py::arg("op"), py::arg("data"), py::arg("indexes"),
+            py::arg("element_size"))
+        .def(
+            "aggregate_flush", [](fam &f, Item &i) { f.fam_aggregate_flush(i.descriptor.get()); },
+            Release())
+        .def(
+            "barrier_all", [](fam &f) { f.fam_barrier_all(); }, Release())
+        .def("get_option", [](fam &f, const std::string &name) { return Option(f, name); })
+        .def_property_readonly("pe_id", [](fam &f) { return Option(f, "PE_ID").cast<int>(); })
+        .def_property_readonly("pe_count",
+                               [](fam &f) { return Option(f, "PE_COUNT").cast<int>(); });
 }

@@ -1,28 +1,13 @@
 """The Python package on the embedded model (each test with a data directory of its own) and on
 a one-server cluster of `fampool up`."""
 import os
-import socket
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 import fampool
-
-BUILD_DIR = os.environ.get("FAMPOOL_BUILD_DIR", "")
-TIMEOUT_S = 120
-
-
-@pytest.fixture
-def fam(tmp_path, monkeypatch):
-    monkeypatch.setenv("FAMPOOL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("FAMPOOL_SHM_DIR", str(tmp_path / "shm"))
-    for name in ("FAMPOOL_CONFIG", "OPENFAM_ROOT"):
-        monkeypatch.delenv(name, raising=False)
-    with fampool.Fam(options={"runtime": "NONE"}) as f:
-        yield f
+from conftest import run_python
 
 
 def test_numpy_arrays_round_trip_without_a_copy(fam):
@@ -112,45 +97,22 @@ def test_a_later_process_reads_a_persistent_region(tmp_path):
             print(x.sum())
     """)
     for script in (write, read):
-        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                              text=True, timeout=TIMEOUT_S)
-        assert done.returncode == 0, done.stderr
+        done = run_python(script, env)
     assert float(done.stdout) == sum(range(1000))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.mark.skipif(not BUILD_DIR, reason="FAMPOOL_BUILD_DIR not set (CTest sets it)")
-def test_on_a_cluster_of_fampool_up(tmp_path):
-    fampool_cli = os.path.join(BUILD_DIR, "tools", "fampool")
-    run_dir = str(tmp_path / "run")
-    base = free_port()
-    while base > 60000:
-        base = free_port()
-    up = subprocess.run([fampool_cli, "up", "--run-dir", run_dir, "--base-port", str(base),
-                         "--authentication", "none", "--memservers", "1"],
-                        capture_output=True, text=True, timeout=TIMEOUT_S)
-    assert up.returncode == 0, up.stdout + up.stderr
-    try:
-        env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
-        script = textwrap.dedent("""
-            import numpy as np, fampool
-            with fampool.Fam() as fam:
-                item = fam.allocate(fam.create_region("c", 16 << 20), "x", 1 << 20)
-                data = np.arange(1 << 17, dtype=np.int64)
-                fam.put(item, data)
-                assert np.array_equal(fam.get(item, dtype=np.int64), data)
-                assert fam.fetch_add(item, 0, 5) == 0
-                print(fam.stat(item)["memory_servers"])
-        """)
-        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                              text=True, timeout=TIMEOUT_S)
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.strip() == "[0]"
-    finally:
-        subprocess.run([fampool_cli, "down", "--run-dir", run_dir], capture_output=True,
-                       timeout=TIMEOUT_S)
+def test_on_a_cluster_of_fampool_up(cluster):
+    script = textwrap.dedent("""
+        import numpy as np, fampool
+        with fampool.Fam() as fam:
+            region = fam.create_region("c", 16 << 20, interleave=False)
+            item = fam.allocate(region, "x", 1 << 20)
+            data = np.arange(1 << 17, dtype=np.int64)
+            fam.put(item, data)
+            assert np.array_equal(fam.get(item, dtype=np.int64), data)
+            assert fam.fetch_add(item, 0, 5) == 0
+            print(fam.stat(item)["memory_servers"])
+            fam.destroy_region(region)
+    """)
+    done = run_python(script, cluster.env)
+    assert done.stdout.strip() in ("[0]", "[1]")

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `pip install .` as a user runs it (CTest: python_pip_install): pip builds the wheel in an
+# isolated environment with the build requirements of pyproject.toml (scikit-build-core,
+# pybind11), installs it into a temporary directory, and the package imported from there, in a
+# process that does not see the build tree, runs the Python suite on the embedded model.
+#   pip_install_test.sh SOURCE BUILD
+# The wheel's CMake build is kept in BUILD/wheel, so a rerun rebuilds only what changed.
+set -euo pipefail
+source=$(cd "$1" && pwd)
+build=$(cd "$2" && pwd)
+work=$(mktemp -d /tmp/fampool-pip-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fail() {
+    echo "pip_install_test: $*" >&2
+    exit 1
+}
+
+# --no-deps: numpy, the one runtime dependency, is installed by scripts/setup already.
+python3 -m pip install --no-deps --target "$work/site" -C build-dir="$build/wheel" \
+    "$source" > "$work/pip.log" 2>&1 || { tail -n 40 "$work/pip.log" >&2; fail "pip install failed"; }
+
+cd "$work"
+export PYTHONPATH=$work/site FAMPOOL_HOME=$work/home FAMPOOL_SHM_DIR=$work/shm
+unset FAMPOOL_CONFIG FAMPOOL_BUILD_DIR
+where=$(python3 -c "import fampool; print(fampool.__file__)")
+[ "$where" = "$work/site/fampool/__init__.py" ] || fail "imported fampool from $where"
+python3 - <<'PYTHON' || fail "the installed package does not work"
+import numpy as np
+import fampool
+with fampool.Fam() as fam:
+    region = fam.create_region("installed", 16 << 20)
+    a = fampool.array(fam, region, "a", np.arange(100.0).reshape(10, 10))
+    assert np.array_equal(a[2:4, 5], [25.0, 35.0])
+    fam.destroy_region(region)
+PYTHON
+python3 -m pytest -q -p no:cacheprovider "$source/python/tests" ||
+    fail "the Python suite fails on the installed package"

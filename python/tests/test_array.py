@@ -1,0 +1,155 @@
+"""fampool.FamArray: numpy indexing that reads and writes FAM, checked against the same
+operations on a numpy array; memory-side aggregation; the streaming reductions; a later
+process opening an array by name; the same on a two-server cluster."""
+import textwrap
+
+import numpy as np
+import pytest
+
+import fampool
+from conftest import embedded_env, run_python
+
+# Every kind of key FamArray takes, on a (60, 70, 3) array.
+KEYS = [
+    (5,), (-1,), (slice(2, 9),), (slice(None), 3), (slice(None), slice(4, 20), 1), (..., 2),
+    (slice(None, None, -3), slice(1, 60, 7)), ([3, 1, 59],), (slice(None), [5, 0, 69]),
+    (np.arange(60) % 2 == 0,), (-1, -1, -1), (Ellipsis,), (slice(10, 10),), (7, 8),
+    (slice(1, 59), slice(None), slice(0, 2)), (np.int64(4), Ellipsis, np.int32(0)),
+]
+
+
+@pytest.fixture
+def region(fam):
+    return fam.create_region("arrays", 64 << 20)
+
+
+def test_indexing_reads_what_numpy_reads(fam, region):
+    reference = np.arange(60 * 70 * 3, dtype=np.float32).reshape(60, 70, 3)
+    a = fampool.array(fam, region, "grid", reference)
+    assert (a.shape, a.dtype, a.ndim, a.size, len(a)) == ((60, 70, 3), np.float32, 3, 12600, 60)
+    assert a.nbytes == reference.nbytes
+    for key in KEYS:
+        got, expected = a[key], reference[key]
+        assert np.shape(got) == np.shape(expected), key
+        assert np.array_equal(got, expected), key
+    assert np.array_equal(np.asarray(a), reference) and np.array_equal(a.read(), reference)
+
+
+def test_assignment_writes_what_numpy_writes(fam, region):
+    rng = np.random.default_rng(7)
+    reference = np.zeros((60, 70, 3), dtype=np.int32)
+    a = fampool.zeros(fam, region, "grid", reference.shape, dtype=np.int32)
+    for key in KEYS:
+        values = rng.integers(-1000, 1000, np.shape(reference[key]), dtype=np.int32)
+        a[key] = values
+        reference[key] = values
+        assert np.array_equal(a.read(), reference), key
+    a[:, 0, :] = 5  # a scalar broadcasts
+    reference[:, 0, :] = 5
+    a[3] = np.arange(3)  # so does a row
+    reference[3] = np.arange(3)
+    assert np.array_equal(a.read(), reference)
+    a.fill(2)
+    assert a.min() == 2 and a.max() == 2 and a.sum() == 2 * a.size
+
+
+def test_bad_indexes_are_refused_like_numpy(fam, region):
+    a = fampool.zeros(fam, region, "v", (10, 4), dtype=np.float64)
+    for key in [(10,), (-11,), (0, 4), (1, 2, 3), ([0, 10],), ([0.5],), (..., ...)]:
+        with pytest.raises(IndexError):
+            a[key]
+    with pytest.raises(IndexError, match="one index array"):
+        a[[0, 1], [0, 1]]
+    with pytest.raises(ValueError):
+        a[0:2] = np.zeros((3, 4))  # does not broadcast
+    with pytest.raises(TypeError, match="numbers"):
+        fampool.empty(fam, region, "s", 4, dtype="U8")
+
+
+def test_add_at_aggregates_memory_side(fam, region):
+    counts = fampool.zeros(fam, region, "counts", 1000, dtype=np.int64)
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 1000, 50000)
+    counts.add_at(keys, 1)
+    expected = np.bincount(keys, minlength=1000)
+    assert np.array_equal(counts.read(), expected)
+    assert counts.fetch_add(7, 100) == expected[7] and counts[7] == expected[7] + 100
+    assert np.array_equal(counts.take([7, 0, 999]), [expected[7] + 100, expected[0],
+                                                     expected[999]])
+    counts.put([1, 2], [-5, -6])
+    assert list(counts[:3]) == [expected[0], -5, -6]
+    with pytest.raises(TypeError, match="integers"):
+        fampool.zeros(fam, region, "f", 4, dtype=np.float32).add_at([0], 1.0)
+
+
+def test_queued_operations_of_the_fam_object(fam, region):
+    item = fam.allocate(region, "q", 8 * 100)
+    fam.queue_scatter(item, [1, 2, 3], np.array([10, 20, 30], dtype=np.int64))
+    fam.queue_add(item, [2, 2], np.array([1, 1], dtype=np.int64))
+    fam.aggregate_flush(item)
+    out = np.zeros(3, dtype=np.int64)
+    fam.queue_gather(item, [3, 2, 1], out)
+    fam.aggregate_flush(item)
+    assert list(out) == [30, 22, 10]
+    with pytest.raises(ValueError, match="as many values"):
+        fam.queue_add(item, [1, 2], np.array([1], dtype=np.int64))
+
+
+def test_streaming_reductions_read_in_chunks(fam, region):
+    data = np.random.default_rng(5).random(3_000_000)  # 24 MB: chunks of 1 MB below
+    a = fampool.array(fam, region, "big", data)
+    parts = [part.copy() for part in a.chunks(1 << 20)]
+    assert len(parts) == 23 and np.array_equal(np.concatenate(parts), data)
+    assert np.isclose(a.sum(), data.sum()) and a.min() == data.min() and a.max() == data.max()
+    assert np.isclose(a.mean(), data.mean())
+
+
+def test_a_view_of_an_item_without_a_header(fam, region):
+    item = fam.allocate(region, "raw", 8 * 64)
+    fam.put(item, np.arange(64, dtype=np.int64))
+    view = fampool.FamArray(fam, item, np.int64, (8, 8))
+    assert np.array_equal(view[:, 1], np.arange(1, 64, 8))
+    tail = fampool.FamArray(fam, item, np.int64, offset=8 * 60)
+    assert list(tail[:]) == [60, 61, 62, 63]
+    with pytest.raises(ValueError, match="need"):
+        fampool.FamArray(fam, item, np.int64, (9, 8))
+    with pytest.raises(ValueError, match="not a FamArray"):
+        fampool.open_array(fam, region, "raw")
+
+
+def test_a_later_process_opens_the_array_by_name(tmp_path):
+    env = embedded_env(str(tmp_path))
+    run_python(textwrap.dedent("""
+        import numpy as np, fampool
+        with fampool.Fam() as fam:
+            region = fam.create_region("kept", 16 << 20, memory_type="persistent")
+            fampool.array(fam, region, "m", np.arange(12, dtype=np.uint16).reshape(3, 4))
+    """), env)
+    done = run_python(textwrap.dedent("""
+        import fampool
+        with fampool.Fam() as fam:
+            m = fampool.open_array(fam, "kept", "m")
+            print(m.shape, m.dtype, m[1:, 2].tolist())
+    """), env)
+    assert done.stdout.strip() == "(3, 4) uint16 [6, 10]"
+
+
+def test_arrays_on_a_cluster_striped_over_two_servers(cluster):
+    done = run_python(textwrap.dedent("""
+        import numpy as np, fampool
+        with fampool.Fam() as fam:
+            region = fam.create_region("striped", 32 << 20, interleave=True)
+            reference = np.arange(256 * 512, dtype=np.float64).reshape(256, 512)
+            a = fampool.array(fam, region, "g", reference)
+            assert np.array_equal(a[:, 7], reference[:, 7])
+            assert np.array_equal(a[100:200:3, 10:500], reference[100:200:3, 10:500])
+            a[::2, :] = -1.0
+            reference[::2, :] = -1.0
+            assert np.array_equal(a.read(), reference)
+            counts = fampool.zeros(fam, region, "n", 4096, dtype=np.int64)
+            counts.add_at(np.arange(4096).repeat(3), 2)
+            assert (counts.read() == 6).all()
+            print(sorted(fam.stat(a.item)["memory_servers"]))
+            fam.destroy_region(region)
+    """), cluster.env)
+    assert done.stdout.strip() == "[0, 1]"
