@@ -25,10 +25,11 @@ def embedded_env(directory):
     return env
 
 
-def run_python(script, env, argv=None, timeout=TIMEOUT_S):
+def run_python(script, env, argv=None, timeout=TIMEOUT_S, cwd=None):
     """Runs `script` (or the command `argv`) in a new process; fails the test if it fails."""
     command = argv if argv else [sys.executable, "-c", script]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd)
     assert done.returncode == 0, f"{command} failed:\n{done.stdout}\n{done.stderr}"
     return done
 
