@@ -1,6 +1,7 @@
 #include "client/session.h"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include <unistd.h>
 
@@ -17,10 +18,9 @@ namespace fampool {
 
 namespace {
 
-void OpenEmbedded(Session &session) {
+// The embedded model over the store session.env, whose heap files `instance` names.
+void OpenEmbedded(Session &session, const std::string &instance) {
     const Config &config = session.config;
-    session.env = LmdbEnv::Open(config.data_dir + "/meta", config.meta_sync);
-    std::string instance = MetadataStore::Prepare(*session.env);
     PlacementOptions placement;
     placement.interleave_size = config.interleave_size;
     // Every region on one memory server: the embedded data path maps a region's one heap.
@@ -162,8 +162,35 @@ std::shared_ptr<Session> Session::Open(const Config &config) {
         setenv("FI_OFI_RXM_USE_SRX", "0", 0);
         OpenCluster(*session);
     } else {
-        OpenEmbedded(*session);
+        session->env = LmdbEnv::Open(config.data_dir + "/meta", config.meta_sync);
+        OpenEmbedded(*session, MetadataStore::Prepare(*session->env));
     }
+    return session;
+}
+
+std::shared_ptr<Session> Session::OpenInPlace(const Config &config) {
+    const std::string dir = config.data_dir + "/meta";
+    std::error_code ec;
+    // LmdbEnv::Open would make the directory and an empty store.
+    if (!std::filesystem::exists(dir + "/data.mdb", ec)) {
+        Fail(openfam::FAM_ERR_NOTFOUND,
+             "no metadata store in {}: no program has used the embedded model with this data "
+             "directory yet",
+             dir);
+    }
+    auto session = std::make_shared<Session>();
+    session->config = config;
+    session->caller = Caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
+    session->runtime = MakeRuntime("NONE");
+    session->env = LmdbEnv::Open(dir, config.meta_sync);
+    std::string instance = MetadataStore::ReadIdentity(*session->env).instance;
+    if (instance.empty()) {
+        Fail(openfam::FAM_ERR_NOTFOUND,
+             "the metadata store in {} is being made by a program that has not finished "
+             "starting",
+             dir);
+    }
+    OpenEmbedded(*session, instance);
     return session;
 }
 

@@ -22,6 +22,12 @@ struct Session {
     // under the data directory and the heaps, all in-process. memory_server: connects to the
     // metadata service and, through it, finds the memory servers.
     static std::shared_ptr<Session> Open(const Config &config);
+    // The embedded model's store and heaps as they stand, opened without what a program does
+    // when it starts (MetadataStore::Prepare: making a store, dropping the volatile regions of
+    // an earlier boot), for tools that inspect or clean them while programs use them
+    // (`fampool ls`, `fampool rm`). Throws FAM_ERR_NOTFOUND when no program has made the
+    // store yet; makes nothing then.
+    static std::shared_ptr<Session> OpenInPlace(const Config &config);
 
     // The memory server with this id (copy, backup, restore and fallback atomics go there).
     MemoryServer &Server(uint64_t id);

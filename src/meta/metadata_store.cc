@@ -61,6 +61,15 @@ std::string MetadataStore::Prepare(LmdbEnv &env, uint32_t shard, uint32_t shards
     return instance;
 }
 
+MetadataStore::Identity MetadataStore::ReadIdentity(LmdbEnv &env) {
+    Txn txn(env, /*write=*/false);
+    std::string_view value;
+    Identity identity;
+    if (txn.Get(Table::kMeta, "instance", &value)) identity.instance = std::string(value);
+    identity.this_boot = txn.Get(Table::kMeta, "boot_id", &value) && value == BootId();
+    return identity;
+}
+
 MetadataStore::MetadataStore(std::shared_ptr<LmdbEnv> env, std::vector<MemoryServer *> servers,
                              PlacementOptions options)
     : env_(std::move(env)), servers_(std::move(servers)), options_(std::move(options)) {

@@ -86,6 +86,15 @@ class MetadataStore : public MetadataService {
     // instance id, which names its heap files. Safe when many processes open a fresh store at
     // once.
     static std::string Prepare(LmdbEnv &env, uint32_t shard = 0, uint32_t shards = 1);
+    // What Prepare recorded, read without writing (for tools that look at a store in place):
+    // the instance id (empty: the store was never prepared) and whether it was last prepared
+    // in this boot of the machine (if not, its volatile regions' heaps are gone, and the next
+    // Prepare drops their records).
+    struct Identity {
+        std::string instance;
+        bool this_boot = false;
+    };
+    static Identity ReadIdentity(LmdbEnv &env);
 
     // `servers[i]` is the memory server with id i.
     MetadataStore(std::shared_ptr<LmdbEnv> env, std::vector<MemoryServer *> servers,
