@@ -1,7 +1,9 @@
-// The fampool command: starts, stops and inspects a cluster of fampool-server processes (the
-// metadata service and memory servers) and runs programs against it. One file per group of
-// subcommands: launch.cc (up, down), query.cc (status, ls, stat), run.cc (run); this header is
-// what they share.
+// The fampool command: starts and stops a cluster of fampool-server processes (the metadata
+// service and memory servers) and runs programs against it; shows, removes, backs up and
+// measures what either model (a cluster, or the embedded store) holds. One file per group of
+// subcommands: launch.cc (up, down), query.cc (status, ls, stat, rebuild), remove.cc (rm),
+// backup.cc (backup, restore), bench.cc (bench), run.cc (run), exec.cc (exec); pool.h chooses
+// the model (a cluster or the embedded store) they work on. This header is what they share.
 #ifndef FAMPOOL_TOOLS_CLI_CLI_H_
 #define FAMPOOL_TOOLS_CLI_CLI_H_
 
@@ -59,6 +61,9 @@ uint64_t RunDirHash(const std::string &run_dir);
 // run directory, /dev/shm/fampool-<uid>-<hash>.
 std::string ShmBase(const std::string &run_dir);
 
+// An octal file mode ("640", "0640"); throws CliError naming `command` for anything else.
+uint32_t ParseMode(const std::string &command, const std::string &text);
+
 // 1536 -> "1.5 KiB"; exact bytes when `exact`.
 std::string Bytes(uint64_t bytes, bool exact = false);
 // "'a b'" for a shell; plain when it needs no quotes.
@@ -112,6 +117,30 @@ struct QueryOptions {
     std::string item;    // stat
 };
 
+struct RemoveOptions {
+    ClusterChoice cluster;
+    std::string region;
+    std::string item;        // empty: the region itself
+    bool recursive = false;  // a region that holds data items too
+};
+
+// backup REGION ITEM NAME; backup --list [NAME]; backup --delete NAME; restore NAME REGION ITEM.
+struct BackupOptions {
+    ClusterChoice cluster;
+    std::string region, item, name;
+    bool list = false;
+    std::string list_name;    // --list NAME: only that backup
+    std::string delete_name;  // --delete NAME
+    std::string mode;         // restore into a new item: its mode (octal); empty: the backup's
+    bool exact_bytes = false;
+};
+
+struct BenchOptions {
+    ClusterChoice cluster;
+    double seconds = 0.2;               // per measurement
+    uint64_t item_bytes = 16ull << 20;  // the item transfers walk over
+};
+
 struct RunOptions {
     ClusterChoice cluster;
     int ranks = 1;
@@ -144,6 +173,10 @@ int Status(const QueryOptions &options);
 int Rebuild(const QueryOptions &options);
 int List(const QueryOptions &options);
 int Stat(const QueryOptions &options);
+int Remove(const RemoveOptions &options);
+int Backup(const BackupOptions &options);
+int Restore(const BackupOptions &options);
+int Bench(const BenchOptions &options);
 int Run(const RunOptions &options);
 int Exec(const ExecOptions &options);
 

@@ -1,9 +1,14 @@
-// fampool: start, stop and inspect a fampool cluster on this host, and run programs against it.
+// fampool: start, stop and inspect a fampool cluster on this host, and run programs against it;
+// show, remove, back up and measure what a cluster or the embedded model's store holds.
 //
 //   fampool up --memservers 2          # metadata service + 2 memory servers in ./fampool-run
 //   fampool status                     # servers and regions
 //   fampool ls [REGION]                # regions, or the data items of one
 //   fampool stat REGION [ITEM]         # everything about a region or a data item
+//   fampool rm [-r] REGION [ITEM]      # destroy a region, or deallocate a data item
+//   fampool backup REGION ITEM NAME    # a data item to the archive; --list, --delete NAME
+//   fampool restore NAME REGION ITEM   # a backup into a data item (made if missing)
+//   fampool bench                      # get/put/atomics against memcpy and CPU atomics
 //   fampool run -n 4 ./my_program      # mpirun with FAMPOOL_CONFIG set
 //   fampool down                       # stop the servers of ./fampool-run
 #include <CLI/CLI.hpp>
@@ -11,6 +16,7 @@
 #include <cstdio>
 
 #include "cli.h"
+#include "common/config.h"
 #include "common/error.h"
 
 namespace fampool::cli {
@@ -29,14 +35,33 @@ void AddClusterChoice(CLI::App *command, ClusterChoice &choice) {
         ->excludes(run_dir);
 }
 
+// The commands that work on either model: a cluster when one is named, else the model a
+// program here would use (the embedded store unless the configuration names a cluster).
+void AddModelChoice(CLI::App *command, ClusterChoice &choice) {
+    auto *run_dir = command->add_option(
+        "--run-dir", choice.run_dir,
+        "the cluster of this run directory (its cluster.yaml) instead of the model a program "
+        "here would use");
+    command
+        ->add_option("--config", choice.config,
+                     "the cluster of this cluster file. Without --config, --run-dir and "
+                     "$FAMPOOL_RUN_DIR: the model the library's configuration names "
+                     "($FAMPOOL_CONFIG, $OPENFAM_ROOT/config/fam_pe_config.yaml, "
+                     "$FAMPOOL_MODEL), by default the embedded store in $FAMPOOL_HOME")
+        ->excludes(run_dir);
+}
+
 int Main(int argc, char **argv) {
     CLI::App app{
         "fampool: start, stop and inspect a fampool cluster (metadata service and memory "
-        "servers) on this host, and run programs against it"};
+        "servers) on this host and run programs against it; show, remove, back up and measure "
+        "what a cluster or the embedded model's store holds"};
     app.require_subcommand(1);
     app.footer(
-        "Environment: FAMPOOL_RUN_DIR (default run directory), FAMPOOL_CONFIG (cluster "
-        "file of status, ls, stat and run when neither --config nor --run-dir is given).\n"
+        "Environment: FAMPOOL_RUN_DIR (default run directory), FAMPOOL_CONFIG (the "
+        "configuration, or cluster file, of every command but up and down when neither "
+        "--config nor --run-dir is given); status, ls, stat, rm, backup, restore and bench work "
+        "on the embedded store ($FAMPOOL_HOME) when no cluster is configured.\n"
         "Exit status: 0 success, 1 failure, 2 the metadata service does not answer.\n"
         "`fampool COMMAND --help` describes each command.");
 
@@ -99,8 +124,8 @@ int Main(int argc, char **argv) {
         "fam_client_interface_config.yaml; usually $OPENFAM_ROOT/config), written to "
         "RUN_DIR/cluster.yaml in fampool's format");
     for (const char *generated :
-         {"--memservers", "--metadata-shards", "--provider", "--base-port", "--interleave", "--placement",
-          "--region-span", "--progress", "--authentication", "--munge-socket"}) {
+         {"--memservers", "--metadata-shards", "--provider", "--base-port", "--interleave",
+          "--placement", "--region-span", "--progress", "--authentication", "--munge-socket"}) {
         config_option->excludes(up_command->get_option(generated));
     }
     auto *emulate_flag = up_command->add_flag(
@@ -153,8 +178,10 @@ int Main(int argc, char **argv) {
 
     QueryOptions status;
     CLI::App *status_command = app.add_subcommand(
-        "status", "the memory servers (reachable?) and regions (size, use, items) of a cluster");
-    AddClusterChoice(status_command, status.cluster);
+        "status",
+        "the memory servers (reachable?) and regions (size, use, items) of a cluster, or the "
+        "embedded store's location, memory servers (heaps, memory tiers) and regions");
+    AddModelChoice(status_command, status.cluster);
     status_command->add_flag("--bytes", status.exact_bytes, "print sizes in bytes");
 
     QueryOptions rebuild;
@@ -172,7 +199,7 @@ int Main(int argc, char **argv) {
     CLI::App *list_command =
         app.add_subcommand("ls", "list the regions, or the data items of REGION");
     list_command->add_option("REGION", list.region, "region whose data items to list");
-    AddClusterChoice(list_command, list.cluster);
+    AddModelChoice(list_command, list.cluster);
     list_command->add_flag("--bytes", list.exact_bytes, "print sizes in bytes");
 
     QueryOptions stat;
@@ -180,7 +207,86 @@ int Main(int argc, char **argv) {
         app.add_subcommand("stat", "every attribute of a region, or of a data item in it");
     stat_command->add_option("REGION", stat.region, "region name")->required();
     stat_command->add_option("ITEM", stat.item, "data item name (omit for the region itself)");
-    AddClusterChoice(stat_command, stat.cluster);
+    AddModelChoice(stat_command, stat.cluster);
+
+    RemoveOptions remove;
+    CLI::App *remove_command = app.add_subcommand(
+        "rm",
+        "destroy REGION (only its owner may), or deallocate data item ITEM of it (with write "
+        "permission on the region, by the item's owner or the region's); as your real uid and "
+        "gid");
+    remove_command->add_option("REGION", remove.region, "region name")->required();
+    auto *remove_item = remove_command->add_option("ITEM", remove.item,
+                                                   "data item to deallocate (omit: the region)");
+    remove_command
+        ->add_flag("-r,--recursive", remove.recursive,
+                   "destroy a region that holds data items, with them (without it rm refuses "
+                   "such a region)")
+        ->excludes(remove_item);
+    AddModelChoice(remove_command, remove.cluster);
+
+    BackupOptions backup;
+    CLI::App *backup_command = app.add_subcommand(
+        "backup",
+        "copy data item ITEM of REGION to the archive as backup NAME (fam_backup: read "
+        "permission on the item; NAME must be new); --list shows the archive's backups, "
+        "--delete NAME removes one");
+    auto *backup_region = backup_command->add_option("REGION", backup.region, "region name");
+    auto *backup_item = backup_command->add_option("ITEM", backup.item, "data item name");
+    auto *backup_name = backup_command->add_option("NAME", backup.name, "name of the new backup");
+    auto *list_flag = backup_command
+                          ->add_option("--list", backup.list_name,
+                                       "list the archive's backups (name, size, owner, mode, "
+                                       "time, item, CRC-32C), or only backup NAME")
+                          ->expected(0, 1);
+    auto *delete_option =
+        backup_command->add_option("--delete", backup.delete_name, "delete backup NAME");
+    for (CLI::Option *positional : {backup_region, backup_item, backup_name}) {
+        list_flag->excludes(positional);
+        delete_option->excludes(positional);
+    }
+    list_flag->excludes(delete_option);
+    backup_command->add_flag("--bytes", backup.exact_bytes, "print sizes in bytes (--list)");
+    AddModelChoice(backup_command, backup.cluster);
+
+    BackupOptions restore;
+    CLI::App *restore_command = app.add_subcommand(
+        "restore",
+        "copy backup NAME into data item ITEM of REGION (fam_restore): an existing item must be "
+        "as large as the backup and writable by you; a missing one is allocated, the backup's "
+        "size, with --mode or the backed-up item's mode");
+    restore_command->add_option("NAME", restore.name, "backup name")->required();
+    restore_command->add_option("REGION", restore.region, "region name")->required();
+    restore_command->add_option("ITEM", restore.item, "data item name")->required();
+    restore_command->add_option("--mode", restore.mode,
+                                "mode of a data item restore makes (octal, e.g. 0640; default: "
+                                "the mode the backed-up item had)");
+    AddModelChoice(restore_command, restore.cluster);
+
+    BenchOptions bench;
+    std::string bench_item = "16MiB";
+    CLI::App *bench_command = app.add_subcommand(
+        "bench",
+        "measure the data path of the model in a few seconds: blocking put and get of 256 B to "
+        "1 MiB and 64-bit atomics on a volatile region of its own (destroyed at the end), each "
+        "beside the same operation on local memory in this process");
+    bench_command->add_option("--seconds", bench.seconds, "time of each measurement (0.01 to 5)")
+        ->capture_default_str();
+    bench_command
+        ->add_option("--item-size", bench_item,
+                     "bytes of the item transfers walk over (1MiB to 1GiB; twice that in the "
+                     "region; as much again twice in this process)")
+        ->capture_default_str();
+    AddModelChoice(bench_command, bench.cluster);
+    bench_command->footer(
+        "Columns: OPERATION (put/get: fam_put_blocking/fam_get_blocking at offsets walking the "
+        "item; fetch_add: fam_fetch_add of a uint64; add: fam_add of a uint64, fam_quiet at the "
+        "end included), SIZE (bytes per operation), OPS (operations timed), TIME/OP (mean time "
+        "of one), RATE (GB/s moved, or operations per second), BASELINE (the same on local "
+        "memory in this process: memcpy of SIZE bytes walking a buffer as large as the item, "
+        "or a CPU atomic fetch-add), BASELINE RATE, RATIO (RATE / BASELINE RATE: 1.00 is as "
+        "fast as local memory). It checks its results: the item must hold what the puts wrote "
+        "and the counters every atomic.");
 
     RunOptions run;
     CLI::App *run_command = app.add_subcommand(
@@ -199,10 +305,10 @@ int Main(int argc, char **argv) {
         "exec",
         "run COMMAND on a node of an emulated fabric (`fampool up --emulate`): inside the node's "
         "network namespace, with FAMPOOL_CONFIG set to the cluster file");
-    exec_command
-        ->add_option("--node", exec.node,
-                     "the node: client0 (the default), client1, ..., memory0, ..., metadata0, "
-                     "..., or switch (reaches every node over no shaped link)");
+    exec_command->add_option(
+        "--node", exec.node,
+        "the node: client0 (the default), client1, ..., memory0, ..., metadata0, "
+        "..., or switch (reaches every node over no shaped link)");
     exec_command->add_flag("--by-rank", exec.by_rank,
                            "the client node of this process's rank, round robin (what `fampool "
                            "run` gives each PE)");
@@ -229,6 +335,25 @@ int Main(int argc, char **argv) {
     if (rebuild_command->parsed()) return Rebuild(rebuild);
     if (list_command->parsed()) return List(list);
     if (stat_command->parsed()) return Stat(stat);
+    if (remove_command->parsed()) return Remove(remove);
+    if (backup_command->parsed()) {
+        backup.list = list_flag->count() > 0;
+        if (!backup.list && backup.delete_name.empty() && backup.name.empty()) {
+            throw CliError(1,
+                           "fampool backup: give REGION ITEM NAME, --list [NAME] or "
+                           "--delete NAME (fampool backup --help)");
+        }
+        return Backup(backup);
+    }
+    if (restore_command->parsed()) return Restore(restore);
+    if (bench_command->parsed()) {
+        try {
+            bench.item_bytes = ParseSize("--item-size", bench_item);
+        } catch (const Fam_Exception &e) {
+            throw CliError(1, std::string("fampool bench: ") + e.fam_error_msg());
+        }
+        return Bench(bench);
+    }
     if (exec_command->parsed()) {
         exec.command = exec_command->remaining();
         return Exec(exec);

@@ -9,67 +9,15 @@
 #include <optional>
 
 #include "cli.h"
-#include "emulate.h"
-#include "common/error.h"
 #include "common/memory_kind.h"
 #include "meta/intent_placement.h"
+#include "meta/metadata_service.h"
 #include "meta/sharded_metadata.h"
+#include "pool.h"
 #include "rpc/convert.h"
 
 namespace fampool::cli {
 namespace {
-
-// The cluster a query talks to.
-struct Session {
-    std::string command;
-    ClusterConfig cluster;
-    std::unique_ptr<ShardedMetadata> client;
-    Caller caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
-
-    Session(const std::string &name, const ClusterChoice &choice) : command(name) {
-        cluster = LoadCluster(command, ClusterFileOf(choice));
-        // An emulated fabric's servers are reached from its switch namespace.
-        if (std::optional<Emulation> emulation = EmulationOf(cluster.path)) {
-            EnterSwitch(*emulation, command);
-        }
-        // Status asks every memory server in turn, each bounded by rpc_timeout_ms: hung
-        // memory servers must not make the metadata service look unreachable.
-        auto timeout = std::chrono::milliseconds(cluster.rpc_timeout_ms) *
-                       static_cast<int64_t>(cluster.memservers.size() + 1);
-        client = std::make_unique<ShardedMetadata>(MetadataShards(cluster), timeout);
-        // ls and stat are made as the user munged vouches for; status needs no session.
-        if (cluster.authentication == "munge") client->UseMunge(cluster.munge_socket);
-    }
-
-    // Runs one call; an unreachable service ends the command with kExitUnreachable, any other
-    // error with 1, its message behind the object asked about (unless it names it already).
-    template <typename Body>
-    auto Ask(const std::string &object, Body &&body) -> decltype(body()) {
-        try {
-            return body();
-        } catch (const Fam_Exception &e) {
-            if (e.fam_error() == openfam::FAM_ERR_RPC) {
-                std::string start = fmt::format("fampool up --config {}", ShellQuote(cluster.path));
-                if (cluster.path.ends_with("/cluster.yaml")) {
-                    start =
-                        fmt::format("fampool up --run-dir {}",
-                                    ShellQuote(cluster.path.substr(0, cluster.path.size() - 13)));
-                }
-                Die(kExitUnreachable,
-                    "fampool {}: the metadata service of {} does not answer: {}. Is the cluster "
-                    "up? (start it with `{}`)",
-                    command, cluster.path, e.fam_error_msg(), start);
-            }
-            std::string message = e.fam_error_msg();
-            size_t quote = object.find('"');
-            if (quote != std::string::npos &&
-                message.find(object.substr(quote)) != std::string::npos) {
-                Die(1, "fampool {}: {}", command, message);
-            }
-            Die(1, "fampool {}: {}: {}", command, object, message);
-        }
-    }
-};
 
 std::string MemoryType(const Fam_Region_Attributes &a) {
     return a.memoryType == PERSISTENT ? "persistent"
@@ -112,8 +60,6 @@ std::string ServersOf(const Ids &ids) {
     return Servers(std::vector<uint64_t>(ids.begin(), ids.end()));
 }
 
-std::string Quote(const std::string &name) { return "\"" + name + "\""; }
-
 std::string Hex(const std::string &bytes) {
     std::string out;
     for (unsigned char c : bytes) out += fmt::format("{:02x}", c);
@@ -125,7 +71,7 @@ std::string Hex(const std::string &bytes) {
 std::string Redundancy(const RegionInfo &region) {
     const char *level = region.attributes.redundancyLevel == RAID1   ? "RAID1"
                         : region.attributes.redundancyLevel == RAID5 ? "RAID5"
-                                                                      : "NONE";
+                                                                     : "NONE";
     bool lost = false, rebuilding = false;
     for (uint8_t state : region.member_state) {
         lost |= state == kLost;
@@ -150,16 +96,19 @@ void MemberLines(const RegionInfo &region) {
     }
 }
 
-void RegionTable(const rpc::ClusterStatus &status, bool exact) {
-    Table table({"NAME", "ID", "SIZE", "USED", "ITEMS", "TYPE", "REDUNDANCY", "PERM", "UID",
-                 "GID", "SERVERS"});
+// The regions table of status and ls. `volatile_lost`: the embedded store was last prepared in
+// an earlier boot, so its volatile regions' heaps are gone.
+void RegionTable(const rpc::ClusterStatus &status, bool exact, bool volatile_lost) {
+    Table table({"NAME", "ID", "SIZE", "USED", "ITEMS", "TYPE", "REDUNDANCY", "PERM", "UID", "GID",
+                 "SERVERS"});
     for (const rpc::RegionUsage &usage : status.regions()) {
         const rpc::Region &r = usage.region();
         RegionInfo region = FromProto(r);
         uint64_t used = r.size() >= usage.free_bytes() ? r.size() - usage.free_bytes() : 0;
+        std::string type = MemoryType(region.attributes);
+        if (volatile_lost && type == "volatile") type = "volatile (lost at reboot)";
         table.Add({r.name(), std::to_string(r.id()), Bytes(r.size(), exact), Bytes(used, exact),
-                   std::to_string(usage.items()), MemoryType(region.attributes),
-                   Redundancy(region), Mode(r.perm()),
+                   std::to_string(usage.items()), type, Redundancy(region), Mode(r.perm()),
                    std::to_string(r.uid()), std::to_string(r.gid()),
                    ServersOf(r.memory_servers())});
     }
@@ -171,30 +120,83 @@ void RegionTable(const rpc::ClusterStatus &status, bool exact) {
 }
 
 // A memory server's failure domain as the cluster file says, or "-".
-std::string DomainOf(const Session &session, uint64_t id) {
-    const std::vector<MemoryServerConfig> &servers = session.cluster.memservers;
+std::string DomainOf(const Pool &pool, uint64_t id) {
+    const std::vector<MemoryServerConfig> &servers = pool.model().cluster.memservers;
     return id < servers.size() && !servers[id].failure_domain.empty() ? servers[id].failure_domain
                                                                       : "-";
+}
+
+// "3 regions of 1.0 GiB, 4.0 MiB used by 2 items".
+std::string RegionTotals(const rpc::ClusterStatus &status, bool exact) {
+    uint64_t size = 0, used = 0, items = 0;
+    for (const rpc::RegionUsage &usage : status.regions()) {
+        size += usage.region().size();
+        used += usage.region().size() >= usage.free_bytes()
+                    ? usage.region().size() - usage.free_bytes()
+                    : 0;
+        items += usage.items();
+    }
+    return fmt::format("{} regions of {}, {} used by {} items", status.regions_size(),
+                       Bytes(size, exact), Bytes(used, exact), items);
+}
+
+// Status of the embedded model: where its store and heaps are, its memory servers (the default
+// heaps and each memory tier of the configuration) and its regions.
+int EmbeddedStatus(Pool &pool, bool exact) {
+    const Config &config = pool.model().config;
+    rpc::ClusterStatus status = pool.Ask("embedded store", [&] { return pool.Status(); });
+    std::printf("embedded model: store %s, configuration %s\n", pool.store_dir().c_str(),
+                config.config_file.empty() ? "(none: built-in defaults and FAMPOOL_* variables)"
+                                           : config.config_file.c_str());
+    std::printf("heaps: volatile in %s, persistent in %s/heaps; backups in %s\n",
+                config.shm_dir.c_str(), config.data_dir.c_str(), config.archive_dir.c_str());
+    if (!pool.store_exists()) {
+        std::printf(
+            "no store yet: the first program to call fam_initialize with this data "
+            "directory makes it\n");
+    }
+    std::printf("\nmemory servers (in every program's process)\n");
+    Table servers({"ID", "MEMORY", "KIND", "EXTENT BYTES", "CAPACITY", "BANDWIDTH", "LATENCY"});
+    uint64_t extents = 0;
+    for (const rpc::ServerState &server : status.servers()) {
+        extents += server.extent_bytes();
+        servers.Add({std::to_string(server.id()), server.address(), server.kind(),
+                     Bytes(server.extent_bytes(), exact),
+                     server.capacity() ? Bytes(server.capacity(), exact) : "-",
+                     BandwidthText(server.bandwidth()), LatencyText(server.latency_ns())});
+    }
+    servers.Print();
+    std::printf("\nregions\n");
+    RegionTable(status, exact, pool.volatile_regions_lost());
+    std::printf("\ntotal: %d memory servers, %s in extents; %s\n", status.servers_size(),
+                Bytes(extents, exact).c_str(), RegionTotals(status, exact).c_str());
+    if (pool.volatile_regions_lost()) {
+        std::printf(
+            "note: the machine rebooted since a program last opened the store: the "
+            "volatile regions' heaps are gone, and the next program releases them\n");
+    }
+    return 0;
 }
 
 }  // namespace
 
 int Status(const QueryOptions &options) {
-    Session session("status", options.cluster);
+    Pool pool("status", options.cluster);
+    if (pool.embedded()) return EmbeddedStatus(pool, options.exact_bytes);
+    const ClusterConfig &cluster = pool.model().cluster;
     std::vector<rpc::ClusterStatus> shards =
-        session.Ask("cluster status", [&] { return session.client->StatusOfShards(); });
+        pool.Ask("cluster status", [&] { return pool.client().StatusOfShards(); });
     rpc::ClusterStatus status = MergeStatus(shards);
     const bool exact = options.exact_bytes;
 
-    std::printf("cluster %s: metadata service %s, provider %s\n",
-                session.cluster.path.c_str(), session.cluster.metadata_address.c_str(),
-                session.cluster.provider.c_str());
+    std::printf("cluster %s: metadata service %s, provider %s\n", cluster.path.c_str(),
+                cluster.metadata_address.c_str(), cluster.provider.c_str());
     if (shards.size() > 1) {
         std::printf("\nmetadata shards (regions partitioned by name)\n");
         Table table({"SHARD", "ADDRESS", "REGIONS", "FABRIC ENDPOINT", "FABRIC CALLS"});
         for (size_t k = 0; k < shards.size(); ++k) {
             const rpc::ClusterStatus &shard = shards[k];
-            table.Add({std::to_string(k), session.client->shard(k).address(),
+            table.Add({std::to_string(k), pool.client().shard(k).address(),
                        std::to_string(shard.regions_size()),
                        shard.metadata_fabric_address().empty() ? "gRPC only"
                                                                : shard.metadata_fabric_name(),
@@ -204,10 +206,11 @@ int Status(const QueryOptions &options) {
     } else if (status.metadata_fabric_address().empty()) {
         std::printf("metadata calls: gRPC only\n");
     } else {
-        std::printf("metadata calls: lookups and allocations over the fabric at %s (%llu "
-                    "answered), the rest over gRPC\n",
-                    status.metadata_fabric_name().c_str(),
-                    static_cast<unsigned long long>(status.metadata_fabric_calls()));
+        std::printf(
+            "metadata calls: lookups and allocations over the fabric at %s (%llu "
+            "answered), the rest over gRPC\n",
+            status.metadata_fabric_name().c_str(),
+            static_cast<unsigned long long>(status.metadata_fabric_calls()));
     }
     std::printf("\nmemory servers\n");
     Table servers({"ID", "ADDRESS", "REACHABLE", "STATE", "PROVIDER", "EXTENT BYTES", "CAPACITY",
@@ -218,17 +221,19 @@ int Status(const QueryOptions &options) {
         extents += server.extent_bytes();
         servers.Add({std::to_string(server.id()), server.address(),
                      server.reachable() ? "yes" : "NO",
-                     server.lost() ? "dead" : server.spare() ? "spare" : "in use",
+                     server.lost()    ? "dead"
+                     : server.spare() ? "spare"
+                                      : "in use",
                      server.provider().empty() ? "-" : server.provider(),
                      Bytes(server.extent_bytes(), exact),
                      server.capacity() ? Bytes(server.capacity(), exact) : "-",
                      server.kind().empty() ? "-" : server.kind(), BandwidthText(server.bandwidth()),
-                     LatencyText(server.latency_ns()), DomainOf(session, server.id())});
+                     LatencyText(server.latency_ns()), DomainOf(pool, server.id())});
     }
     servers.Print();
 
     std::printf("\nregions\n");
-    RegionTable(status, exact);
+    RegionTable(status, exact, false);
     int degraded = 0;
     for (const rpc::RegionUsage &usage : status.regions()) {
         RegionInfo region = FromProto(usage.region());
@@ -236,21 +241,10 @@ int Status(const QueryOptions &options) {
         if (degraded++ == 0) std::printf("\ndegraded regions\n");
         MemberLines(region);
     }
-    uint64_t size = 0, used = 0, items = 0;
-    for (const rpc::RegionUsage &usage : status.regions()) {
-        size += usage.region().size();
-        used += usage.region().size() >= usage.free_bytes()
-                    ? usage.region().size() - usage.free_bytes()
-                    : 0;
-        items += usage.items();
-    }
-    std::printf(
-        "\ntotal: %d memory servers (%llu reachable), %s in extents; %d regions of %s, "
-        "%s used by %llu items\n",
-        status.servers_size(), static_cast<unsigned long long>(reachable),
-        Bytes(extents, exact).c_str(), status.regions_size(), Bytes(size, exact).c_str(),
-        Bytes(used, exact).c_str(), static_cast<unsigned long long>(items));
-    const std::string &path = session.cluster.path;
+    std::printf("\ntotal: %d memory servers (%llu reachable), %s in extents; %s\n",
+                status.servers_size(), static_cast<unsigned long long>(reachable),
+                Bytes(extents, exact).c_str(), RegionTotals(status, exact).c_str());
+    const std::string &path = cluster.path;
     const std::string dir = path.ends_with("/cluster.yaml") ? path.substr(0, path.size() - 13) : "";
     for (const rpc::ServerState &server : status.servers()) {
         if (server.reachable()) continue;
@@ -265,19 +259,17 @@ int Status(const QueryOptions &options) {
 }
 
 int List(const QueryOptions &options) {
-    Session session("ls", options.cluster);
+    Pool pool("ls", options.cluster);
     const bool exact = options.exact_bytes;
     if (options.region.empty()) {
-        rpc::ClusterStatus status =
-            session.Ask("regions", [&] { return session.client->Status(); });
-        RegionTable(status, exact);
+        rpc::ClusterStatus status = pool.Ask("regions", [&] { return pool.Status(); });
+        RegionTable(status, exact, pool.volatile_regions_lost());
         return 0;
     }
-    const std::string object = "region " + Quote(options.region);
-    RegionInfo region = session.Ask(
-        object, [&] { return session.client->LookupRegion(options.region, session.caller); });
-    std::vector<ItemInfo> items =
-        session.Ask(object, [&] { return session.client->ListItems(region.id, session.caller); });
+    const std::string object = RegionObject(options.region);
+    RegionInfo region = pool.Ask(
+        object, [&] { return pool.metadata().LookupRegion(options.region, pool.caller()); });
+    std::vector<ItemInfo> items = pool.Ask(object, [&] { return pool.ListItems(region.id); });
     Table table({"NAME", "OFFSET", "SIZE", "PERM", "UID", "GID"});
     for (const ItemInfo &item : items) {
         table.Add({item.name.empty() ? "(unnamed)" : item.name, fmt::format("0x{:x}", item.offset),
@@ -303,19 +295,15 @@ std::string SizeField(uint64_t bytes) {
                         : fmt::format("{} bytes ({})", bytes, Bytes(bytes));
 }
 
-// The memory servers of a region with their addresses from the cluster file.
-std::string ServerField(const ClusterConfig &cluster, const std::vector<uint64_t> &ids) {
+// The memory servers of a region with their addresses from the cluster file (embedded: the
+// default heaps or a memory tier).
+std::string ServerField(const Pool &pool, const std::vector<uint64_t> &ids) {
     std::vector<std::string> parts;
-    for (uint64_t id : ids) {
-        std::string address =
-            id < cluster.memservers.size() ? cluster.memservers[id].rpc_address : "?";
-        parts.push_back(fmt::format("{} ({})", id, address));
-    }
+    for (uint64_t id : ids) parts.push_back(fmt::format("{} ({})", id, pool.ServerName(id)));
     return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
-void PrintRegion(const Session &session, const RegionInfo &region,
-                 const rpc::ClusterStatus *status) {
+void PrintRegion(const Pool &pool, const RegionInfo &region, const rpc::ClusterStatus *status) {
     std::printf("region %s\n", Quote(region.name).c_str());
     Field("id:", std::to_string(region.id));
     Field("size:", SizeField(region.size));
@@ -336,7 +324,7 @@ void PrintRegion(const Session &session, const RegionInfo &region,
           region.interleave_size ? SizeField(region.interleave_size) : "0 (not interleaved)");
     Field("redundancy:", Redundancy(region.attributes));
     Field("permission level:", PermissionLevel(region.attributes));
-    Field("memory servers:", ServerField(session.cluster, region.memory_servers));
+    Field("memory servers:", ServerField(pool, region.memory_servers));
     if (!region.intent.empty()) {
         const RegionIntent &intent = region.intent;
         std::string constraints;
@@ -351,10 +339,16 @@ void PrintRegion(const Session &session, const RegionInfo &region,
         Field("intent:", fmt::format("hints {}; constraints {}", HintNames(intent.hints),
                                      constraints.empty() ? "none" : constraints));
     }
-    Field("placement:", region.placement.empty() ? PlainPlacement(region) : region.placement);
+    std::string placement = region.placement.empty() ? PlainPlacement(region) : region.placement;
+    if (pool.embedded() && region.placement.empty()) {
+        placement =
+            "no intent: the default heaps (memory server 0), where the embedded model "
+            "puts every region created without one";
+    }
+    Field("placement:", placement);
 }
 
-void PrintItem(const Session &session, const ItemInfo &item) {
+void PrintItem(const Pool &pool, const ItemInfo &item) {
     const RegionInfo &region = item.region;
     std::printf("data item %s in region %s\n",
                 Quote(item.name.empty() ? "(unnamed)" : item.name).c_str(),
@@ -381,7 +375,7 @@ void PrintItem(const Session &session, const ItemInfo &item) {
     Field("memory type:", MemoryType(region.attributes));
     Field("interleave size:",
           region.interleave_size ? SizeField(region.interleave_size) : "0 (not interleaved)");
-    Field("memory servers:", ServerField(session.cluster, region.memory_servers));
+    Field("memory servers:", ServerField(pool, region.memory_servers));
     // A non-interleaved item is reached on its own server only; the other entries are empty.
     bool granted = false;
     for (const ServerAccess &access : item.access) {
@@ -391,42 +385,46 @@ void PrintItem(const Session &session, const ItemInfo &item) {
               fmt::format("server {}: key 0x{:x}, base 0x{:x}, endpoint {}", access.server_id,
                           access.key, access.base, Hex(access.fabric_address)));
     }
-    if (!granted) Field("fabric access:", "none granted");
+    if (pool.embedded()) {
+        Field("fabric access:", "none (embedded model: loads and stores on the mapped heap)");
+    } else if (!granted) {
+        Field("fabric access:", "none granted");
+    }
 }
 
 }  // namespace
 
 int Stat(const QueryOptions &options) {
-    Session session("stat", options.cluster);
+    Pool pool("stat", options.cluster);
     if (options.item.empty()) {
-        RegionInfo region = session.Ask("region " + Quote(options.region), [&] {
-            return session.client->LookupRegion(options.region, session.caller);
+        RegionInfo region = pool.Ask(RegionObject(options.region), [&] {
+            return pool.metadata().LookupRegion(options.region, pool.caller());
         });
-        rpc::ClusterStatus status =
-            session.Ask("cluster status", [&] { return session.client->Status(); });
-        PrintRegion(session, region, &status);
+        rpc::ClusterStatus status = pool.Ask("cluster status", [&] { return pool.Status(); });
+        PrintRegion(pool, region, &status);
         return 0;
     }
-    ItemInfo item = session.Ask(
-        fmt::format("data item {} in region {}", Quote(options.item), Quote(options.region)),
-        [&] { return session.client->LookupItem(options.item, options.region, session.caller); });
-    PrintItem(session, item);
+    ItemInfo item = pool.Ask(ItemObject(options.item, options.region), [&] {
+        return pool.metadata().LookupItem(options.item, options.region, pool.caller());
+    });
+    PrintItem(pool, item);
     return 0;
 }
 
 int Rebuild(const QueryOptions &options) {
-    Session session("rebuild", options.cluster);
-    std::printf("rebuilding the lost members of %s on live memory servers (clients keep "
-                "working meanwhile)...\n",
-                options.region.empty() ? "every degraded region"
-                                       : ("region " + Quote(options.region)).c_str());
+    // The embedded model keeps no redundant regions: rebuild is a cluster's command only.
+    Pool pool("rebuild", options.cluster, /*cluster_only=*/true);
+    std::printf(
+        "rebuilding the lost members of %s on live memory servers (clients keep "
+        "working meanwhile)...\n",
+        options.region.empty() ? "every degraded region"
+                               : ("region " + Quote(options.region)).c_str());
     std::fflush(stdout);
     // A rebuild copies a member's whole extent: no deadline shorter than an hour.
-    ShardedMetadata client(MetadataShards(session.cluster), std::chrono::hours(1));
-    rpc::RebuildReply reply =
-        session.Ask(options.region.empty() ? std::string("rebuild")
-                                           : "region " + Quote(options.region),
-                    [&] { return client.Rebuild(options.region, std::chrono::hours(1)); });
+    ShardedMetadata client(MetadataShards(pool.model().cluster), std::chrono::hours(1));
+    rpc::RebuildReply reply = pool.Ask(
+        options.region.empty() ? std::string("rebuild") : "region " + Quote(options.region),
+        [&] { return client.Rebuild(options.region, std::chrono::hours(1)); });
     int failed = 0;
     for (const rpc::RebuiltMember &member : reply.members()) {
         if (!member.error().empty()) {
@@ -437,13 +435,14 @@ int Rebuild(const QueryOptions &options) {
                         member.error().c_str());
             continue;
         }
-        std::printf("region %s member %u: rebuilt on memory server %llu (was on %llu), %s in "
-                    "%.2f s (%.0f MB/s)\n",
-                    Quote(member.region()).c_str(), member.member(),
-                    static_cast<unsigned long long>(member.to_server()),
-                    static_cast<unsigned long long>(member.from_server()),
-                    Bytes(member.bytes(), options.exact_bytes).c_str(), member.seconds(),
-                    member.seconds() > 0 ? member.bytes() / member.seconds() / 1e6 : 0.0);
+        std::printf(
+            "region %s member %u: rebuilt on memory server %llu (was on %llu), %s in "
+            "%.2f s (%.0f MB/s)\n",
+            Quote(member.region()).c_str(), member.member(),
+            static_cast<unsigned long long>(member.to_server()),
+            static_cast<unsigned long long>(member.from_server()),
+            Bytes(member.bytes(), options.exact_bytes).c_str(), member.seconds(),
+            member.seconds() > 0 ? member.bytes() / member.seconds() / 1e6 : 0.0);
     }
     if (reply.members_size() == 0) std::printf("no member to rebuild: every region is healthy\n");
     return failed ? 1 : 0;

@@ -1,0 +1,223 @@
+// Choosing the model a command works on, and asking either model's metadata: a cluster's
+// metadata service over gRPC, or the embedded model's store opened in place (read
+// transactions for ls, stat and status; one write transaction for each rm, as a program's
+// fam_destroy_region would make; LMDB lets any number of processes share the store).
+#include "pool.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+
+#include "client/session.h"
+#include "emulate.h"
+#include "meta/metadata_store.h"
+#include "meta/sharded_metadata.h"
+#include "rpc/convert.h"
+
+namespace fampool::cli {
+namespace {
+
+bool EnvSet(const char *name) {
+    const char *value = std::getenv(name);
+    return value && *value;
+}
+
+// A user of the embedded model who also has a cluster's run directory here is told how to
+// reach the cluster instead (before a program needed FAMPOOL_CONFIG, the CLI found it alone).
+void NoteRunDirHere(const std::string &command) {
+    std::string file = DefaultRunDir() + "/cluster.yaml";
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) return;
+    std::fprintf(stderr,
+                 "fampool %s: no cluster configured, so this is the embedded model (as for a "
+                 "program run here); for the cluster of %s give --config %s, or export "
+                 "FAMPOOL_CONFIG=%s\n",
+                 command.c_str(), DefaultRunDir().c_str(), ShellQuote(file).c_str(),
+                 ShellQuote(file).c_str());
+}
+
+}  // namespace
+
+std::string Quote(const std::string &name) { return "\"" + name + "\""; }
+std::string RegionObject(const std::string &region) { return "region " + Quote(region); }
+std::string ItemObject(const std::string &item, const std::string &region) {
+    return fmt::format("data item {} in region {}", Quote(item), Quote(region));
+}
+
+Model ChooseModel(const std::string &command, const ClusterChoice &choice) {
+    Model model;
+    if (choice.config.empty() && choice.run_dir.empty() && !EnvSet("FAMPOOL_RUN_DIR")) {
+        try {
+            model.config = LoadConfig(nullptr);
+        } catch (const Fam_Exception &e) {
+            Die(1, "fampool {}: {}", command, e.fam_error_msg());
+        }
+        if (model.config.model != "memory_server") {
+            model.embedded = true;
+            NoteRunDirHere(command);
+            return model;
+        }
+    }
+    model.cluster = LoadCluster(command, ClusterFileOf(choice));
+    return model;
+}
+
+void Fault(const std::string &command, const Model &model, const std::string &object,
+           const Fam_Exception &e) {
+    if (e.fam_error() == openfam::FAM_ERR_RPC && !model.embedded) {
+        const std::string &path = model.cluster.path;
+        std::string start = fmt::format("fampool up --config {}", ShellQuote(path));
+        if (path.ends_with("/cluster.yaml")) {
+            start = fmt::format("fampool up --run-dir {}",
+                                ShellQuote(path.substr(0, path.size() - 13)));
+        }
+        Die(kExitUnreachable,
+            "fampool {}: the metadata service of {} does not answer: {}. Is the cluster up? "
+            "(start it with `{}`)",
+            command, path, e.fam_error_msg(), start);
+    }
+    std::string message = e.fam_error_msg();
+    if (e.fam_error() == openfam::FAM_ERR_NOPERM) message = "permission denied: " + message;
+    // A message that names every object the command asked about already says what failed.
+    bool named = object.find('"') != std::string::npos;
+    for (size_t open = object.find('"'); named && open != std::string::npos;) {
+        size_t close = object.find('"', open + 1);
+        if (close == std::string::npos) break;
+        named = message.find(object.substr(open, close - open + 1)) != std::string::npos;
+        open = object.find('"', close + 1);
+    }
+    if (named) Die(1, "fampool {}: {}", command, message);
+    Die(1, "fampool {}: {}: {}", command, object, message);
+}
+
+Pool::Pool(const std::string &command, const ClusterChoice &choice, bool cluster_only)
+    : command_(command) {
+    if (cluster_only) {
+        model_.cluster = LoadCluster(command, ClusterFileOf(choice));
+    } else {
+        model_ = ChooseModel(command, choice);
+    }
+    if (model_.embedded) {
+        try {
+            store_ = Session::OpenInPlace(model_.config);
+        } catch (const Fam_Exception &e) {
+            // No store yet: nothing exists, which the calls below report.
+            if (e.fam_error() != openfam::FAM_ERR_NOTFOUND) {
+                Die(1, "fampool {}: embedded store {}: {}", command, store_dir(),
+                    e.fam_error_msg());
+            }
+        }
+        if (store_) volatile_lost_ = !MetadataStore::ReadIdentity(*store_->env).this_boot;
+        return;
+    }
+    const ClusterConfig &cluster = model_.cluster;
+    // An emulated fabric's servers are reached from its switch namespace.
+    if (std::optional<Emulation> emulation = EmulationOf(cluster.path)) {
+        EnterSwitch(*emulation, command);
+    }
+    // Status asks every memory server in turn, each bounded by rpc_timeout_ms: hung memory
+    // servers must not make the metadata service look unreachable.
+    auto timeout = std::chrono::milliseconds(cluster.rpc_timeout_ms) *
+                   static_cast<int64_t>(cluster.memservers.size() + 1);
+    client_ = std::make_unique<ShardedMetadata>(MetadataShards(cluster), timeout);
+    // Lookups and changes are made as the user munged vouches for; status needs no session.
+    if (cluster.authentication == "munge") client_->UseMunge(cluster.munge_socket);
+}
+
+Pool::~Pool() = default;
+
+MetadataService &Pool::metadata() {
+    if (client_) return *client_;
+    if (!store_) {
+        Fail(openfam::FAM_ERR_NOTFOUND,
+             "not found: no program has made the embedded store in {} yet", store_dir());
+    }
+    return *store_->metadata;
+}
+
+ShardedMetadata &Pool::client() {
+    if (!client_) Die(1, "fampool {}: a cluster's command on the embedded model", command_);
+    return *client_;
+}
+
+std::vector<ItemInfo> Pool::ListItems(uint64_t region_id) {
+    if (client_) return client_->ListItems(region_id, caller_);
+    return static_cast<MetadataStore &>(metadata()).ListItems(region_id, caller_);
+}
+
+rpc::ClusterStatus Pool::Status() {
+    if (client_) return client_->Status();
+    rpc::ClusterStatus status;
+    auto *store = store_ ? static_cast<MetadataStore *>(store_->metadata.get()) : nullptr;
+    std::vector<uint64_t> usage = store ? store->ServerUsage() : std::vector<uint64_t>();
+    const std::vector<Config::MemoryTier> &tiers = model_.config.memory_tiers;
+    for (uint64_t id = 0; id <= tiers.size(); ++id) {
+        rpc::ServerState *state = status.add_servers();
+        state->set_id(id);
+        state->set_address(ServerName(id));
+        state->set_reachable(true);
+        state->set_extent_bytes(id < usage.size() ? usage[id] : 0);
+        // As configured: a program measures what is unset when it first places by intent.
+        if (id == 0) {
+            state->set_kind("dram");
+            continue;
+        }
+        const Config::MemoryTier &tier = tiers[id - 1];
+        state->set_kind(tier.kind);
+        state->set_capacity(tier.capacity);
+        state->set_bandwidth(tier.bandwidth);
+        state->set_latency_ns(tier.latency_ns);
+    }
+    if (!store) return status;
+    for (const MetadataStore::RegionUsage &each : store->ListRegions()) {
+        rpc::RegionUsage *region = status.add_regions();
+        ToProto(each.region, region->mutable_region());
+        region->set_items(each.items);
+        region->set_free_bytes(each.free_bytes);
+    }
+    return status;
+}
+
+std::string Pool::ServerName(uint64_t id) const {
+    if (!model_.embedded) {
+        const std::vector<MemoryServerConfig> &servers = model_.cluster.memservers;
+        return id < servers.size() ? servers[id].rpc_address : "?";
+    }
+    const std::vector<Config::MemoryTier> &tiers = model_.config.memory_tiers;
+    if (id == 0) return "default heaps";
+    if (id <= tiers.size()) {
+        return fmt::format("memory tier {} at {}", tiers[id - 1].kind, tiers[id - 1].dir);
+    }
+    return "a memory tier no longer configured";
+}
+
+FamOn::FamOn(const std::string &command, const Model &model) {
+    std::string which = model.embedded ? "shared_memory" : "memory_server";
+    std::string runtime = "NONE";  // one process, whatever launched the command
+    Fam_Options options{};
+    options.openFamModel = which.data();
+    options.runtime = runtime.data();
+    std::string object = "embedded store " + model.config.data_dir + "/meta";
+    if (!model.embedded) {
+        if (std::optional<Emulation> emulation = EmulationOf(model.cluster.path)) {
+            EnterSwitch(*emulation, command);
+        }
+        // The library reads the cluster's file as any of its programs would.
+        setenv("FAMPOOL_CONFIG", model.cluster.path.c_str(), 1);
+        object = "cluster " + model.cluster.path;
+    }
+    Ask(command, model, object, [&] { fam_.fam_initialize("fampool", &options); });
+    initialized_ = true;
+}
+
+FamOn::~FamOn() {
+    if (!initialized_) return;
+    try {
+        fam_.fam_finalize("fampool");
+    } catch (const Fam_Exception &e) {
+        std::fprintf(stderr, "fampool: fam_finalize: %s\n", e.fam_error_msg());
+    }
+}
+
+}  // namespace fampool::cli
