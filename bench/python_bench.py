@@ -9,8 +9,11 @@ names.
 Each round times, for each size and direction, blocking transfers of the whole size for about
 --seconds: `fam.put(item, array)` / `fam.get_into(item, array)` with a numpy uint8 array, and
 the C++ `fam_put_blocking` / `fam_get_blocking` from a C++ buffer (Fam._time_native), in
-alternating order; the medians over the rounds are printed. Columns: op; bytes; python_GBps
-and cpp_GBps (GB/s, 1e9 bytes); ratio = python / cpp.
+alternating order; the medians over the rounds are printed. "array put" / "array get" time
+the same bytes through a FamArray of rows of 4 KiB: `a[:] = array` and `array = a[:]` (a new
+numpy array each time), against the same C++ put / get; "array read" is `a.read(out=array)`
+(into the caller's array). Columns: op; bytes; python_GBps and
+cpp_GBps (GB/s, 1e9 bytes); ratio = python / cpp.
 """
 import argparse
 import os
@@ -24,7 +27,15 @@ import fampool
 
 
 def python_rate(fam, item, op, array, seconds):
-    call = fam.put if op == "put" else fam.get_into
+    if op in ("put", "get"):
+        call = fam.put if op == "put" else fam.get_into
+    else:  # the whole of a FamArray over the item: a[:] = array, or array = a[:]
+        rows = array.reshape(-1, 4096)
+        view = fampool.FamArray(fam, item, np.uint8, rows.shape)
+        calls = {"array put": lambda _, data: view.__setitem__(slice(None), rows),
+                 "array get": lambda _, data: view[:],
+                 "array read": lambda _, data: view.read(out=rows)}
+        call = calls[op]
     repeats, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         call(item, array)
@@ -49,6 +60,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--plot", help="write a PNG bar plot of the ratios here")
+    parser.add_argument("--label", default="embedded", help="the model, for the plot's title")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     home = None
@@ -58,19 +70,21 @@ def main():
     with fampool.Fam() as fam:
         region = fam.create_region("python_bench", 2 * max(sizes) + (64 << 20))
         item = fam.allocate(region, "x", max(sizes))
-        print(f"{'op':4} {'bytes':>10} {'python_GBps':>12} {'cpp_GBps':>9} {'ratio':>6}")
+        print(f"{'op':9} {'bytes':>10} {'python_GBps':>12} {'cpp_GBps':>9} {'ratio':>6}")
         results = []
         for size in sizes:
             array = np.ones(size, dtype=np.uint8)
-            for op in ("put", "get"):
+            for op in ("put", "get", "array put", "array get", "array read"):
                 ours, native = [], []
+                baseline = "put" if op.endswith("put") else "get"
                 for round_ in range(args.rounds):
                     pair = [lambda: ours.append(python_rate(fam, item, op, array, args.seconds)),
-                            lambda: native.append(native_rate(fam, item, op, size, args.seconds))]
+                            lambda: native.append(native_rate(fam, item, baseline, size,
+                                                              args.seconds))]
                     for run in (pair if round_ % 2 == 0 else pair[::-1]):
                         run()
                 p, c = statistics.median(ours), statistics.median(native)
-                print(f"{op:4} {size:>10} {p / 1e9:>12.2f} {c / 1e9:>9.2f} {p / c:>6.3f}")
+                print(f"{op:9} {size:>10} {p / 1e9:>12.2f} {c / 1e9:>9.2f} {p / c:>6.3f}")
                 results.append((f"{op} {size >> 20} MiB", p / c))
         fam.deallocate(item)
         fam.destroy_region(region)
@@ -78,13 +92,15 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(6, 3.2))
+        fig, ax = plt.subplots(figsize=(9, 3.6))
         ax.bar([label for label, _ in results], [ratio for _, ratio in results])
+        ax.tick_params(axis="x", labelsize=8, rotation=20)
         ax.axhline(0.9, color="tab:red", linestyle="--", label="target 0.9")
         ax.axhline(1.0, color="gray", linewidth=0.8)
         ax.set_ylabel("Python / C++ (GB/s ratio)")
         ax.set_ylim(0, 1.2)
-        ax.set_title("numpy get/put against the C++ call, same process")
+        ax.set_title(f"numpy get/put and FamArray a[:] against the C++ call, same process"
+                     f" ({args.label})")
         ax.legend(loc="lower right")
         fig.tight_layout()
         fig.savefig(args.plot, dpi=110)

@@ -49,6 +49,13 @@ def _shape_of(shape):
     return shape
 
 
+def _ascending_by_one(vector):
+    """True for a non-empty run of consecutive indexes."""
+    if isinstance(vector, range):
+        return len(vector) > 0 and (vector.step == 1 or len(vector) == 1)
+    return len(vector) > 0 and bool(np.all(np.diff(vector) == 1))
+
+
 class FamArray:
     """`shape` elements of `dtype`, C order, from byte `offset` of `item`."""
 
@@ -87,9 +94,14 @@ class FamArray:
         data = self.read()
         return data if dtype is None else data.astype(dtype, copy=False)
 
-    def read(self):
-        """The whole array, read into a new numpy array."""
-        out = np.empty(self.shape, dtype=self.dtype)
+    def read(self, out=None):
+        """The whole array, read into a new numpy array, or into `out` (a C-contiguous array
+        of the same size and dtype: no allocation, so repeated reads cost no page faults)."""
+        if out is None:
+            out = np.empty(self.shape, dtype=self.dtype)
+        elif out.dtype != self.dtype or out.size != self.size:
+            raise ValueError(f"fampool: read(out=) needs {self.size} elements of {self.dtype}, "
+                             f"not {out.size} of {out.dtype}")
         if out.size:
             self.fam.get_into(self.item, out, self.offset)
         return out
@@ -102,6 +114,7 @@ class FamArray:
         self[...] = value
 
     # Indexing: each axis's key becomes a vector of indexes (or one index, dropping the axis).
+    # Slices and ints become ranges (no index array is made for them unless needed).
     def _axes(self, key):
         if not isinstance(key, tuple):
             key = (key,)
@@ -118,14 +131,14 @@ class FamArray:
         axes, arrays = [], 0
         for extent, k in zip(self.shape, key):
             if isinstance(k, slice):
-                axes.append((np.arange(*k.indices(extent)), True))
+                axes.append((range(*k.indices(extent)), True))
                 continue
             if isinstance(k, (int, np.integer)):
                 i = operator.index(k)
                 if not -extent <= i < extent:
                     raise IndexError(f"fampool: index {i} is out of bounds for an axis of "
                                      f"{extent}")
-                axes.append((np.array([i % extent]), False))
+                axes.append((range(i % extent, i % extent + 1), False))
                 continue
             vector = np.asarray(k)
             if vector.dtype == bool:
@@ -154,12 +167,12 @@ class FamArray:
         while inner > 0:
             vector = axes[inner - 1][0]
             extent = self.shape[inner - 1]
-            whole = len(vector) == extent and np.array_equal(vector, np.arange(extent))
+            whole = isinstance(vector, range) and vector == range(extent)
             if whole:
                 run *= extent
                 inner -= 1
                 continue
-            if len(vector) and np.all(np.diff(vector) == 1):
+            if _ascending_by_one(vector):
                 run *= len(vector)
                 inner -= 1
                 base = [v for v, _ in axes[:inner]] + [vector[:1]]
@@ -174,6 +187,8 @@ class FamArray:
         strides = [math.prod(self.shape[d + 1:]) for d in range(axes)]
         starts = np.array([self._first], dtype=np.uint64)
         for vector, stride in zip(vectors, strides):
+            if isinstance(vector, range):
+                vector = np.arange(vector.start, vector.stop, vector.step, dtype=np.int64)
             step = vector.astype(np.uint64) * np.uint64(stride)
             starts = (starts[:, None] + step[None, :]).ravel()
         return starts
@@ -211,7 +226,11 @@ class FamArray:
 
     def __setitem__(self, key, values):
         shape, starts, run = self._plan(key)
-        data = np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype=self.dtype), shape))
+        data = values
+        if not (isinstance(values, np.ndarray) and values.shape == shape and
+                values.dtype == self.dtype and values.flags.c_contiguous):
+            data = np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype=self.dtype),
+                                                        shape))
         if data.size:
             self._transfer(data.reshape(-1), starts, run, reading=False)
 

@@ -33,6 +33,10 @@ def test_indexing_reads_what_numpy_reads(fam, region):
         assert np.shape(got) == np.shape(expected), key
         assert np.array_equal(got, expected), key
     assert np.array_equal(np.asarray(a), reference) and np.array_equal(a.read(), reference)
+    mine = np.zeros_like(reference)
+    assert a.read(out=mine) is mine and np.array_equal(mine, reference)
+    with pytest.raises(ValueError, match="needs 12600 elements of float32"):
+        a.read(out=np.zeros(12600, dtype=np.float64))
 
 
 def test_assignment_writes_what_numpy_writes(fam, region):
