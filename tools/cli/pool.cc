@@ -205,6 +205,9 @@ FamOn::FamOn(const std::string &command, const Model &model) {
         }
         // The library reads the cluster's file as any of its programs would.
         setenv("FAMPOOL_CONFIG", model.cluster.path.c_str(), 1);
+        // A program keeps trying a minute (a job's PEs start at once); a command run by hand
+        // against a cluster that is down says so sooner, unless told otherwise.
+        setenv("FAMPOOL_CONNECT_TIMEOUT_MS", "5000", 0);
         object = "cluster " + model.cluster.path;
     }
     Ask(command, model, object, [&] { fam_.fam_initialize("fampool", &options); });
