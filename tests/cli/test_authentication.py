@@ -15,13 +15,13 @@ from test_cli import (COMMAND_TIMEOUT_S, FAMPOOL, fampool, free_base_port, pids_
 NOBODY = 65534
 
 
-def as_nobody(*args):
-    """`fampool ARGS` run as uid/gid 65534."""
+def as_nobody(*args, env=None):
+    """`fampool ARGS` run as uid/gid 65534 (real and effective), in environment ENV."""
     def drop():
         os.setgroups([])
         os.setgid(NOBODY)
         os.setuid(NOBODY)
-    return subprocess.run([FAMPOOL, *args], capture_output=True, text=True,
+    return subprocess.run([FAMPOOL, *args], capture_output=True, text=True, env=env,
                           timeout=COMMAND_TIMEOUT_S, stdin=subprocess.DEVNULL, preexec_fn=drop)
 
 

@@ -68,6 +68,15 @@ def free_base_port(servers=2):
     pytest.fail("no free base port found in 20000-29000")
 
 
+def stop_cluster(run_dir):
+    """`fampool down`, then SIGKILL to what it left running (by PID), then the directory goes."""
+    fampool("down", "--run-dir", run_dir, timeout=30)
+    for pid in pids_of(run_dir).values():
+        if running(pid):
+            os.kill(pid, 9)
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
 @pytest.fixture
 def run_dir(request):
     """A fresh run directory; the cluster started there is stopped afterwards, whatever happens."""
@@ -77,14 +86,7 @@ def run_dir(request):
     # write.
     os.chmod(path, 0o755)
 
-    def stop():
-        fampool("down", "--run-dir", path, timeout=30)
-        for pid in pids_of(path).values():  # down failed: stop what is left, by PID
-            if running(pid):
-                os.kill(pid, 9)
-        shutil.rmtree(path, ignore_errors=True)
-
-    request.addfinalizer(stop)
+    request.addfinalizer(lambda: stop_cluster(path))
     return path
 
 
@@ -324,12 +326,11 @@ def test_server_started_by_hand_on_a_taken_port_fails_naming_it(run_dir):
     assert f"127.0.0.1:{base}" in started.stderr, started.stderr
 
 
-def run_c_api(run_dir, body):
-    """Runs BODY (Python) in a child Python process after initializing fam, through libfampool's
-    C API (ctypes), on the cluster of RUN_DIR, and finalizing it; the child holds the fabric
-    state, not this process. BODY sees `lib` (argument types of c_fam_create_region and
-    c_fam_allocate_named set) and `fam`."""
-    script = f"""
+def c_api_script(body):
+    """A Python program that initializes fam through libfampool's C API (ctypes), runs BODY and
+    finalizes it. BODY sees `lib` (argument and result types of the calls below set) and
+    `fam`."""
+    return f"""
 import ctypes
 lib = ctypes.CDLL({os.path.join(BUILD_DIR, "src", "libfampool.so")!r})
 lib.c_fam_create.restype = ctypes.c_void_p
@@ -340,16 +341,32 @@ lib.c_fam_create_region.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_s
 lib.c_fam_allocate_named.restype = ctypes.c_void_p
 lib.c_fam_allocate_named.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
                                      ctypes.c_uint, ctypes.c_void_p]
+lib.c_fam_lookup.restype = ctypes.c_void_p
+lib.c_fam_lookup.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+for call in (lib.c_fam_put_blocking, lib.c_fam_get_blocking):
+    call.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64,
+                     ctypes.c_size_t]
 lib.c_fam_finalize.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 fam = lib.c_fam_create()
 assert lib.c_fam_initialize(fam, b"default", None) == 0
 {body}
 assert lib.c_fam_finalize(fam, b"default") == 0
 """
-    env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
-    made = subprocess.run(["python3", "-c", script], capture_output=True, text=True,
+
+
+def run_c_api_in(env, body):
+    """Runs c_api_script(BODY) in a child Python process with environment ENV (the child holds
+    the fabric state, not this process); returns its stdout."""
+    made = subprocess.run(["python3", "-c", c_api_script(body)], capture_output=True, text=True,
                           timeout=COMMAND_TIMEOUT_S, env=env, stdin=subprocess.DEVNULL)
     assert made.returncode == 0, made.stdout + made.stderr
+    return made.stdout
+
+
+def run_c_api(run_dir, body):
+    """run_c_api_in on the cluster of RUN_DIR."""
+    return run_c_api_in(dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml")),
+                        body)
 
 
 def make_region_with_item(run_dir, region, item, region_size, item_size):

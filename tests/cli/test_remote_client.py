@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from test_cli import BUILD_DIR, fampool, free_base_port, pids_of, running
+from test_cli import BUILD_DIR, fampool, free_base_port, stop_cluster
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 GET_PUT = os.path.join(BUILD_DIR, "examples", "get_put")
@@ -78,11 +78,7 @@ memservers:
         assert up.returncode == 0, f"fampool up in {ns} failed:\n{up.stdout}\n{up.stderr}"
         yield os.path.join(run_dir, "cluster.yaml"), run_dir
     finally:
-        fampool("down", "--run-dir", run_dir, timeout=30)
-        for pid in pids_of(run_dir).values():  # down failed: stop what is left, by PID
-            if running(pid):
-                os.kill(pid, 9)
-        shutil.rmtree(run_dir, ignore_errors=True)
+        stop_cluster(run_dir)
 
 
 def client(cluster_file, **env):
