@@ -92,7 +92,7 @@ class Pool {
     // heaps are gone (the next program to start releases them).
     bool volatile_regions_lost() const { return volatile_lost_; }
 
-    // Runs one call about `object` (see the free Ask below).
+    // Runs one call about `object` (the free Ask above).
     template <typename Body>
     auto Ask(const std::string &object, Body &&body) -> decltype(body()) {
         return cli::Ask(command_, model_, object, std::forward<Body>(body));
