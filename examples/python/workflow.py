@@ -149,11 +149,11 @@ def report(new, stats):
 def figure(fam, window=100_000, points=2000):
     """A matplotlib figure of what FAM holds: each channel's first `window` samples (every
     k-th, read with one strided slice) and its histogram."""
+    store = open_store(fam)  # first: every PE meets at its barrier even if matplotlib fails
     import matplotlib
     if "ipykernel" not in sys.modules:
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    store = open_store(fam)
     ingested, analysed = (int(v) for v in store["state"][:])
     window = min(window, ingested)
     step = max(1, window // points)

@@ -16,6 +16,8 @@ embedded model is the default; a cluster is used when FAMPOOL_CONFIG names its f
 C and C++ programs (docs/python.md).
 """
 
+import threading
+
 import numpy as np
 
 from ._fampool import Fam as _Fam, Item, Region
@@ -59,8 +61,10 @@ class Fam(_Fam):
         super().__init__()
         self._group = group
         self._options = dict(options or {})
-        # What queued aggregation operations read or write, per item, until it is flushed.
+        # The `out` arrays of queued gathers, per FAM item (its global descriptor), until the
+        # item is flushed.
         self._queued = {}
+        self._queued_lock = threading.Lock()
 
     def __enter__(self):
         self.initialize(self._group, self._options)
@@ -99,37 +103,53 @@ class Fam(_Fam):
     # Memory-side aggregation (docs/api.md, "Memory-side operations"): operations on indexed
     # elements are queued and applied by the memory servers in batches; aggregate_flush(item)
     # returns when all queued for the item are applied (and queue_gather's results are in
-    # `out`).
+    # `out`). The library copies what an add or scatter writes when it is queued; a gather's
+    # `out` is written at the flush, so it is kept alive here until then, per FAM item.
     def _queue(self, item, op, data, indexes):
         index = np.ascontiguousarray(indexes, dtype=np.uint64)
         if len(data) != len(index):
-            raise ValueError(f"fampool: queue_{op} needs as many values as indexes "
-                             f"({len(data)} and {len(index)})")
-        self.queue_operation(item, op, data, index, data.dtype.itemsize)
-        self._queued.setdefault(id(item), []).append((data, index))
+            raise ValueError(f"fampool: queue_{op} on item \"{item.name}\" needs as many values "
+                             f"as indexes ({len(data)} and {len(index)})")
+        if op == "add" and (data.dtype.kind not in "iu" or data.dtype.itemsize not in (4, 8)):
+            raise TypeError(f"fampool: queue_add on item \"{item.name}\" adds 4- or 8-byte "
+                            f"integers, not {data.dtype}")
+        with self._queued_lock:
+            self.queue_operation(item, op, data, index, data.dtype.itemsize)
+            if op == "gather":
+                self._queued.setdefault(item.global_descriptor, []).append(data)
 
     def queue_add(self, item, indexes, values):
-        """Queues adding `values` (4- or 8-byte integers) to the elements at `indexes`,
-        atomically per element; duplicates add up."""
+        """Queues adding `values` (an array of 4- or 8-byte integers, the item's element type)
+        to the elements at `indexes`, atomically per element; duplicates add up."""
         self._queue(item, "add", np.ascontiguousarray(values), indexes)
 
     def queue_scatter(self, item, indexes, values):
-        """Queues writing `values` to the elements at `indexes`."""
+        """Queues writing `values` (an array of the item's element type) at `indexes`."""
         self._queue(item, "scatter", np.ascontiguousarray(values), indexes)
 
     def queue_gather(self, item, indexes, out):
         """Queues reading the elements at `indexes` into `out` (a C-contiguous numpy array,
         filled when aggregate_flush(item) returns)."""
         if not (isinstance(out, np.ndarray) and out.flags.c_contiguous and out.flags.writeable):
-            raise ValueError("fampool: queue_gather needs a writable C-contiguous numpy array")
+            raise ValueError(f"fampool: queue_gather on item \"{item.name}\" needs a writable "
+                             f"C-contiguous numpy array")
         self._queue(item, "gather", out, indexes)
 
     def aggregate_flush(self, item):
         """Applies what is queued for `item`; returns when the memory servers have."""
-        try:
-            super().aggregate_flush(item)
-        finally:
-            self._queued.pop(id(item), None)
+        with self._queued_lock:
+            try:
+                super().aggregate_flush(item)
+            finally:
+                self._queued.pop(item.global_descriptor, None)
+
+    def finalize(self, group="default"):
+        """fam_finalize, which ships what is still queued first."""
+        with self._queued_lock:
+            try:
+                super().finalize(group)
+            finally:
+                self._queued.clear()
 
 
 from ._array import FamArray, array, empty, open_array, zeros  # noqa: E402

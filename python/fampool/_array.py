@@ -38,6 +38,9 @@ def _check_dtype(dtype):
     if dtype.kind not in "biufc" or dtype.itemsize not in (1, 2, 4, 8, 16):
         raise TypeError(f"fampool: a FamArray holds numbers (bool, int, uint, float, complex), "
                         f"not {dtype}")
+    if not dtype.isnative:  # FAM's atomics and other programs read the host's byte order
+        raise TypeError(f"fampool: a FamArray holds numbers in this host's byte order, not "
+                        f"{dtype.str}")
     return dtype
 
 
@@ -63,8 +66,9 @@ class FamArray:
         self.fam = fam
         self.item = item
         self.dtype = _check_dtype(dtype)
-        if offset % self.dtype.itemsize:
-            raise ValueError(f"fampool: offset {offset} is not a multiple of the element size "
+        if offset < 0 or offset % self.dtype.itemsize:
+            raise ValueError(f"fampool: offset {offset} of a FamArray over item \"{item.name}\" "
+                             f"is not a non-negative multiple of the element size "
                              f"{self.dtype.itemsize}")
         if shape is None:
             shape = ((item.size - offset) // self.dtype.itemsize,)
@@ -91,6 +95,8 @@ class FamArray:
         return f"FamArray(\"{self.item.name}\", shape={self.shape}, dtype={self.dtype})"
 
     def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("fampool: a FamArray is in FAM; numpy can only have a copy of it")
         data = self.read()
         return data if dtype is None else data.astype(dtype, copy=False)
 
@@ -111,6 +117,7 @@ class FamArray:
         self[...] = values
 
     def fill(self, value):
+        """Writes `value` to every element, a chunk at a time."""
         self[...] = value
 
     # Indexing: each axis's key becomes a vector of indexes (or one index, dropping the axis).
@@ -128,34 +135,47 @@ class FamArray:
             raise IndexError(f"fampool: too many indices for an array of {self.ndim} "
                              f"dimension(s)")
         key = key + (slice(None),) * (self.ndim - len(key))
-        axes, arrays = [], 0
-        for extent, k in zip(self.shape, key):
+        axes, arrays, dropped = [], [], []
+        for axis, (extent, k) in enumerate(zip(self.shape, key)):
+            if isinstance(k, (bool, np.bool_)) or k is None:
+                raise IndexError(f"fampool: {self!r} takes no {k!r} index (numpy's new axis)")
             if isinstance(k, slice):
                 axes.append((range(*k.indices(extent)), True))
                 continue
             if isinstance(k, (int, np.integer)):
                 i = operator.index(k)
                 if not -extent <= i < extent:
-                    raise IndexError(f"fampool: index {i} is out of bounds for an axis of "
-                                     f"{extent}")
+                    raise IndexError(f"fampool: index {i} is out of bounds for axis {axis} of "
+                                     f"{self!r}")
+                dropped.append(axis)
                 axes.append((range(i % extent, i % extent + 1), False))
                 continue
             vector = np.asarray(k)
             if vector.dtype == bool:
                 if vector.shape != (extent,):
-                    raise IndexError(f"fampool: a boolean index must have the axis's "
-                                     f"{extent} entries")
+                    raise IndexError(f"fampool: a boolean index of axis {axis} of {self!r} "
+                                     f"must have its {extent} entries")
                 vector = np.flatnonzero(vector)
+            elif vector.size == 0 and vector.ndim == 1:
+                vector = vector.astype(np.int64)  # [] is float64 to numpy
             elif vector.ndim != 1 or vector.dtype.kind not in "iu":
-                raise IndexError("fampool: indexes are ints, slices, ..., or one 1-d array of "
-                                 "ints or bools")
+                raise IndexError(f"fampool: indexes of {self!r} are ints, slices, ..., or one "
+                                 f"1-d array of ints or bools, not {k!r}")
+            vector = vector.astype(np.int64)
             if vector.size and (vector.max() >= extent or vector.min() < -extent):
-                raise IndexError(f"fampool: an index in {k!r} is out of bounds for an axis of "
-                                 f"{extent}")
+                raise IndexError(f"fampool: an index in {k!r} is out of bounds for axis {axis} "
+                                 f"of {self!r}")
             axes.append((vector % extent if extent else vector, True))
-            arrays += 1
-        if arrays > 1:
-            raise IndexError("fampool: FamArray indexing takes at most one index array")
+            arrays.append(axis)
+        if len(arrays) > 1:
+            raise IndexError(f"fampool: indexing {self!r} takes at most one index array")
+        # numpy moves an index array's axis to the front when a slice parts it from an int
+        # index; FamArray keeps axes in order, so it refuses those keys.
+        advanced = sorted(arrays + dropped)
+        if arrays and advanced[-1] - advanced[0] + 1 != len(advanced):
+            raise IndexError(f"fampool: an int index and an index array parted by a slice "
+                             f"(numpy would move the array's axis first): index {self!r} in "
+                             f"two steps")
         return axes
 
     def _plan(self, key):
@@ -226,24 +246,52 @@ class FamArray:
 
     def __setitem__(self, key, values):
         shape, starts, run = self._plan(key)
+        if len(starts) * run == 0:
+            return
         data = values
         if not (isinstance(values, np.ndarray) and values.shape == shape and
                 values.dtype == self.dtype and values.flags.c_contiguous):
-            data = np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype=self.dtype),
-                                                        shape))
-        if data.size:
-            self._transfer(data.reshape(-1), starts, run, reading=False)
+            data = np.asarray(values, dtype=self.dtype)
+            while data.ndim > len(shape) and data.shape[0] == 1:  # as numpy: leading 1s go
+                data = data[0]
+            if data.size == 1:
+                return self._write_constant(data.reshape(-1)[0], starts, run)
+            data = np.ascontiguousarray(np.broadcast_to(data, shape))
+        self._transfer(data.reshape(-1), starts, run, reading=False)
+
+    def _write_constant(self, value, starts, run):
+        """Writes `value` to every element of the runs from one buffer of at most a chunk (a
+        fill of an array larger than DRAM needs no more)."""
+        total = len(starts) * run
+        constant = np.full(min(total, max(1, _CHUNK_BYTES // self.itemsize)), value, self.dtype)
+        if run >= len(constant):
+            size = self.itemsize
+            for start in starts.tolist():
+                for done in range(0, run, len(constant)):
+                    part = constant[:min(len(constant), run - done)]
+                    self.fam.put(self.item, part, (start + done) * size)
+            return
+        per = len(constant) // run
+        for first in range(0, len(starts), per):
+            some = starts[first:first + per]
+            self._transfer(constant[:len(some) * run], some, run, reading=False)
 
     # Element indexes for the flat (C-order) positions `indexes` of the array.
     def _flat(self, indexes):
-        index = np.asarray(indexes, dtype=np.int64).reshape(-1)
+        index = np.asarray(indexes)
+        if index.size and index.dtype.kind not in "iu":
+            raise IndexError(f"fampool: flat indexes of {self!r} are integers, not "
+                             f"{index.dtype}")
+        index = index.astype(np.int64).reshape(-1)
         if index.size and (index.max() >= self.size or index.min() < -self.size):
-            raise IndexError(f"fampool: a flat index is out of bounds for {self.size} elements")
+            raise IndexError(f"fampool: a flat index is out of bounds for {self!r} "
+                             f"({self.size} elements)")
         return (index % max(self.size, 1)).astype(np.uint64) + np.uint64(self._first)
 
     def take(self, indexes):
-        """The elements at flat positions `indexes` (one gather)."""
-        return self.fam.gather(self.item, self._flat(indexes), dtype=self.dtype)
+        """The elements at flat positions `indexes` (one gather), shaped as `indexes`."""
+        values = self.fam.gather(self.item, self._flat(indexes), dtype=self.dtype)
+        return values.reshape(np.shape(indexes))
 
     def put(self, indexes, values):
         """Writes `values` at flat positions `indexes` (one scatter)."""
@@ -258,10 +306,15 @@ class FamArray:
         if self.dtype.kind not in "iu" or self.dtype.itemsize not in (4, 8):
             raise TypeError(f"fampool: add_at adds 4- or 8-byte integers, not {self.dtype}")
         index = self._flat(indexes)
-        data = np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype=self.dtype),
-                                                    index.shape))
-        self.fam.queue_add(self.item, index, data)
-        self.fam.aggregate_flush(self.item)
+        values = np.asarray(values)
+        if not np.can_cast(values.dtype, self.dtype, "same_kind"):
+            raise TypeError(f"fampool: add_at adds integers to {self!r}, not {values.dtype}")
+        data = np.ascontiguousarray(np.broadcast_to(values.astype(self.dtype), index.shape))
+        # In batches: the memory servers' queues hold a bounded number of elements.
+        for first in range(0, len(index), _INDEX_BATCH):
+            self.fam.queue_add(self.item, index[first:first + _INDEX_BATCH],
+                               data[first:first + _INDEX_BATCH])
+            self.fam.aggregate_flush(self.item)
 
     def fetch_add(self, position, value):
         """Adds `value` to the element at flat `position` atomically; its value before."""
@@ -270,34 +323,44 @@ class FamArray:
                                   dtype=self.dtype.name)
 
     # Streaming: reductions over arrays larger than DRAM, a chunk at a time.
-    def chunks(self, nbytes=_CHUNK_BYTES):
-        """Yields the array flattened, as consecutive 1-d numpy arrays of about `nbytes` (one
-        buffer, refilled for each: copy a chunk to keep it)."""
-        per = max(1, nbytes // self.dtype.itemsize)
+    def chunks(self, nbytes=None):
+        """Yields the array flattened, as consecutive 1-d numpy arrays of about `nbytes`
+        (default 64 MiB; one buffer, refilled for each: copy a chunk to keep it)."""
+        per = max(1, (nbytes or _CHUNK_BYTES) // self.dtype.itemsize)
         buffer = np.empty(min(per, self.size), dtype=self.dtype)
         for first in range(0, self.size, per):
             part = buffer[:min(per, self.size - first)]
             self.fam.get_into(self.item, part, self.offset + first * self.dtype.itemsize)
             yield part
 
-    def _reduce(self, ufunc, empty):
+    # The reductions take numpy's arguments (np.sum(a) passes them) over the whole array only.
+    def _reduce(self, ufunc, empty, axis, dtype, out, keepdims, wide=None):
+        if axis is not None or out is not None or keepdims:
+            raise NotImplementedError(f"fampool: {ufunc.__name__}.reduce of {self!r} is over "
+                                      f"the whole array only (no axis, out or keepdims)")
         if self.size == 0:
             if empty is None:
-                raise ValueError(f"fampool: {ufunc.__name__} of an empty FamArray")
+                raise ValueError(f"fampool: {ufunc.__name__} of the empty {self!r}")
             return empty
-        return ufunc.reduce([ufunc.reduce(part) for part in self.chunks()])
+        dtype = dtype or wide
+        return ufunc.reduce([ufunc.reduce(part, dtype=dtype) for part in self.chunks()],
+                            dtype=dtype)
 
-    def sum(self):
-        return self._reduce(np.add, self.dtype.type(0))
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
+        total = np.zeros(1, self.dtype).sum(dtype=dtype)  # numpy's type of the sum
+        return self._reduce(np.add, total, axis, total.dtype, out, keepdims)
 
-    def min(self):
-        return self._reduce(np.minimum, None)
+    def min(self, axis=None, out=None, keepdims=False):
+        return self._reduce(np.minimum, None, axis, None, out, keepdims)
 
-    def max(self):
-        return self._reduce(np.maximum, None)
+    def max(self, axis=None, out=None, keepdims=False):
+        return self._reduce(np.maximum, None, axis, None, out, keepdims)
 
-    def mean(self):
-        return self._reduce(np.add, 0.0) / self.size if self.size else np.nan
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
+        if not self.size:
+            return np.nan
+        wide = np.float64 if self.dtype.kind in "biu" else None  # integers overflow
+        return self._reduce(np.add, None, axis, dtype, out, keepdims, wide) / self.size
 
     def deallocate(self):
         """Frees the item holding the array."""
@@ -323,16 +386,13 @@ def empty(fam, region, name, shape, dtype="float64", perm=0o600):
 def zeros(fam, region, name, shape, dtype="float64", perm=0o600):
     """As `empty`, filled with zeros."""
     a = empty(fam, region, name, shape, dtype, perm)
-    zero = np.zeros(min(a.size, _CHUNK_BYTES // a.itemsize), dtype=a.dtype)
-    for first in range(0, a.size, len(zero) or 1):
-        part = zero[:min(len(zero), a.size - first)]
-        fam.put(a.item, part, a.offset + first * a.itemsize)
+    a.fill(0)
     return a
 
 
 def array(fam, region, name, data, dtype=None, perm=0o600):
     """A new FamArray holding a copy of `data` (any array-like)."""
-    data = np.ascontiguousarray(data, dtype=dtype)
+    data = np.asarray(data, dtype=dtype, order="C")  # keeps a 0-d array 0-d
     a = empty(fam, region, name, data.shape, data.dtype, perm)
     if data.size:
         fam.put(a.item, data, a.offset)

@@ -33,11 +33,12 @@ struct Item {
 // A contiguous buffer of the caller's, held for the call; `writable` for what FAM writes into.
 struct Bytes {
     py::buffer_info info;
-    Bytes(const py::buffer &buffer, bool writable) : info(buffer.request(writable)) {
+    // `call` names the method and `what` the argument, for the error.
+    Bytes(const py::buffer &buffer, bool writable, const char *call, const char *what)
+        : info(buffer.request(writable)) {
         if (!Contiguous()) {
-            throw py::value_error(
-                "fampool: the buffer must be C-contiguous (numpy: "
-                "np.ascontiguousarray)");
+            throw py::value_error(std::string("fampool: ") + call + ": " + what +
+                                  " must be C-contiguous (numpy: np.ascontiguousarray)");
         }
     }
     bool Contiguous() const {
@@ -130,20 +131,32 @@ py::object ByType(const std::string &dtype, Body &&body) {
 // A blocking gather (into `data`) or scatter (from it) of the elements at `indexes` (uint64).
 // The number of elements of `element_size` bytes `indexes` (uint64) names, after checking that
 // `local` holds as many.
-uint64_t Count(const Bytes &local, const Bytes &index, uint64_t element_size, bool into_local) {
-    if (index.info.itemsize != 8) throw py::value_error("fampool: indexes must be uint64");
+uint64_t Count(const Bytes &local, const Bytes &index, uint64_t element_size, bool into_local,
+               const char *call) {
+    // Integers of 8 bytes: struct codes Q, L, q, l (a leading byte-order mark aside).
+    std::string format = index.info.format;
+    if (index.info.itemsize != 8 || format.empty() ||
+        std::string("QLql").find(format.back()) == std::string::npos) {
+        throw py::value_error(std::string("fampool: ") + call +
+                              ": indexes must be 8-byte integers (uint64), not format \"" + format +
+                              "\"");
+    }
     uint64_t n = index.size() / 8;
     if (local.size() < n * element_size) {
-        throw py::value_error(std::string("fampool: the ") + (into_local ? "target" : "source") +
-                              " holds fewer than len(indexes) elements");
+        throw py::value_error(
+            std::string("fampool: ") + call + ": the " + (into_local ? "target" : "source") +
+            " holds " + std::to_string(local.size()) + " bytes, fewer than the " +
+            std::to_string(n) + " indexes x " + std::to_string(element_size) + " bytes");
     }
     return n;
 }
 
 void Indexed(fam &f, Item &i, const py::buffer &data, const py::buffer &indexes,
              uint64_t element_size, bool gather) {
-    Bytes local(data, gather), index(indexes, false);
-    uint64_t n = Count(local, index, element_size, gather);
+    const char *call = gather ? "gather_into" : "scatter";
+    Bytes local(data, gather, call, gather ? "target" : "source");
+    Bytes index(indexes, false, call, "indexes");
+    uint64_t n = Count(local, index, element_size, gather, call);
     auto *offsets = static_cast<uint64_t *>(index.data());
     py::gil_scoped_release release;
     if (gather) {
@@ -157,8 +170,13 @@ void Indexed(fam &f, Item &i, const py::buffer &data, const py::buffer &indexes,
 // first at element `first`, then every `stride` elements.
 void Strided(fam &f, Item &i, const py::buffer &data, uint64_t first, uint64_t stride,
              uint64_t element_size, bool gather) {
-    Bytes local(data, gather);
-    if (element_size == 0) throw py::value_error("fampool: element_size must be positive");
+    const char *call = gather ? "gather_stride_into" : "scatter_stride";
+    Bytes local(data, gather, call, gather ? "target" : "source");
+    if (element_size == 0 || local.size() % element_size != 0) {
+        throw py::value_error(std::string("fampool: ") + call + ": the buffer's " +
+                              std::to_string(local.size()) + " bytes are not whole elements of " +
+                              std::to_string(element_size) + " bytes");
+    }
     uint64_t n = local.size() / element_size;
     py::gil_scoped_release release;
     if (gather) {
@@ -290,7 +308,7 @@ PYBIND11_MODULE(_fampool, m) {
         .def(
             "put",
             [](fam &f, Item &i, const py::buffer &source, uint64_t offset) {
-                Bytes bytes(source, false);
+                Bytes bytes(source, false, "put", "source");
                 py::gil_scoped_release release;
                 f.fam_put_blocking(bytes.data(), i.descriptor.get(), offset, bytes.size());
             },
@@ -298,7 +316,7 @@ PYBIND11_MODULE(_fampool, m) {
         .def(
             "get_into",
             [](fam &f, Item &i, const py::buffer &target, uint64_t offset) {
-                Bytes bytes(target, true);
+                Bytes bytes(target, true, "get_into", "target");
                 py::gil_scoped_release release;
                 f.fam_get_blocking(bytes.data(), i.descriptor.get(), offset, bytes.size());
             },
@@ -397,7 +415,10 @@ PYBIND11_MODULE(_fampool, m) {
         .def("stat",
              [](fam &f, Item &i) {
                  Fam_Stat info{};
-                 f.fam_stat(i.descriptor.get(), &info);
+                 {
+                     py::gil_scoped_release release;
+                     f.fam_stat(i.descriptor.get(), &info);
+                 }
                  return StatOf(info);
              })
         // The baseline of bench/python_bench.py: `repeats` blocking puts or gets ("put",
@@ -422,7 +443,10 @@ PYBIND11_MODULE(_fampool, m) {
         .def("stat_region",
              [](fam &f, Region &r) {
                  Fam_Stat info{};
-                 f.fam_stat(r.descriptor.get(), &info);
+                 {
+                     py::gil_scoped_release release;
+                     f.fam_stat(r.descriptor.get(), &info);
+                 }
                  return StatOf(info);
              })
         .def(
@@ -452,8 +476,9 @@ PYBIND11_MODULE(_fampool, m) {
                     throw py::value_error("fampool: op \"" + op +
                                           "\" is not add, scatter or gather");
                 bool writes_local = found->second == OP_GATHER;
-                Bytes local(data, writes_local), index(indexes, false);
-                uint64_t n = Count(local, index, element_size, writes_local);
+                Bytes local(data, writes_local, "queue_operation", "data");
+                Bytes index(indexes, false, "queue_operation", "indexes");
+                uint64_t n = Count(local, index, element_size, writes_local, "queue_operation");
                 py::gil_scoped_release release;
                 f.fam_queue_operation(found->second, local.data(), i.descriptor.get(), n,
                                       static_cast<uint64_t *>(index.data()), element_size);

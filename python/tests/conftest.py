@@ -18,10 +18,10 @@ TIMEOUT_S = 120
 
 def embedded_env(directory):
     """The environment of a process on the embedded model, its data under `directory`."""
-    env = dict(os.environ, FAMPOOL_HOME=os.path.join(directory, "home"),
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith("FAMPOOL_") and name != "OPENFAM_ROOT"}
+    env.update(FAMPOOL_HOME=os.path.join(directory, "home"),
                FAMPOOL_SHM_DIR=os.path.join(directory, "shm"))
-    for name in ("FAMPOOL_CONFIG", "OPENFAM_ROOT"):
-        env.pop(name, None)
     return env
 
 
@@ -36,10 +36,12 @@ def run_python(script, env, argv=None, timeout=TIMEOUT_S, cwd=None):
 
 @pytest.fixture
 def fam(tmp_path, monkeypatch):
-    for name, value in embedded_env(str(tmp_path)).items():
+    env = embedded_env(str(tmp_path))
+    for name in list(os.environ):
+        if name not in env:
+            monkeypatch.delenv(name)
+    for name, value in env.items():
         monkeypatch.setenv(name, value)
-    for name in ("FAMPOOL_CONFIG", "OPENFAM_ROOT"):
-        monkeypatch.delenv(name, raising=False)
     with fampool.Fam(options={"runtime": "NONE"}) as f:
         yield f
 
@@ -69,12 +71,17 @@ def cluster(tmp_path_factory):
         pytest.skip("FAMPOOL_BUILD_DIR not set (CTest sets it)")
     cli = os.path.join(BUILD_DIR, "tools", "fampool")
     run_dir = str(tmp_path_factory.mktemp("cluster") / "run")
-    up = subprocess.run([cli, "up", "--run-dir", run_dir, "--base-port", str(free_base_port(2)),
-                         "--authentication", "none", "--memservers", "2", "--interleave", "4096"],
-                        capture_output=True, text=True, timeout=TIMEOUT_S)
-    assert up.returncode == 0, up.stdout + up.stderr
     env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
     try:
+        # A port found free may be taken before `up` binds it: then up again, elsewhere.
+        for attempt in range(3):
+            up = subprocess.run([cli, "up", "--run-dir", run_dir, "--base-port",
+                                 str(free_base_port(2)), "--authentication", "none",
+                                 "--memservers", "2", "--interleave", "4096"],
+                                capture_output=True, text=True, timeout=TIMEOUT_S)
+            if up.returncode == 0:
+                break
+        assert up.returncode == 0, up.stdout + up.stderr
         yield SimpleNamespace(cli=cli, run_dir=run_dir, env=env)
     finally:
         subprocess.run([cli, "down", "--run-dir", run_dir], capture_output=True,

@@ -2,7 +2,8 @@
 # `pip install .` as a user runs it (CTest: python_pip_install): pip builds the wheel in an
 # isolated environment with the build requirements of pyproject.toml (scikit-build-core,
 # pybind11), installs it into a temporary directory, and the package imported from there, in a
-# process that does not see the build tree, runs the Python suite on the embedded model.
+# process that does not see the build tree's package, runs the Python suite (its cluster tests
+# on the build tree's servers). Needs the package index, as scripts/setup does.
 #   pip_install_test.sh SOURCE BUILD
 # The wheel's CMake build is kept in BUILD/wheel, so a rerun rebuilds only what changed.
 set -euo pipefail
@@ -21,7 +22,8 @@ python3 -m pip install --no-deps --target "$work/site" -C build-dir="$build/whee
 
 cd "$work"
 export PYTHONPATH=$work/site FAMPOOL_HOME=$work/home FAMPOOL_SHM_DIR=$work/shm
-unset FAMPOOL_CONFIG FAMPOOL_BUILD_DIR
+unset FAMPOOL_CONFIG
+export FAMPOOL_BUILD_DIR=$build  # the fampool CLI and servers of the cluster tests
 where=$(python3 -c "import fampool; print(fampool.__file__)")
 [ "$where" = "$work/site/fampool/__init__.py" ] || fail "imported fampool from $where"
 python3 - <<'PYTHON' || fail "the installed package does not work"

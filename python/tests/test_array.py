@@ -15,6 +15,8 @@ KEYS = [
     (slice(None, None, -3), slice(1, 60, 7)), ([3, 1, 59],), (slice(None), [5, 0, 69]),
     (np.arange(60) % 2 == 0,), (-1, -1, -1), (Ellipsis,), (slice(10, 10),), (7, 8),
     (slice(1, 59), slice(None), slice(0, 2)), (np.int64(4), Ellipsis, np.int32(0)),
+    (np.array([-1, -60, 5, 5], dtype=np.int8),), (slice(None), np.array([3, 3, 69], np.uint8)),
+    ([],), (2, [0, 1]), (slice(None), 4, [2, 0]),
 ]
 
 
@@ -59,15 +61,21 @@ def test_assignment_writes_what_numpy_writes(fam, region):
 
 def test_bad_indexes_are_refused_like_numpy(fam, region):
     a = fampool.zeros(fam, region, "v", (10, 4), dtype=np.float64)
-    for key in [(10,), (-11,), (0, 4), (1, 2, 3), ([0, 10],), ([0.5],), (..., ...)]:
+    for key in [(10,), (-11,), (0, 4), (1, 2, 3), ([0, 10],), ([0.5],), (..., ...), (True,),
+                (None,), (np.array(1),)]:
         with pytest.raises(IndexError):
             a[key]
     with pytest.raises(IndexError, match="one index array"):
         a[[0, 1], [0, 1]]
+    b = fampool.zeros(fam, region, "b", (3, 4, 5), dtype=np.float64)
+    with pytest.raises(IndexError, match="parted by a slice"):
+        b[0, :, [1, 2]]  # numpy's result would be (2, 4): the array's axis moved first
     with pytest.raises(ValueError):
         a[0:2] = np.zeros((3, 4))  # does not broadcast
     with pytest.raises(TypeError, match="numbers"):
         fampool.empty(fam, region, "s", 4, dtype="U8")
+    with pytest.raises(TypeError, match="byte order"):
+        fampool.empty(fam, region, "s", 4, dtype=">i8")
 
 
 def test_add_at_aggregates_memory_side(fam, region):
@@ -84,6 +92,9 @@ def test_add_at_aggregates_memory_side(fam, region):
     assert list(counts[:3]) == [expected[0], -5, -6]
     with pytest.raises(TypeError, match="integers"):
         fampool.zeros(fam, region, "f", 4, dtype=np.float32).add_at([0], 1.0)
+    with pytest.raises(TypeError, match="not float64"):
+        counts.add_at([0], 1.9)  # np.add.at refuses to truncate too
+    assert counts.take([[7, 0], [1, 2]]).shape == (2, 2)
 
 
 def test_queued_operations_of_the_fam_object(fam, region):
@@ -95,17 +106,62 @@ def test_queued_operations_of_the_fam_object(fam, region):
     fam.queue_gather(item, [3, 2, 1], out)
     fam.aggregate_flush(item)
     assert list(out) == [30, 22, 10]
+    # The out array is kept until the item is flushed, through another handle of it too,
+    # even when the caller drops it.
+    fam.queue_gather(item, [1], np.zeros(1, dtype=np.int64))
+    fam.aggregate_flush(fam.lookup("q", "arrays"))
+    assert not fam._queued
     with pytest.raises(ValueError, match="as many values"):
         fam.queue_add(item, [1, 2], np.array([1], dtype=np.int64))
+    with pytest.raises(TypeError, match="4- or 8-byte integers"):
+        fam.queue_add(item, [1], np.array([1.5]))
 
 
-def test_streaming_reductions_read_in_chunks(fam, region):
-    data = np.random.default_rng(5).random(3_000_000)  # 24 MB: chunks of 1 MB below
+def test_streaming_reductions_read_in_chunks(fam, region, monkeypatch):
+    monkeypatch.setattr(fampool._array, "_CHUNK_BYTES", 1 << 20)
+    data = np.random.default_rng(5).random(3_000_000)  # 24 MB: chunks of 1 MB
     a = fampool.array(fam, region, "big", data)
-    parts = [part.copy() for part in a.chunks(1 << 20)]
+    parts = [part.copy() for part in a.chunks()]
     assert len(parts) == 23 and np.array_equal(np.concatenate(parts), data)
     assert np.isclose(a.sum(), data.sum()) and a.min() == data.min() and a.max() == data.max()
-    assert np.isclose(a.mean(), data.mean())
+    assert np.isclose(a.mean(), data.mean()) and np.isclose(np.sum(a), data.sum())
+    assert np.max(a) == data.max() and np.isclose(np.mean(a), data.mean())
+    with pytest.raises(NotImplementedError, match="whole array"):
+        a.sum(axis=0)
+    # Integers: the mean does not overflow; fill writes a chunk at a time.
+    big = fampool.zeros(fam, region, "ints", 300_000, dtype=np.int64)
+    big.fill(2 ** 62)
+    assert big.mean() == 2.0 ** 62 and big.min() == 2 ** 62
+    assert np.array_equal(big[-3:], [2 ** 62] * 3)
+
+
+def test_long_runs_and_large_index_batches(fam, region, monkeypatch):
+    # Runs of 16 KiB and more are one get/put each; shorter ones are gathered in batches.
+    monkeypatch.setattr(fampool._array, "_RUN_BYTES", 64)
+    monkeypatch.setattr(fampool._array, "_INDEX_BATCH", 100)
+    reference = np.arange(50 * 40, dtype=np.int64).reshape(50, 40)
+    a = fampool.array(fam, region, "m", reference)
+    for key in [(slice(3, 30), slice(5, 30)), (slice(None), 7), (slice(None, None, 2), [1, 2, 3])]:
+        assert np.array_equal(a[key], reference[key]), key
+        a[key] = -reference[key]
+        reference[key] = -reference[key]
+        assert np.array_equal(a.read(), reference), key
+    counts = fampool.zeros(fam, region, "c", 10, dtype=np.int32)
+    counts.add_at(np.arange(1000) % 10, 1)  # ten batches of 100
+    assert list(counts[:]) == [100] * 10
+
+
+def test_zero_dimensional_arrays_and_leading_ones(fam, region):
+    scalar = fampool.array(fam, region, "s", np.float64(2.5))
+    assert scalar.shape == () and scalar[()] == 2.5
+    scalar[...] = 4.0
+    assert float(np.asarray(scalar)) == 4.0
+    a = fampool.zeros(fam, region, "row", (3, 4), dtype=np.int16)
+    a[1] = np.ones((1, 1, 4))  # leading 1s dropped, as numpy does
+    assert a[1].tolist() == [1, 1, 1, 1]
+    with pytest.raises(ValueError, match="copy"):
+        np.asarray(a, copy=False) if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else \
+            a.__array__(copy=False)
 
 
 def test_a_view_of_an_item_without_a_header(fam, region):
@@ -117,6 +173,8 @@ def test_a_view_of_an_item_without_a_header(fam, region):
     assert list(tail[:]) == [60, 61, 62, 63]
     with pytest.raises(ValueError, match="need"):
         fampool.FamArray(fam, item, np.int64, (9, 8))
+    with pytest.raises(ValueError, match="non-negative multiple"):
+        fampool.FamArray(fam, item, np.int64, offset=-8)
     with pytest.raises(ValueError, match="not a FamArray"):
         fampool.open_array(fam, region, "raw")
 

@@ -21,6 +21,7 @@ PROGRAM = textwrap.dedent("""
         fam.barrier_all()
         a = fampool.open_array(fam, "mpi", "v")
         a[me, :] = np.arange(1000) * (me + 1)
+        fam.barrier_all()  # PE 0's row, element 999 included, is written before the adds
         a.add_at(np.full(10, 999), 1)
         fam.barrier_all()
         if me == 0:

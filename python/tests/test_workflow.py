@@ -12,6 +12,8 @@ import pytest
 
 from conftest import embedded_env, run_python
 
+pytest.importorskip("matplotlib")  # the plot stage and the notebook draw with it
+
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python")
 WORKFLOW = os.path.join(EXAMPLES, "workflow.py")
 MPIRUN = shutil.which("mpirun")
