@@ -98,10 +98,10 @@ def main():
         ax.axhline(0.9, color="tab:red", linestyle="--", label="target 0.9")
         ax.axhline(1.0, color="gray", linewidth=0.8)
         ax.set_ylabel("Python / C++ (GB/s ratio)")
-        ax.set_ylim(0, 1.2)
-        ax.set_title(f"numpy get/put and FamArray a[:] against the C++ call, same process"
-                     f" ({args.label})")
-        ax.legend(loc="lower right")
+        ax.set_ylim(0, 1.35)
+        ax.set_title(f"numpy get/put and FamArray a[:] against the C++ call, same process\n"
+                     f"({args.label})", fontsize=10)
+        ax.legend(loc="upper right")
         fig.tight_layout()
         fig.savefig(args.plot, dpi=110)
 
