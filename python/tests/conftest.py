@@ -3,6 +3,7 @@ cluster of `fampool up` on loopback, once per test module: two memory servers ov
 regions are striped in 4 KiB blocks."""
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,6 +33,17 @@ def run_python(script, env, argv=None, timeout=TIMEOUT_S, cwd=None):
                           cwd=cwd)
     assert done.returncode == 0, f"{command} failed:\n{done.stdout}\n{done.stderr}"
     return done
+
+
+def mpirun_launch(pes):
+    """The start of an mpirun command line for `pes` PEs on the embedded model: the variables
+    of embedded_env and the package's path reach every PE."""
+    launch = [shutil.which("mpirun"), "-n", str(pes), "--oversubscribe"]
+    if os.geteuid() == 0:
+        launch.append("--allow-run-as-root")
+    for name in ("FAMPOOL_HOME", "FAMPOOL_SHM_DIR", "PYTHONPATH"):
+        launch += ["-x", name]
+    return launch
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from conftest import embedded_env, run_python
+from conftest import embedded_env, mpirun_launch, run_python
 
 MPIRUN = shutil.which("mpirun")
 
@@ -41,12 +41,8 @@ def write_program(tmp_path):
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun is not installed (openmpi-bin)")
 def test_three_pes_under_mpirun_on_the_embedded_model(tmp_path):
     env = embedded_env(str(tmp_path))
-    argv = [MPIRUN, "-n", "3", "--oversubscribe"]
-    if os.geteuid() == 0:
-        argv.append("--allow-run-as-root")
-    for name in ("FAMPOOL_HOME", "FAMPOOL_SHM_DIR", "PYTHONPATH"):
-        argv += ["-x", name]
-    done = run_python(None, env, argv + [os.sys.executable, write_program(tmp_path)])
+    done = run_python(None, env, mpirun_launch(3) + [os.sys.executable,
+                                                     write_program(tmp_path)])
     # Row 0 keeps 999 at [0, 999], plus 10 adds from each of the 3 PEs.
     assert done.stdout.split() == ["3", "PMIX", "True", str(999 + 30)]
 

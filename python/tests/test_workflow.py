@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import embedded_env, run_python
+from conftest import embedded_env, mpirun_launch, run_python
 
 pytest.importorskip("matplotlib")  # the plot stage and the notebook draw with it
 
@@ -79,13 +79,7 @@ def stages(launch, env, tmp_path):
 
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun is not installed (openmpi-bin)")
 def test_workflow_stages_under_mpirun(tmp_path):
-    env = embedded_env(str(tmp_path))
-    launch = [MPIRUN, "-n", "2", "--oversubscribe"]
-    if os.geteuid() == 0:
-        launch.append("--allow-run-as-root")
-    for name in ("FAMPOOL_HOME", "FAMPOOL_SHM_DIR", "PYTHONPATH"):
-        launch += ["-x", name]
-    stages(launch, env, tmp_path)
+    stages(mpirun_launch(2), embedded_env(str(tmp_path)), tmp_path)
 
 
 def test_workflow_stages_on_a_cluster(cluster, tmp_path):
