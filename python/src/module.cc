@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "intent.h"
+
 namespace py = pybind11;
 using openfam::fam;
 using openfam::Fam_Descriptor;
@@ -275,6 +277,36 @@ PYBIND11_MODULE(_fampool, m) {
             py::arg("name"), py::arg("size"), py::arg("perm") = 0777,
             py::arg("memory_type") = py::none(), py::arg("redundancy") = py::none(),
             py::arg("interleave") = py::none(), py::arg("permission_level") = py::none())
+        // fampool's intent-based placement (docs/intent.md): fam_create_region_intent.
+        .def(
+            "create_region_intent",
+            [](fam &f, const std::string &name, uint64_t size, uint32_t perm,
+               const std::vector<std::string> &hints, std::optional<std::string> kind,
+               const std::vector<uint64_t> &servers, std::optional<std::string> failure_domain,
+               std::optional<std::string> memory_type, std::optional<std::string> redundancy,
+               std::optional<bool> interleave, std::optional<std::string> permission_level) {
+                Fam_Region_Intent_Attributes a;
+                a.attributes = Attributes(memory_type, redundancy, interleave, permission_level);
+                a.intent = fampool_python::IntentOf(hints, kind, servers, failure_domain);
+                py::gil_scoped_release release;
+                return Region{std::unique_ptr<Fam_Region_Descriptor>(
+                    f.fam_create_region_intent(name.c_str(), size, perm, &a))};
+            },
+            py::arg("name"), py::arg("size"), py::arg("perm") = 0777,
+            py::arg("hints") = std::vector<std::string>{}, py::arg("kind") = py::none(),
+            py::arg("servers") = std::vector<uint64_t>{}, py::arg("failure_domain") = py::none(),
+            py::arg("memory_type") = py::none(), py::arg("redundancy") = py::none(),
+            py::arg("interleave") = py::none(), py::arg("permission_level") = py::none())
+        .def("placement",
+             [](fam &f, Region &r) {
+                 Fam_Stat info{};
+                 Fam_Placement placement{};
+                 {
+                     py::gil_scoped_release release;
+                     f.fam_stat(r.descriptor.get(), &info, &placement);
+                 }
+                 return fampool_python::PlacementOf(placement);
+             })
         .def(
             "lookup_region",
             [](fam &f, const std::string &name) {

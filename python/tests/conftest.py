@@ -47,13 +47,19 @@ def mpirun_launch(pes):
 
 
 @pytest.fixture
-def fam(tmp_path, monkeypatch):
+def fam_env(tmp_path, monkeypatch):
+    """This process's environment made embedded_env's; the data directory."""
     env = embedded_env(str(tmp_path))
     for name in list(os.environ):
         if name not in env:
             monkeypatch.delenv(name)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+    return tmp_path
+
+
+@pytest.fixture
+def fam(fam_env):
     with fampool.Fam(options={"runtime": "NONE"}) as f:
         yield f
 
