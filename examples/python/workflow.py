@@ -95,11 +95,34 @@ def ingest(fam, samples, seed=1):
     return first + samples
 
 
+def scratch(fam, name, shape, dtype):
+    """A zeroed scratch array of this analysis (PE 0 makes it, dropping one an analysis that
+    did not finish left); every PE opens it after the barrier."""
+    if fam.pe_id == 0:
+        try:
+            fam.deallocate(fam.lookup(name, REGION))
+        except fampool.FamError as e:
+            if e.name != "FAM_ERR_NOTFOUND":
+                raise
+        fampool.zeros(fam, REGION, name, shape, dtype)
+
+
 def analyse(fam):
     """Folds the samples ingested since the last analysis into the statistics and histograms
-    kept in FAM (histograms memory-side, by aggregation); returns (new samples, stats)."""
+    kept in FAM (histograms memory-side, by aggregation); returns (new samples, stats).
+
+    The PEs' statistics (one row each) and histogram counts (added memory-side into one
+    scratch histogram) meet in scratch arrays, which PE 0 folds into the kept ones, then
+    records the samples as analysed: an analysis that stops before the fold leaves the kept
+    results as they were, and the next one starts again from the same samples (only a stop
+    within PE 0's three writes of the fold would count them twice)."""
     store = open_store(fam)
     ingested, analysed = (int(v) for v in store["state"][:])
+    scratch(fam, "partials", (fam.pe_count, CHANNELS, len(STATS)), "float64")
+    scratch(fam, "new-counts", (CHANNELS, BINS), "int64")
+    fam.barrier_all()
+    partials = fampool.open_array(fam, REGION, "partials")
+    counts = fampool.open_array(fam, REGION, "new-counts")
     lo, hi = share(analysed, ingested, fam)
     mine = np.zeros((CHANNELS, len(STATS)))
     mine[:, 3], mine[:, 4] = np.inf, -np.inf
@@ -112,17 +135,7 @@ def analyse(fam):
         mine[:, 3] = np.minimum(mine[:, 3], block.min(axis=1))
         mine[:, 4] = np.maximum(mine[:, 4], block.max(axis=1))
         bins = np.clip(((block - LOW) / (HIGH - LOW) * BINS).astype(np.int64), 0, BINS - 1)
-        store["histogram"].add_at((bins + offsets).ravel(), 1)
-    # Each PE's part of the statistics meets PE 0's in a scratch array, one row per PE.
-    if fam.pe_id == 0:
-        try:  # left by an analysis that did not finish
-            fam.deallocate(fam.lookup("partials", REGION))
-        except fampool.FamError as e:
-            if e.name != "FAM_ERR_NOTFOUND":
-                raise
-        fampool.zeros(fam, REGION, "partials", (fam.pe_count, CHANNELS, len(STATS)))
-    fam.barrier_all()
-    partials = fampool.open_array(fam, REGION, "partials")
+        counts.add_at((bins + offsets).ravel(), 1)
     partials[fam.pe_id] = mine
     fam.barrier_all()
     stats = store["stats"]
@@ -130,9 +143,11 @@ def analyse(fam):
         parts = np.concatenate([stats.read()[None], partials.read()])
         merged = np.concatenate([parts[:, :, :3].sum(axis=0), parts[:, :, 3:4].min(axis=0),
                                  parts[:, :, 4:5].max(axis=0)], axis=1)
+        store["histogram"].write(store["histogram"].read() + counts.read())
         stats.write(merged)
         store["state"][1] = ingested
         partials.deallocate()
+        counts.deallocate()
     fam.barrier_all()
     return ingested - analysed, stats.read()
 
