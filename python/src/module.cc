@@ -205,7 +205,14 @@ py::object Option(fam &f, const std::string &name) {
     return py::str(static_cast<const char *>(value));
 }
 
-py::dict StatOf(const Fam_Stat &info) {
+// fam_stat of an item or a region, as a dict.
+template <typename Descriptor>
+py::dict StatOf(fam &f, Descriptor *descriptor) {
+    Fam_Stat info{};
+    {
+        py::gil_scoped_release release;
+        f.fam_stat(descriptor, &info);
+    }
     py::dict out;
     out["size"] = info.size;
     out["perm"] = static_cast<uint32_t>(info.perm);
@@ -444,15 +451,7 @@ PYBIND11_MODULE(_fampool, m) {
             Release())
         .def(
             "quiet", [](fam &f) { f.fam_quiet(); }, Release())
-        .def("stat",
-             [](fam &f, Item &i) {
-                 Fam_Stat info{};
-                 {
-                     py::gil_scoped_release release;
-                     f.fam_stat(i.descriptor.get(), &info);
-                 }
-                 return StatOf(info);
-             })
+        .def("stat", [](fam &f, Item &i) { return StatOf(f, i.descriptor.get()); })
         // The baseline of bench/python_bench.py: `repeats` blocking puts or gets ("put",
         // "get") of `nbytes` at offset 0, from and into a C++ buffer, timed in C++; seconds.
         .def(
@@ -472,15 +471,7 @@ PYBIND11_MODULE(_fampool, m) {
                     .count();
             },
             Release())
-        .def("stat_region",
-             [](fam &f, Region &r) {
-                 Fam_Stat info{};
-                 {
-                     py::gil_scoped_release release;
-                     f.fam_stat(r.descriptor.get(), &info);
-                 }
-                 return StatOf(info);
-             })
+        .def("stat_region", [](fam &f, Region &r) { return StatOf(f, r.descriptor.get()); })
         .def(
             "gather_stride_into",
             [](fam &f, Item &i, const py::buffer &target, uint64_t first, uint64_t stride,
