@@ -302,7 +302,7 @@ class fam {
     void fam_scatter_nonblocking(void *local, Fam_Descriptor *descriptor, uint64_t nElements,
                                  uint64_t *elementIndex, uint64_t elementSize);
 
-    // Memory-side aggregation (docs/api.md, "Memory-side operations"): queues an operation on
+    // Memory-side aggregation (docs/semantics.md, "Memory-side operations"): queues an operation on
     // nElements elements of elementSize bytes, element i at index elementIndex[i] of the item,
     // with its bytes at local + i * elementSize. The queue ships to the memory servers, which
     // apply it, when it holds aggregation_threshold elements or at fam_aggregate_flush; an

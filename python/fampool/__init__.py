@@ -97,10 +97,11 @@ class Fam(_Fam):
         values = np.ascontiguousarray(values)
         index = np.ascontiguousarray(indexes, dtype=np.uint64)
         if len(values) != len(index):
-            raise ValueError("fampool: scatter needs as many values as indexes")
+            raise ValueError(f"fampool: scatter_array on item \"{item.name}\" needs as many "
+                             f"values as indexes ({len(values)} and {len(index)})")
         self.scatter(item, values, index, values.dtype.itemsize)
 
-    # Memory-side aggregation (docs/api.md, "Memory-side operations"): operations on indexed
+    # Memory-side aggregation (docs/semantics.md, "Memory-side operations"): operations on indexed
     # elements are queued and applied by the memory servers in batches; aggregate_flush(item)
     # returns when all queued for the item are applied (and queue_gather's results are in
     # `out`). The library copies what an add or scatter writes when it is queued; a gather's
