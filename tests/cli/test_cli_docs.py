@@ -56,7 +56,9 @@ def test_every_fampool_command_has_a_section_with_each_of_its_options():
         if not text:
             missing.append(f"no section `### fampool {command} ...`")
             continue
-        for option in long_options(help_of(os.path.join(TOOLS, "fampool"), command, "--help")):
+        help_text = help_of(os.path.join(TOOLS, "fampool"), command, "--help")
+        assert "Usage:" in help_text, f"fampool {command} --help printed: {help_text}"
+        for option in long_options(help_text):
             if option not in text:
                 missing.append(f"fampool {command} {option}")
     assert not missing, "docs/cli.md lacks: " + "; ".join(missing)
@@ -68,7 +70,9 @@ def test_the_server_programs_options_are_documented():
         path = os.path.join(TOOLS, program)
         if not os.path.exists(path):
             path = os.path.join(TOOLS, "delayline", program)
-        for option in long_options(help_of(path, "--help")):
+        options = long_options(help_of(path, "--help"))
+        assert options, f"{program} --help lists no option"
+        for option in options:
             if not re.search(rf"{program}\b[^\n]*{option}|{option}[^\n]*{program}", DOCS) and \
                     option not in "".join(b for h, b in SECTIONS.items() if program in h):
                 missing.append(f"{program} {option}")

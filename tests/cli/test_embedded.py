@@ -194,7 +194,7 @@ def test_volatile_regions_of_an_earlier_boot_are_shown_lost_and_left_to_programs
     as a reboot would leave it): ls and status mark its volatile regions, and leave releasing
     them to the next program, which does."""
     path, env = home
-    make_region_with_items(env, "scratch", [])
+    make_region_with_items(env, "scratch", ["x"])
     earlier = subprocess.run(["mdb_load", "-T", "-s", "meta", os.path.join(path, "home", "meta")],
                              input="boot_id\nan-earlier-boot\n", capture_output=True, text=True,
                              timeout=COMMAND_TIMEOUT_S)
@@ -205,6 +205,9 @@ def test_volatile_regions_of_an_earlier_boot_are_shown_lost_and_left_to_programs
             listing.stdout
     assert "the machine rebooted since a program last opened the store" in \
         fampool("status", env=env).stdout
+    item = fampool("rm", "scratch", "x", env=env)
+    assert item.returncode == 1
+    assert "the volatile region's heap went with the reboot" in item.stderr, item.stderr
     make(env, "")
     assert "(no regions)" in fampool("ls", env=env).stdout
 
@@ -235,6 +238,10 @@ assert lib.c_fam_put_blocking(fam, data, item, 0, len(data)) == 0
     restored = fampool("restore", "day 1", "results", "copy", "--mode", "0600", env=env)
     assert restored.returncode == 0, restored.stderr
     assert "a new item, mode 0600" in restored.stdout
+    kept_mode = fampool("restore", "day 1", "results", "histogram", "--mode", "0600", env=env)
+    assert kept_mode.returncode == 1
+    assert '--mode sets the mode of an item restore makes, but data item "histogram"' in \
+        kept_mode.stderr, kept_mode.stderr
     over = fampool("restore", "day 1", "results", "histogram", env=env)
     assert over.returncode == 0 and "the existing item of 64.0 KiB" in over.stdout, over.stderr
     too_small = fampool("restore", "day 1", "results", "small", env=env)

@@ -7,6 +7,7 @@ a program written the way OpenFAM's examples are under mpirun with only OPENFAM_
 that fam_initialize reads fam_pe_config.yaml (runtime PMIX, FamThreadModel single).
 """
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -183,6 +184,11 @@ def test_services_and_pes_start_from_openfams_files(run_dir, openfam_root):
     create_region(run_dir, "pers", persistent=True)
     assert region_servers(run_dir, "vol") == [0]
     assert region_servers(run_dir, "pers") == [1]
+    # The CLI, given only OPENFAM_ROOT, looks at the cluster the PEs reached.
+    listed = fampool("ls", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert re.search(r"\n  pers\s", listed.stdout) and "embedded model" not in listed.stdout, \
+        listed.stdout
 
 
 @pytest.mark.parametrize("line, key", [

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <regex>
 
 #include "cli.h"
@@ -117,7 +118,8 @@ int Backup(const BackupOptions &options) {
     double seconds = Since(start);
     std::vector<BackupRow> made = Backups(fam, command, model, options.name);
     std::printf("backed up %s to %s: %s in %.2f s (%s), crc32c %s\n", object.c_str(),
-                BackupObject(options.name).c_str(), Bytes(item->get_size()).c_str(), seconds,
+                BackupObject(options.name).c_str(),
+                Bytes(item->get_size(), options.exact_bytes).c_str(), seconds,
                 Rate(item->get_size(), seconds).c_str(),
                 made.empty() ? "?" : made.front().crc32c.c_str());
     return 0;
@@ -125,6 +127,9 @@ int Backup(const BackupOptions &options) {
 
 int Restore(const BackupOptions &options) {
     const std::string command = "restore";
+    // A bad mode fails before anything is asked of the model.
+    std::optional<uint32_t> mode;
+    if (!options.mode.empty()) mode = ParseMode(command, options.mode);
     Model model = ChooseModel(command, options.cluster);
     FamOn fam(command, model);
     std::vector<BackupRow> found = Backups(fam, command, model, options.name);
@@ -142,6 +147,14 @@ int Restore(const BackupOptions &options) {
     } catch (const Fam_Exception &e) {
         if (e.fam_error() != openfam::FAM_ERR_NOTFOUND) Fault(command, model, object, e);
     }
+    // --mode is the mode of an item restore makes: an existing item keeps its own, so the
+    // option is refused rather than quietly not applied.
+    if (item && mode) {
+        Die(1,
+            "fampool restore: --mode sets the mode of an item restore makes, but {} exists "
+            "(restore into it without --mode, or into a new item)",
+            object);
+    }
     const std::string what = fmt::format("{} into {}", BackupObject(options.name), object);
     auto start = std::chrono::steady_clock::now();
     std::string outcome;
@@ -150,14 +163,14 @@ int Restore(const BackupOptions &options) {
             [&] { fam->fam_restore_wait(fam->fam_restore(options.name.c_str(), item.get())); });
         outcome = fmt::format("the existing item of {}", Bytes(item->get_size()));
     } else {
-        uint32_t mode = options.mode.empty() ? backup.mode : ParseMode(command, options.mode);
+        uint32_t made_mode = mode.value_or(backup.mode);
         openfam::Fam_Descriptor *made = nullptr;
         Ask(command, model, what, [&] {
             fam->fam_restore_wait(fam->fam_restore(options.name.c_str(), region.get(),
-                                                   options.item.c_str(), mode, &made));
+                                                   options.item.c_str(), made_mode, &made));
         });
         item.reset(made);
-        outcome = fmt::format("a new item, mode {:04o}", mode);
+        outcome = fmt::format("a new item, mode {:04o}", made_mode);
     }
     double seconds = Since(start);
     std::printf("restored %s (%s) into %s (%s) in %.2f s (%s)\n",

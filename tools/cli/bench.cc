@@ -188,7 +188,8 @@ int Bench(const BenchOptions &options) {
         // The item holds the source's bytes: every put wrote them where it got them from.
         fam->fam_get_blocking(target.data(), data.get(), 0, item_bytes);
         if (std::memcmp(target.data(), source.data(), item_bytes) != 0) {
-            Die(1, "fampool bench: a get returned other bytes than the puts wrote");
+            Die(1, "fampool bench: {}: a get returned other bytes than the puts wrote",
+                ItemObject("data", name));
         }
     });
     Ask(command, model, ItemObject("counters", name), [&] {

@@ -246,7 +246,9 @@ int Main(int argc, char **argv) {
         delete_option->excludes(positional);
     }
     list_flag->excludes(delete_option);
-    backup_command->add_flag("--bytes", backup.exact_bytes, "print sizes in bytes (--list)");
+    backup_command
+        ->add_flag("--bytes", backup.exact_bytes, "print sizes in bytes (--list, or the backup)")
+        ->excludes(delete_option);
     AddModelChoice(backup_command, backup.cluster);
 
     BackupOptions restore;

@@ -58,6 +58,13 @@ Model ChooseModel(const std::string &command, const ClusterChoice &choice) {
             NoteRunDirHere(command);
             return model;
         }
+        // A program configured by $OPENFAM_ROOT/config reaches the cluster those files
+        // describe: so does the command (a cluster file names itself through FAMPOOL_CONFIG).
+        if (!EnvSet("FAMPOOL_CONFIG") && !model.config.config_file.empty()) {
+            model.cluster = LoadCluster(
+                command, std::filesystem::path(model.config.config_file).parent_path().string());
+            return model;
+        }
     }
     model.cluster = LoadCluster(command, ClusterFileOf(choice));
     return model;

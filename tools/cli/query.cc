@@ -144,7 +144,7 @@ std::string RegionTotals(const rpc::ClusterStatus &status, bool exact) {
 // heaps and each memory tier of the configuration) and its regions.
 int EmbeddedStatus(Pool &pool, bool exact) {
     const Config &config = pool.model().config;
-    rpc::ClusterStatus status = pool.Ask("embedded store", [&] { return pool.Status(); });
+    rpc::ClusterStatus status = pool.Ask("embedded store " + pool.store_dir(), [&] { return pool.Status(); });
     std::printf("embedded model: store %s, configuration %s\n", pool.store_dir().c_str(),
                 config.config_file.empty() ? "(none: built-in defaults and FAMPOOL_* variables)"
                                            : config.config_file.c_str());

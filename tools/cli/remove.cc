@@ -14,6 +14,19 @@ int Remove(const RemoveOptions &options) {
     Pool pool("rm", options.cluster);
     if (!options.item.empty()) {
         const std::string object = ItemObject(options.item, options.region);
+        // A volatile region of an earlier boot lost its heap with the reboot: its items have no
+        // bytes left to release, and the next program drops the region whole.
+        if (pool.volatile_regions_lost()) {
+            RegionInfo region = pool.Ask(RegionObject(options.region), [&] {
+                return pool.metadata().LookupRegion(options.region, pool.caller());
+            });
+            if (region.attributes.memoryType == VOLATILE) {
+                Die(1,
+                    "fampool rm: {}: the volatile region's heap went with the reboot; remove "
+                    "the region (fampool rm -r {}), or start a program, which releases it",
+                    object, ShellQuote(options.region));
+            }
+        }
         ItemInfo item = pool.Ask(object, [&] {
             return pool.metadata().LookupItem(options.item, options.region, pool.caller());
         });
