@@ -286,8 +286,10 @@ def test_bench_measures_against_memcpy_and_leaves_no_region(home):
 
 
 def test_commands_are_safe_beside_a_program_using_the_store(home):
-    """A program holds a region and its bytes while ls, stat, status, backup, bench and rm of
-    another region run; afterwards its bytes are intact and the store still serves it."""
+    """A program holds a region and its bytes, and keeps allocating, writing, checking and
+    freeing items in it, while ls, stat, status, backup, bench and rm of another region run;
+    every round of the program finds its bytes, and afterwards its kept bytes are intact and
+    the store still serves it."""
     _, env = home
     make_region_with_items(env, "other", ["x"])
     program = subprocess.Popen(
@@ -298,8 +300,21 @@ item = lib.c_fam_allocate_named(fam, b"data", 65536, 0o640, region)
 data = {PATTERN}
 assert lib.c_fam_put_blocking(fam, data, item, 0, len(data)) == 0
 print("ready", flush=True)
-sys.stdin.readline()
+import select
+lib.c_fam_deallocate.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+rounds = 0
 out = ctypes.create_string_buffer(65536)
+while not select.select([sys.stdin], [], [], 0)[0]:
+    name = b"churn%d" % rounds
+    churn = lib.c_fam_allocate_named(fam, name, 65536, 0o600, region)
+    assert churn, name
+    assert lib.c_fam_put_blocking(fam, data, churn, 0, len(data)) == 0
+    assert lib.c_fam_get_blocking(fam, out, churn, 0, 65536) == 0
+    assert out.raw == data, name
+    assert lib.c_fam_deallocate(fam, churn) == 0
+    rounds += 1
+sys.stdin.readline()
+print("rounds", rounds, flush=True)
 assert lib.c_fam_get_blocking(fam, out, item, 0, 65536) == 0
 assert out.raw == data
 assert lib.c_fam_allocate_named(fam, b"after", 4096, 0o640, region)
@@ -315,6 +330,8 @@ assert lib.c_fam_allocate_named(fam, b"after", 4096, 0o640, region)
         program.stdin.write("go\n")
         program.stdin.flush()
         assert program.wait(timeout=COMMAND_TIMEOUT_S) == 0, program.stderr.read()
+        rounds = int(program.stdout.read().split()[-1])
+        assert rounds > 0  # the program worked the store while the commands ran
     finally:
         if program.poll() is None:
             program.kill()

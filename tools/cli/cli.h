@@ -51,6 +51,9 @@ std::string DefaultRunDir();
 // `dir` made absolute, or DefaultRunDir() when empty.
 std::string RunDirOf(const std::string &dir);
 std::string ClusterFileOf(const ClusterChoice &choice);
+// The run directory of `fampool up` whose cluster file `path` is (DIR/cluster.yaml); "" for a
+// cluster file of another name.
+std::string RunDirOfClusterFile(const std::string &path);
 // LoadClusterConfig with the command's name in front of its message; a missing file gets a hint.
 ClusterConfig LoadCluster(const std::string &command, const std::string &path);
 

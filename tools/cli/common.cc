@@ -33,15 +33,21 @@ std::string ClusterFileOf(const ClusterChoice &choice) {
     return RunDirOf(choice.run_dir) + "/cluster.yaml";
 }
 
+std::string RunDirOfClusterFile(const std::string &path) {
+    const std::string name = "/cluster.yaml";
+    if (path.size() <= name.size() || !path.ends_with(name)) return "";
+    return path.substr(0, path.size() - name.size());
+}
+
 ClusterConfig LoadCluster(const std::string &command, const std::string &path) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
         std::string hint = "start a cluster with `fampool up`, or name its file with --config";
-        if (path.size() > 13 && path.ends_with("/cluster.yaml")) {
+        if (std::string dir = RunDirOfClusterFile(path); !dir.empty()) {
             hint = fmt::format(
                 "start a cluster with `fampool up --run-dir {}`, or name its "
                 "file with --config",
-                ShellQuote(path.substr(0, path.size() - 13)));
+                ShellQuote(dir));
         }
         Die(1, "fampool {}: no cluster file {} ({})", command, path, hint);
     }

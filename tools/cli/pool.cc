@@ -75,9 +75,8 @@ void Fault(const std::string &command, const Model &model, const std::string &ob
     if (e.fam_error() == openfam::FAM_ERR_RPC && !model.embedded) {
         const std::string &path = model.cluster.path;
         std::string start = fmt::format("fampool up --config {}", ShellQuote(path));
-        if (path.ends_with("/cluster.yaml")) {
-            start = fmt::format("fampool up --run-dir {}",
-                                ShellQuote(path.substr(0, path.size() - 13)));
+        if (std::string dir = RunDirOfClusterFile(path); !dir.empty()) {
+            start = fmt::format("fampool up --run-dir {}", ShellQuote(dir));
         }
         Die(kExitUnreachable,
             "fampool {}: the metadata service of {} does not answer: {}. Is the cluster up? "

@@ -144,7 +144,8 @@ std::string RegionTotals(const rpc::ClusterStatus &status, bool exact) {
 // heaps and each memory tier of the configuration) and its regions.
 int EmbeddedStatus(Pool &pool, bool exact) {
     const Config &config = pool.model().config;
-    rpc::ClusterStatus status = pool.Ask("embedded store " + pool.store_dir(), [&] { return pool.Status(); });
+    rpc::ClusterStatus status =
+        pool.Ask("embedded store " + pool.store_dir(), [&] { return pool.Status(); });
     std::printf("embedded model: store %s, configuration %s\n", pool.store_dir().c_str(),
                 config.config_file.empty() ? "(none: built-in defaults and FAMPOOL_* variables)"
                                            : config.config_file.c_str());
@@ -245,7 +246,7 @@ int Status(const QueryOptions &options) {
                 status.servers_size(), static_cast<unsigned long long>(reachable),
                 Bytes(extents, exact).c_str(), RegionTotals(status, exact).c_str());
     const std::string &path = cluster.path;
-    const std::string dir = path.ends_with("/cluster.yaml") ? path.substr(0, path.size() - 13) : "";
+    const std::string dir = RunDirOfClusterFile(path);
     for (const rpc::ServerState &server : status.servers()) {
         if (server.reachable()) continue;
         std::string log = fmt::format("{}/logs/memory{}.log", dir, server.id());
