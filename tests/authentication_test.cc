@@ -273,21 +273,48 @@ TEST_F(AuthenticationTest, ClientCannotGrantItselfAKeyOrManageExtents) {
     Answer destroy = Ask(*memory, &rpc::MemoryServer::Stub::DestroyExtent, request, &empty);
     EXPECT_EQ(destroy.code, grpc::StatusCode::UNAUTHENTICATED) << destroy.message;
 
-    // Another user's credential opens no session there: only the servers' own uid may.
+    // Another user's session (clients open one for copies, backups and RAID calls) is refused
+    // every extent and key call: only the servers' own uid may make them.
     rpc::Credential credential;
     credential.set_munge(CredentialOf(kNobodyUid, kNobodyGid, cluster()->munge_socket(),
                                       fampool::MemoryServerAudience(0)));
     rpc::Session session;
-    Answer refused = Ask(*memory, &rpc::MemoryServer::Stub::Authenticate, credential, &session);
+    Answer opened = Ask(*memory, &rpc::MemoryServer::Stub::Authenticate, credential, &session);
+    ASSERT_EQ(opened.code, grpc::StatusCode::OK) << opened.message;
+    EXPECT_EQ(session.uid(), kNobodyUid);
+    Answer refused =
+        Ask(*memory, &rpc::MemoryServer::Stub::GrantKey, request, &grant, session.token());
     EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
     EXPECT_TRUE(Names(refused, "only from uid 0")) << refused.message;
-    EXPECT_TRUE(session.token().empty());
+    EXPECT_EQ(grant.key(), 0u);
+    refused = Ask(*memory, &rpc::MemoryServer::Stub::DestroyExtent, request, &empty,
+                  session.token());
+    EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
     EXPECT_EQ(GetBytes(item_.get(), 0, 4096), Pattern(4096, 7)) << "the item is intact";
+}
+
+TEST_F(AuthenticationTest, TokenOfAnEndedSessionIsRefused) {
+    MakeSecret();
+    rpc::Session root = SessionOf(0, 0);
+    rpc::LookupRequest lookup;
+    lookup.mutable_caller()->set_token(root.token());
+    lookup.set_name("secret");
+    rpc::Region region;
+    ASSERT_EQ(Ask(*metadata_, &rpc::Metadata::Stub::LookupRegion, lookup, &region).code,
+              grpc::StatusCode::OK);
+    rpc::Caller end;
+    end.set_token(root.token());
+    rpc::Empty empty;
+    ASSERT_EQ(Ask(*metadata_, &rpc::Metadata::Stub::EndSession, end, &empty).code,
+              grpc::StatusCode::OK);
+    Answer after = Ask(*metadata_, &rpc::Metadata::Stub::LookupRegion, lookup, &region);
+    EXPECT_EQ(after.code, grpc::StatusCode::UNAUTHENTICATED) << after.message;
+    EXPECT_EQ(after.fam_error, FAM_ERR_NOPERM) << after.message;
 }
 
 TEST_F(AuthenticationTest, SessionUnusedForItsIdleLimitEnds) {
     fampool::SessionTable sessions(cluster()->munge_socket(), "test", "test service",
-                                   std::nullopt, std::chrono::seconds(1));
+                                   std::chrono::seconds(1));
     fampool::SessionTable::Opened opened = sessions.Open(
         fampool::MakeCredential(cluster()->munge_socket(), "test", "test"), "Open");
     EXPECT_EQ(sessions.Resolve(opened.token, "Resolve").uid, getuid());

@@ -31,7 +31,7 @@ class TempDir {
         std::string pattern = parent + "/" + prefix + "XXXXXX";
         std::vector<char> name(pattern.begin(), pattern.end());
         name.push_back('\0');
-        if (mkdtemp(name.data()) != nullptr && chmod(name.data(), 0777) == 0) path_ = name.data();
+        if (mkdtemp(name.data()) != nullptr && chmod(name.data(), 01777) == 0) path_ = name.data();
     }
     ~TempDir() {
         std::error_code ignored;

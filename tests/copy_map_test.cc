@@ -240,12 +240,34 @@ TEST_F(MapTest, MapAfterUnmapGivesUsableMemoryAgain) {
 }
 
 TEST_F(MapTest, MapOfReadOnlyItemReadsData) {
-    Fam_Descriptor *read_only = ItemWithPerm(0400);
-    auto *mapped = static_cast<uint8_t *>(fam()->fam_map(read_only));
+    // A region its owner may only read: the mapping is read-only (on a cluster, of a read-only
+    // heap descriptor the memory server hands out).
+    std::unique_ptr<Fam_Region_Descriptor> region =
+        CreateRegion("ro", 4 * kMiB, 0700, RegionAttributes(REGION));
+    std::unique_ptr<Fam_Descriptor> item = Allocate("x", 64 * kKiB, region.get());
+    PutBytes(item.get(), 0, Pattern(64, 3));
+    fam()->fam_change_permissions(region.get(), 0400);
+    std::unique_ptr<Fam_Descriptor> read_only(fam()->fam_lookup("x", "ro"));
+    auto *mapped = static_cast<uint8_t *>(fam()->fam_map(read_only.get()));
     ASSERT_NE(mapped, nullptr);
-    EXPECT_EQ(mapped[0], 0);
+    EXPECT_EQ(std::vector<uint8_t>(mapped, mapped + 64), Pattern(64, 3));
     EXPECT_EQ(mapped[64 * kKiB - 1], 0);
-    fam()->fam_unmap(mapped, read_only);
+    fam()->fam_unmap(mapped, read_only.get());
+}
+
+TEST_F(MapTest, MapOfItemInDataitemRegionWorksEmbeddedAndIsRefusedOnACluster) {
+    Fam_Descriptor *item = ItemWithPerm(0600);
+    if (!cluster()) {
+        void *mapped = fam()->fam_map(item);
+        ASSERT_NE(mapped, nullptr);
+        fam()->fam_unmap(mapped, item);
+        return;
+    }
+    // The memory server hands out whole heaps; in a DATAITEM region the heap holds items of
+    // other permissions, so a mapping would reach further than the item's own access.
+    CaughtError caught = CatchFamError([&] { fam()->fam_map(item); });
+    EXPECT_TRUE(IsFamError(caught, FAM_ERR_INVALIDOP, {"fam_map"}));
+    EXPECT_NE(caught.message.find("DATAITEM"), std::string::npos) << caught.message;
 }
 
 TEST_F(MapTest, MapOfWriteOnlyItemThrowsNoPerm) {

@@ -42,7 +42,7 @@ class FabricPeersTest : public ::testing::TestWithParam<std::string> {
         for (uint64_t id = 0; id < 2; ++id) {
             Node &node = nodes_.emplace_back();
             HeapLocation heaps{dir_.path() + "/shm", dir_.path() + "/heaps",
-                               "ms" + std::to_string(id)};
+                               "ms" + std::to_string(id), FileAccess()};
             node.heaps = std::make_unique<LocalMemoryServer>(id, heaps, dir_.path() + "/archive");
             FabricConfig config;
             config.provider = GetParam();
@@ -59,8 +59,8 @@ class FabricPeersTest : public ::testing::TestWithParam<std::string> {
             node.peers = std::make_unique<FabricPeers>(config);
             node.heaps->AttachPeers(node.peers.get());
             node.heaps->CreateExtent(kRegion, kExtent);
-            node.writable = node.heaps->GrantKey(kRegion, 0, 0, true);
-            node.read_only = node.heaps->GrantKey(kRegion, 0, 0, false);
+            node.writable = node.heaps->GrantKey(kRegion, 0, 0, true, Permissions{});
+            node.read_only = node.heaps->GrantKey(kRegion, 0, 0, false, Permissions{});
         }
     }
     void TearDown() override {
@@ -142,7 +142,7 @@ TEST_P(FabricPeersTest, BackupPullsAndRestorePushesStripes) {
     info.size = kItem;
     Server(0).Backup(item, info);
     Fill(item, std::vector<uint8_t>(kItem, 0));
-    Server(1).Restore("b", item);  // any server can restore: the archive is shared
+    Server(1).Restore("b", item, Caller{});  // any server can restore: the archive is shared
     EXPECT_EQ(Bytes(item), Pattern(kItem, 3));
 }
 

@@ -436,6 +436,7 @@ class DirectHeap {
 
 TEST_P(FabricTest, SameNodeHeapOverShmIsReachedWithLoadsAndStores) {
     StartServers(1);
+    direct_by_path_ = true;
     for (bool direct : {true, false}) {
         SCOPED_TRACE(direct ? "fabric_direct" : "no fabric_direct");
         OpenClient(10000, false, false, direct);

@@ -38,7 +38,8 @@ class MemoryServerElementsTest : public ::testing::Test {
             }
         }
         server_ = std::make_unique<fampool::LocalMemoryServer>(
-            7, fampool::HeapLocation{volatile_.path(), persistent_.path(), "t"},
+            7, fampool::HeapLocation{volatile_.path(), persistent_.path(), "t",
+                                  fampool::FileAccess()},
             archive_.path());
         server_->AttachFabric(fabric_.get());
         server_->CreateExtent(extent_, 1 << 20);
@@ -74,7 +75,7 @@ class MemoryServerElementsTest : public ::testing::Test {
 };
 
 TEST_F(MemoryServerElementsTest, AddsWithAWritableKeyAndGathersThemBack) {
-    fampool::KeyGrant grant = server_->GrantKey(extent_, 0, 4096, true);
+    fampool::KeyGrant grant = server_->GrantKey(extent_, 0, 4096, true, fampool::Permissions{});
     EXPECT_EQ(0, Apply(grant.key, ElementOp::kAdd, 8, {0, 8, 0}, Words({5, 6, 7})));
     std::string back;
     EXPECT_EQ(0, Apply(grant.key, ElementOp::kGather, 8, {0, 8}, "", &back));
@@ -82,7 +83,7 @@ TEST_F(MemoryServerElementsTest, AddsWithAWritableKeyAndGathersThemBack) {
 }
 
 TEST_F(MemoryServerElementsTest, ReadOnlyKeyGathersButCannotAddOrScatter) {
-    fampool::KeyGrant grant = server_->GrantKey(extent_, 0, 4096, false);
+    fampool::KeyGrant grant = server_->GrantKey(extent_, 0, 4096, false, fampool::Permissions{});
     std::string back;
     EXPECT_EQ(0, Apply(grant.key, ElementOp::kGather, 8, {0}, "", &back));
     EXPECT_EQ(openfam::FAM_ERR_NOPERM, Apply(grant.key, ElementOp::kAdd, 8, {0}, Words({1})));
@@ -91,7 +92,7 @@ TEST_F(MemoryServerElementsTest, ReadOnlyKeyGathersButCannotAddOrScatter) {
 }
 
 TEST_F(MemoryServerElementsTest, ElementsOutsideTheGrantAreRefusedAndNothingIsApplied) {
-    fampool::KeyGrant grant = server_->GrantKey(extent_, 4096, 4096, true);
+    fampool::KeyGrant grant = server_->GrantKey(extent_, 4096, 4096, true, fampool::Permissions{});
     // One element inside the grant, one past it: the whole request is refused.
     EXPECT_EQ(openfam::FAM_ERR_NOPERM,
               Apply(grant.key, ElementOp::kAdd, 8, {4096, 8192}, Words({1, 1})));
@@ -101,7 +102,7 @@ TEST_F(MemoryServerElementsTest, ElementsOutsideTheGrantAreRefusedAndNothingIsAp
 }
 
 TEST_F(MemoryServerElementsTest, RevokedOrForgedKeyIsRefused) {
-    fampool::KeyGrant grant = server_->GrantKey(extent_, 0, 4096, true);
+    fampool::KeyGrant grant = server_->GrantKey(extent_, 0, 4096, true, fampool::Permissions{});
     EXPECT_EQ(openfam::FAM_ERR_NOPERM,
               Apply(grant.key ^ 0x5555, ElementOp::kAdd, 8, {0}, Words({1})));
     server_->RevokeKeys(extent_, 0);
@@ -109,7 +110,7 @@ TEST_F(MemoryServerElementsTest, RevokedOrForgedKeyIsRefused) {
 }
 
 TEST_F(MemoryServerElementsTest, MalformedRequestsAreRefusedAsInvalid) {
-    fampool::KeyGrant grant = server_->GrantKey(extent_, 0, 4096, true);
+    fampool::KeyGrant grant = server_->GrantKey(extent_, 0, 4096, true, fampool::Permissions{});
     // Operands that do not match the elements, an unknown operation, an add of 2-byte elements,
     // an unaligned add, and a gather whose reply would exceed a message.
     EXPECT_EQ(openfam::FAM_ERR_INVALID, Apply(grant.key, ElementOp::kAdd, 8, {0, 8}, Words({1})));

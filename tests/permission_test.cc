@@ -21,6 +21,7 @@ constexpr uint64_t kItemSize = 4096;
 
 class PermissionTest : public FamTest {
   protected:
+    void PrepareEnvironment() override { ShareStoreWithChildren(); }
     void TearDown() override {
         items_.clear();
         regions_.clear();

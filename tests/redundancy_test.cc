@@ -141,6 +141,7 @@ class RedundancyTest : public ClusterTest, public ::testing::WithParamInterface<
     fampool::rpc::ClusterStatus Status() {
         fampool::ClusterConfig config = fampool::LoadClusterConfig(cluster()->config_path());
         fampool::MetadataClient client(config.metadata_address, std::chrono::seconds(20));
+        if (config.authentication == "munge") client.UseMunge(config.munge_socket);
         return client.Status();
     }
     // The region's member states (one byte each), as the metadata service has them.
@@ -173,6 +174,7 @@ class RedundancyTest : public ClusterTest, public ::testing::WithParamInterface<
     fampool::rpc::RebuildReply Rebuild() {
         fampool::ClusterConfig config = fampool::LoadClusterConfig(cluster()->config_path());
         fampool::MetadataClient client(config.metadata_address, std::chrono::seconds(120));
+        if (config.authentication == "munge") client.UseMunge(config.munge_socket);
         return client.Rebuild("", std::chrono::seconds(120));
     }
     // Waits until every PE has acknowledged `more` rounds past `from` (or failed).
@@ -375,6 +377,7 @@ TEST_F(SpareTest, LostMembersGoToTheSpareAtOnceAndCopiesToAnotherDomain) {
     PutRaidPattern(fam(), item.get(), 5);
     fampool::ClusterConfig config = fampool::LoadClusterConfig(cluster()->config_path());
     fampool::MetadataClient client(config.metadata_address, std::chrono::seconds(20));
+    if (config.authentication == "munge") client.UseMunge(config.munge_socket);
     auto region_info = [&] {
         fampool::rpc::ClusterStatus status = client.Status();
         for (const auto &usage : status.regions()) {

@@ -59,7 +59,9 @@ TEST_F(RegionTest, RedundancyIsKeptWhereServersAllowAndRefusedClearlyElsewhere) 
             [&] { region.reset(fam()->fam_create_region("safe", kMiB, 0777, &attrs)); });
         bool enough = servers >= (level == RAID1 ? 2 : 3);
         if (!enough || caught.thrown) {
-            if (!enough) EXPECT_EQ(caught.code, FAM_ERR_RESOURCE) << caught.message;
+            if (!enough) {
+                EXPECT_EQ(caught.code, FAM_ERR_RESOURCE) << caught.message;
+            }
             if (enough) {  // RAID5 on a cluster without interleaving
                 EXPECT_EQ(level, RAID5);
                 EXPECT_EQ(caught.code, FAM_ERR_INVALID) << caught.message;

@@ -184,16 +184,16 @@ std::function<void()> RestoreInto(const std::shared_ptr<Session> &session, const
     if (!IsRedundant(item.region)) {
         ItemLayout layout = LayoutOf(item);
         MemoryServer *home = &HomeOf(*session, layout);
-        return [session, name, home, layout] { home->Restore(name, layout); };
+        return [session, name, home, layout] { home->Restore(name, layout, session->caller); };
     }
     RedundantLayout(item, 0);
     return [session, name, item] {
         WithRecovery(*session, item, [&](const ItemInfo &now) {
             ItemLayout layout = RedundantLayout(now, 0);
-            HomeOf(*session, layout).Restore(name, layout);
+            HomeOf(*session, layout).Restore(name, layout, session->caller);
             if (now.region.attributes.redundancyLevel == RAID1) {
                 ItemLayout second = RedundantLayout(now, 1);
-                HomeOf(*session, second).Restore(name, second);
+                HomeOf(*session, second).Restore(name, second, session->caller);
             } else {
                 RecomputeParity(*session, now);
             }
@@ -308,17 +308,26 @@ void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options 
     ItemLayout layout = redundant ? RedundantLayout(item, 0) : LayoutOf(item);
     MemoryServer *home = &HomeOf(session, layout);
     try {
-        Archivist(session).DescribeBackup(name);
+        Archivist(session).DescribeBackup(name, session.caller);
         Fail(openfam::FAM_BACKUP_NOT_CREATED, "backup \"{}\" already exists", name);
     } catch (const Failure &failure) {
+        if (failure.fam_error() == openfam::FAM_ERR_NOPERM) {
+            Fail(openfam::FAM_BACKUP_NOT_CREATED,
+                 "backup \"{}\" already exists (another user's: backup names are shared by "
+                 "every user of the cluster)",
+                 name);
+        }
         if (failure.fam_error() != openfam::FAM_BACKUP_NOTFOUND) throw;
     }
+    // The backup keeps the permissions that govern reading the item: its region's in a
+    // REGION-level region, its own in a DATAITEM one.
+    const bool region_level = item.region.attributes.permissionLevel != DATAITEM;
     BackupInfo info;
     info.name = name;
     info.size = item.size;
-    info.uid = item.uid;
-    info.gid = item.gid;
-    info.mode = item.perm;
+    info.uid = region_level ? item.region.uid : item.uid;
+    info.gid = region_level ? item.region.gid : item.gid;
+    info.mode = region_level ? item.region.perm : item.perm;
     info.item_name = item.name;
     if (!redundant) {
         return Launch([session = session_, home, layout, info] { home->Backup(layout, info); });
@@ -335,7 +344,7 @@ void *FamImpl::Restore(const char *name, Fam_Descriptor *dest) {
     Session &session = Control();
     CheckBackupName(name);
     ItemInfo item = Granted(session, dest, kWrite, 0, 0);
-    BackupInfo info = Archivist(session).DescribeBackup(name);
+    BackupInfo info = Archivist(session).DescribeBackup(name, session.caller);
     if (info.size > item.size) {
         Fail(openfam::FAM_ERR_OUTOFRANGE, "backup \"{}\" holds {} bytes but {} has only {}", name,
              info.size, Describe(item), item.size);
@@ -349,7 +358,7 @@ void *FamImpl::Restore(const char *name, Fam_Region_Descriptor *region, const ch
     CheckBackupName(name);
     if (!dest) Fail(openfam::FAM_ERR_NULLPTR, "destination descriptor pointer is NULL");
     if (!region) Fail(openfam::FAM_ERR_NULLPTR, "region descriptor is NULL");
-    BackupInfo info = Archivist(session).DescribeBackup(name);
+    BackupInfo info = Archivist(session).DescribeBackup(name, session.caller);
     *dest = Allocate(item, info.size, perm, region);
     const ItemInfo &created = (*dest)->state()->item;
     std::function<void()> restore = RestoreInto(session_, name, created);
@@ -367,9 +376,14 @@ void *FamImpl::Restore(const char *name, Fam_Region_Descriptor *region, const ch
 void *FamImpl::DeleteBackup(const char *name) {
     Session &session = Control();
     CheckBackupName(name);
-    Archivist(session).DescribeBackup(name);  // unknown names fail here, at the call
+    // Unknown names, and backups of another owner, fail here, at the call.
+    BackupInfo info = Archivist(session).DescribeBackup(name, session.caller);
+    if (info.uid != session.caller.uid) {
+        Archivist(session).DeleteBackup(name, session.caller);  // refused unless cluster user
+        return Launch([] {});
+    }
     return Launch([session = session_, name = std::string(name)] {
-        Archivist(*session).DeleteBackup(name);
+        Archivist(*session).DeleteBackup(name, session->caller);
     });
 }
 
@@ -380,11 +394,11 @@ char *FamImpl::ListBackup(const char *name) {
     }
     std::string text;
     if (std::string(name) == "*") {
-        for (const BackupInfo &info : Archivist(session).ListBackups()) {
+        for (const BackupInfo &info : Archivist(session).ListBackups(session.caller)) {
             text += FormatBackup(info);
         }
     } else {
-        text = FormatBackup(Archivist(session).DescribeBackup(name));
+        text = FormatBackup(Archivist(session).DescribeBackup(name, session.caller));
     }
     char *copy = strdup(text.c_str());
     if (!copy) Fail(openfam::FAM_ERR_MEMORY, "out of memory");

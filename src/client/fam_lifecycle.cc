@@ -128,6 +128,10 @@ void FamImpl::Finalize(const char * /*group*/) {
     channel_->Drain();
     session.finalized.store(true, std::memory_order_release);
     session.metadata->Sync();
+    // The sessions this process opened end now: their tokens are refused from here on, not
+    // an hour after the last call (docs/security.md).
+    session.metadata->EndSession();
+    for (auto &server : session.servers) server->EndSession();
     session.runtime.reset();
 }
 

@@ -18,9 +18,16 @@ namespace fampool {
 
 namespace {
 
+// Who shares the embedded model's store, heaps and archive with the user running it: nobody,
+// or the members of the configuration's sharing_group.
+FileAccess EmbeddedAccess(const Config &config) {
+    return FileAccess::Sharing(config.sharing_group, "sharing_group");
+}
+
 // The embedded model over the store session.env, whose heap files `instance` names.
 void OpenEmbedded(Session &session, const std::string &instance) {
     const Config &config = session.config;
+    const FileAccess access = EmbeddedAccess(config);
     PlacementOptions placement;
     placement.interleave_size = config.interleave_size;
     // Every region on one memory server: the embedded data path maps a region's one heap.
@@ -41,10 +48,11 @@ void OpenEmbedded(Session &session, const std::string &instance) {
         locals.push_back(heaps.get());
         session.servers.push_back(std::move(heaps));
     };
-    add(HeapLocation{config.shm_dir, config.data_dir + "/heaps", instance},
+    add(HeapLocation{config.shm_dir, config.data_dir + "/heaps", instance, access},
         DeclaredProfile("dram"), "", 0);
     for (const Config::MemoryTier &tier : config.memory_tiers) {
-        add(HeapLocation{tier.dir + "/volatile", tier.dir + "/persistent", instance},
+        access.MakeDirectory(tier.dir);
+        add(HeapLocation{tier.dir + "/volatile", tier.dir + "/persistent", instance, access},
             DeclaredProfile(tier.kind, tier.bandwidth, tier.latency_ns),
             tier.kind == "persistent" ? "persistent" : "", tier.capacity);
     }
@@ -80,13 +88,24 @@ void ChooseClientInterface(const Config &config, FabricConfig *fabric) {
     fabric->node = SourceAddressToward(HostOf(config.metadata_address));
 }
 
+// How this client reaches the services: over TLS when the configuration names a CA.
+TlsSettings ClientTlsOf(const Config &config) {
+    TlsSettings tls;
+    tls.ca = config.tls_ca;
+    tls.server_name = config.tls_server_name;
+    tls.certificate = config.tls_client_certificate;
+    tls.private_key = config.tls_client_key;
+    return tls;
+}
+
 void OpenCluster(Session &session) {
     const Config &config = session.config;
     auto timeout = std::chrono::milliseconds(config.rpc_timeout_ms);
+    const TlsSettings tls = ClientTlsOf(config);
     auto metadata = std::make_unique<ShardedMetadata>(
         config.metadata_shards.empty() ? std::vector<std::string>{config.metadata_address}
                                        : config.metadata_shards,
-        timeout);
+        timeout, tls);
     rpc::ServerList list = metadata->Servers(std::chrono::milliseconds(config.connect_timeout_ms));
     session.host = SourceAddressToward(HostOf(config.metadata_address));
     for (const rpc::ServerState &server : list.servers()) {
@@ -95,7 +114,7 @@ void OpenCluster(Session &session) {
                  config.metadata_address, server.id());
         }
         session.servers.push_back(
-            std::make_unique<MemoryServerClient>(server.id(), server.address(), timeout));
+            std::make_unique<MemoryServerClient>(server.id(), server.address(), timeout, tls));
     }
     if (session.servers.empty()) {
         Fail(openfam::FAM_ERR_MEMSERV_LIST_EMPTY, "metadata service {} has no memory servers",
@@ -106,6 +125,11 @@ void OpenCluster(Session &session) {
     if (list.authentication() == "munge") {
         metadata->UseMunge(config.munge_socket);
         metadata->Authenticate();
+        // Memory servers take copies, backups and RAID calls from sessions only; one is opened
+        // with each at the first such call.
+        for (auto &server : session.servers) {
+            static_cast<MemoryServerClient &>(*server).UseMunge(config.munge_socket);
+        }
     } else if (config.authentication == "munge") {
         Fail(openfam::FAM_ERR_INVALID,
              "this process's configuration asks for authentication: munge, but the metadata "
@@ -118,10 +142,13 @@ void OpenCluster(Session &session) {
     fabric.timeout_ms = config.fabric_timeout_ms;
     fabric.checked_reads = config.fabric_checked_reads;
     fabric.direct = config.fabric_direct;
+    fabric.direct_by_path = config.fabric_direct_by_path;
     fabric.memory_side_elements = config.fabric_memory_side_elements;
     fabric.memory_side_request_bytes = config.atl_data_size;
     ChooseClientInterface(config, &fabric);
-    if (config.metadata_fabric) metadata->UseFabric(fabric);
+    // With TLS the session token must not travel in clear: metadata calls stay on gRPC (a
+    // service with TLS offers no fabric endpoint either).
+    if (config.metadata_fabric && !tls.enabled()) metadata->UseFabric(fabric);
     session.metadata = std::move(metadata);
     Session *self = &session;
     auto fabric_transport = std::make_unique<FabricTransport>(
@@ -149,7 +176,7 @@ void OpenCluster(Session &session) {
 std::shared_ptr<Session> Session::Open(const Config &config) {
     auto session = std::make_shared<Session>();
     session->config = config;
-    session->caller = Caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
+    session->caller = ThisProcess();
     session->runtime = MakeRuntime(config.runtime);
     if (config.model == "memory_server") {
         // tcp's RDM endpoints (ofi_rxm) share one receive context per process whose buffers
@@ -162,7 +189,9 @@ std::shared_ptr<Session> Session::Open(const Config &config) {
         setenv("FI_OFI_RXM_USE_SRX", "0", 0);
         OpenCluster(*session);
     } else {
-        session->env = LmdbEnv::Open(config.data_dir + "/meta", config.meta_sync);
+        FileAccess access = EmbeddedAccess(config);
+        access.MakeDirectory(config.data_dir);
+        session->env = LmdbEnv::Open(config.data_dir + "/meta", config.meta_sync, access);
         OpenEmbedded(*session, MetadataStore::Prepare(*session->env));
     }
     return session;
@@ -172,7 +201,14 @@ std::shared_ptr<Session> Session::OpenInPlace(const Config &config) {
     const std::string dir = config.data_dir + "/meta";
     std::error_code ec;
     // LmdbEnv::Open would make the directory and an empty store.
-    if (!std::filesystem::exists(dir + "/data.mdb", ec)) {
+    bool exists = std::filesystem::exists(dir + "/data.mdb", ec);
+    if (ec) {
+        Fail(openfam::FAM_ERR_NOPERM,
+             "cannot reach the metadata store in {}: {} (a store is private to the user who made "
+             "it unless its sharing_group names a group of this user, docs/security.md)",
+             dir, ec.message());
+    }
+    if (!exists) {
         Fail(openfam::FAM_ERR_NOTFOUND,
              "no metadata store in {}: no program has used the embedded model with this data "
              "directory yet",
@@ -180,9 +216,9 @@ std::shared_ptr<Session> Session::OpenInPlace(const Config &config) {
     }
     auto session = std::make_shared<Session>();
     session->config = config;
-    session->caller = Caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
+    session->caller = ThisProcess();
     session->runtime = MakeRuntime("NONE");
-    session->env = LmdbEnv::Open(dir, config.meta_sync);
+    session->env = LmdbEnv::Open(dir, config.meta_sync, EmbeddedAccess(config));
     std::string instance = MetadataStore::ReadIdentity(*session->env).instance;
     if (instance.empty()) {
         Fail(openfam::FAM_ERR_NOTFOUND,

@@ -2,6 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -167,6 +170,14 @@ ClusterConfig ReadClusterFile(const std::string &path) {
         }
         if (key == "authentication") config.authentication = Read<std::string>(value, key, path);
         if (key == "munge_socket") config.munge_socket = Read<std::string>(value, key, path);
+        if (key == "sharing_group") config.sharing_group = Read<std::string>(value, key, path);
+        if (key == "tls_ca") config.tls_ca = Read<std::string>(value, key, path);
+        if (key == "tls_certificate") config.tls_certificate = Read<std::string>(value, key, path);
+        if (key == "tls_private_key") config.tls_private_key = Read<std::string>(value, key, path);
+        if (key == "tls_client_certificates") {
+            config.tls_client_certificates = Read<std::string>(value, key, path);
+        }
+        if (key == "tls_server_name") config.tls_server_name = Read<std::string>(value, key, path);
         if (key == "memservers") {
             if (!value.IsSequence()) Bad(path, "\"memservers\" must be a list");
             for (size_t i = 0; i < value.size(); ++i) {
@@ -182,6 +193,33 @@ ClusterConfig ReadClusterFile(const std::string &path) {
 }
 
 }  // namespace
+
+TlsSettings ServerTls(const ClusterConfig &config) {
+    TlsSettings tls;
+    tls.ca = config.tls_ca;
+    tls.certificate = config.tls_certificate;
+    tls.private_key = config.tls_private_key;
+    tls.require_client_certificates = config.tls_client_certificates == "require";
+    tls.server_name = config.tls_server_name;
+    return tls;
+}
+
+TlsSettings ClientTls(const ClusterConfig &config) {
+    TlsSettings tls;
+    tls.ca = config.tls_ca;
+    tls.server_name = config.tls_server_name;
+    if (const char *certificate = std::getenv("FAMPOOL_TLS_CLIENT_CERTIFICATE")) {
+        tls.certificate = certificate;
+    }
+    if (const char *key = std::getenv("FAMPOOL_TLS_CLIENT_KEY")) tls.private_key = key;
+    // The cluster user (who may read the servers' key) calls with the servers' certificate.
+    if (tls.certificate.empty() && !config.tls_private_key.empty() &&
+        access(config.tls_private_key.c_str(), R_OK) == 0) {
+        tls.certificate = config.tls_certificate;
+        tls.private_key = config.tls_private_key;
+    }
+    return tls;
+}
 
 std::vector<std::string> MetadataShards(const ClusterConfig &config) {
     if (config.metadata_shards.empty()) return {config.metadata_address};
@@ -244,6 +282,16 @@ void CheckClusterConfig(const ClusterConfig &config) {
     }
     if (config.placement != "hash" && config.placement != "least-used") {
         Bad(path, "placement \"" + config.placement + "\" is not hash or least-used");
+    }
+    if (config.tls_client_certificates != "none" && config.tls_client_certificates != "require") {
+        Bad(path, "tls_client_certificates \"" + config.tls_client_certificates +
+                      "\" is not none or require");
+    }
+    if (config.tls_ca.empty() &&
+        (!config.tls_certificate.empty() || !config.tls_private_key.empty() ||
+         config.tls_client_certificates != "none")) {
+        Bad(path, "tls_certificate, tls_private_key and tls_client_certificates need tls_ca "
+                  "(the CA that signed the certificates): TLS is on only with it");
     }
     if (config.authentication != "none" && config.authentication != "munge") {
         Bad(path, "authentication \"" + config.authentication + "\" is not munge or none");
@@ -318,6 +366,22 @@ std::string ClusterFileText(const ClusterConfig &c) {
     }
     if (!c.munge_socket.empty()) {
         text += fmt::format("munge_socket: {}\n", YamlQuoted(c.munge_socket));
+    }
+    if (!c.sharing_group.empty()) {
+        text += fmt::format("sharing_group: {}\n", YamlQuoted(c.sharing_group));
+    }
+    if (!c.tls_ca.empty()) {
+        text += fmt::format("tls_ca: {}\ntls_client_certificates: {}\n", YamlQuoted(c.tls_ca),
+                            c.tls_client_certificates);
+        if (!c.tls_certificate.empty()) {
+            text += fmt::format("tls_certificate: {}\n", YamlQuoted(c.tls_certificate));
+        }
+        if (!c.tls_private_key.empty()) {
+            text += fmt::format("tls_private_key: {}\n", YamlQuoted(c.tls_private_key));
+        }
+        if (!c.tls_server_name.empty()) {
+            text += fmt::format("tls_server_name: {}\n", YamlQuoted(c.tls_server_name));
+        }
     }
     if (!c.archive_dir.empty()) text += fmt::format("archive_dir: {}\n", YamlQuoted(c.archive_dir));
     if (c.span_size) text += fmt::format("region_span_size_per_memoryserver: {}\n", *c.span_size);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/tls.h"
+
 namespace YAML {
 class Node;
 }
@@ -82,9 +84,26 @@ struct ClusterConfig {
     // `munge_socket`; empty: libmunge's default socket).
     std::string authentication = "none";
     std::string munge_socket;
+    // The group (name or number) that shares the servers' files (heaps, stores, archives)
+    // with the user who runs them; "": private to that user (common/file_access.h).
+    std::string sharing_group;
+    // TLS on the control path (common/tls.h): the CA, the servers' certificate and key, and
+    // whether servers require client certificates. tls_ca unset: no TLS.
+    std::string tls_ca;
+    std::string tls_certificate;
+    std::string tls_private_key;
+    std::string tls_client_certificates = "none";  // "none" or "require"
+    std::string tls_server_name;  // what clients expect in the servers' certificate
     std::vector<MemoryServerConfig> memservers;
     std::string path;  // the file it came from
 };
+
+// How the servers of `config` serve and call each other (their certificate as both).
+TlsSettings ServerTls(const ClusterConfig &config);
+// How a client of `config` calls it: the CA and server name from the file, this client's own
+// certificate and key from $FAMPOOL_TLS_CLIENT_CERTIFICATE and $FAMPOOL_TLS_CLIENT_KEY, else
+// the servers' own when this process may read their key (the cluster user's commands).
+TlsSettings ClientTls(const ClusterConfig &config);
 
 // The address of every metadata shard, shard 0 first: metadata_shards, or metadata_address alone.
 std::vector<std::string> MetadataShards(const ClusterConfig &config);

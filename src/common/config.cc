@@ -257,11 +257,35 @@ Config ReadConfig(const Fam_Options *options) {
     Layer(c.authentication, yaml, {"authentication"}, "FAMPOOL_AUTHENTICATION", nullptr);
     RequireOneOf("authentication", c.authentication, {"none", "munge"});
     Layer(c.munge_socket, yaml, {"munge_socket"}, "FAMPOOL_MUNGE_SOCKET", nullptr);
-
+    Layer(c.sharing_group, yaml, {"sharing_group"}, "FAMPOOL_SHARING_GROUP", nullptr);
+    Layer(c.tls_ca, yaml, {"tls_ca"}, "FAMPOOL_TLS_CA", nullptr);
+    Layer(c.tls_server_name, yaml, {"tls_server_name"}, "FAMPOOL_TLS_SERVER_NAME", nullptr);
+    Layer(c.tls_client_certificate, yaml, {"tls_client_certificate"},
+          "FAMPOOL_TLS_CLIENT_CERTIFICATE", nullptr);
+    Layer(c.tls_client_key, yaml, {"tls_client_key"}, "FAMPOOL_TLS_CLIENT_KEY", nullptr);
+    // The cluster user's programs (which may read the servers' key) call with the servers'
+    // certificate, as ClientTls does for its commands.
+    if (c.tls_client_certificate.empty() && yaml && yaml.IsMap() && yaml["tls_private_key"] &&
+        yaml["tls_certificate"]) {
+        std::string key = yaml["tls_private_key"].as<std::string>();
+        if (access(key.c_str(), R_OK) == 0) {
+            c.tls_client_certificate = yaml["tls_certificate"].as<std::string>();
+            c.tls_client_key = key;
+        }
+    }
+    if (c.tls_client_certificate.empty() != c.tls_client_key.empty()) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "tls_client_certificate and tls_client_key go together: set both or neither");
+    }
     c.metadata_fabric = LayerSwitch(yaml, "metadata_fabric", "FAMPOOL_METADATA_FABRIC", true);
     c.fabric_checked_reads =
         LayerSwitch(yaml, "fabric_checked_reads", "FAMPOOL_FABRIC_CHECKED_READS", false);
-    c.fabric_direct = LayerSwitch(yaml, "fabric_direct", "FAMPOOL_FABRIC_DIRECT", true);
+    // true: heaps' descriptors from the servers; path: the files opened by name; false: RMA.
+    std::string direct = "true";
+    Layer(direct, yaml, {"fabric_direct"}, "FAMPOOL_FABRIC_DIRECT", nullptr);
+    RequireOneOf("fabric_direct", direct, {"true", "false", "yes", "no", "1", "0", "path"});
+    c.fabric_direct = direct != "false" && direct != "no" && direct != "0";
+    c.fabric_direct_by_path = direct == "path";
     c.fabric_memory_side_elements =
         LayerCount(yaml, "fabric_memory_side_elements", "FAMPOOL_FABRIC_MEMORY_SIDE_ELEMENTS",
                    c.fabric_memory_side_elements);

@@ -58,6 +58,7 @@ struct Config {
     bool metadata_fabric = true;            // lookups and allocations over the fabric if offered
     bool fabric_checked_reads = false;      // every read checks its key (shm: no fast reads)
     bool fabric_direct = true;              // shm: loads and stores on same-node heaps
+    bool fabric_direct_by_path = false;     // ... opened by name, not asked of the server
     // Gathers and scatters of at least this many scattered elements are done by the memory
     // servers (0: never; one RMA per element instead).
     uint64_t fabric_memory_side_elements = 64;
@@ -71,6 +72,14 @@ struct Config {
     // comes from the munged on munge_socket (empty: libmunge's default socket).
     std::string authentication = "none";
     std::string munge_socket;
+    // Embedded model: the group (name or number) whose members share this store with its
+    // owner; "": the store and its heaps are private to the user who made them
+    // (common/file_access.h, docs/security.md).
+    std::string sharing_group;
+    // TLS to the metadata service and memory servers (common/tls.h): the CA that signed their
+    // certificate (tls_ca; unset: no TLS), the name in it (tls_server_name), and this
+    // client's certificate and key where the servers require one.
+    std::string tls_ca, tls_server_name, tls_client_certificate, tls_client_key;
     std::string config_file;                // the YAML file that was read, if any
 };
 

@@ -24,11 +24,13 @@ const std::set<std::string> &Keys() {
         "fabric_checked_reads", "fabric_direct", "fabric_memory_side_elements", "aggregation",
         "aggregation_threshold", "memory_tiers",
         // Both read these (authentication: munge, docs/deployment.md).
-        "authentication", "munge_socket",
+        "authentication", "munge_socket", "sharing_group", "tls_ca", "tls_server_name",
+        "tls_client_certificate", "tls_client_key",
         // What the servers read (common/cluster_config.cc).
         "metadata_dir", "metadata_path", "archive_dir", "placement", "region_span",
         "enable_region_spanning", "region_span_size_per_memoryserver", "progress", "memservers",
-        "Memservers", "metadata_fabric_port", "metadata_shards", "fam_backup_path", "delayed_free_threads",
+        "Memservers", "tls_certificate", "tls_private_key", "tls_client_certificates",
+        "metadata_fabric_port", "metadata_shards", "fam_backup_path", "delayed_free_threads",
         // OpenFAM's own files hold these; CheckOpenFamValue takes the values that describe
         // what fampool does.
         "rpc_framework_type", "resource_release", "metadata_manager", "metadata_interface_type",

@@ -6,6 +6,7 @@
 #define FAMPOOL_COMMON_FAM_OBJECTS_H_
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <string>
@@ -21,6 +22,11 @@ struct Caller {
     uint32_t uid = 0;
     uint32_t gid = 0;
 };
+
+// This process's real uid and gid: who a program calls as.
+inline Caller ThisProcess() {
+    return Caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
+}
 
 enum Access : unsigned { kRead = 4, kWrite = 2 };
 
@@ -121,6 +127,7 @@ struct ServerAccess {
     uint64_t base = 0;
     std::string heap_path;  // the extent's heap file on the server's host
     std::string node;       // the server host's boot id (NodeIdentity)
+    std::string socket;     // the server's same-node socket (KeyGrant::socket)
 };
 
 // An item's virtual offset in its region. Non-interleaved regions: the item lives on server

@@ -58,7 +58,9 @@ struct ItemLayout {
     }
 };
 
-// What a backup records besides the bytes.
+// What a backup records besides the bytes. uid, gid and mode are the permissions that governed
+// reading the item it copies (its region's in a REGION-level region): describing, listing and
+// restoring the backup needs read permission by them, deleting it needs its owner (uid).
 struct BackupInfo {
     std::string name;
     uint64_t size = 0;
@@ -74,8 +76,18 @@ struct KeyGrant {
     uint64_t key = 0;
     uint64_t base = 0;
     std::string fabric_address;  // empty: the server has no fabric endpoint (embedded model)
-    std::string heap_path;       // the extent's heap file, for load/store on the same node
+    std::string heap_path;       // the extent's heap file (fabric_direct: path)
     std::string node;            // the server host's boot id
+    // The server's same-node socket, where a client of its node presenting the key gets the
+    // heap's descriptor for loads and stores (memserver/heap_socket.h); "": none.
+    std::string socket;
+};
+
+// The owner, group and mode behind a grant: the region's in a REGION-level region, the item's
+// in a DATAITEM one. `known` false: none given (the grant then opens no same-node descriptor).
+struct Permissions {
+    uint32_t uid = 0, gid = 0, mode = 0;
+    bool known = false;
 };
 
 // This host's boot id: two processes with the same one run on the same node.
@@ -116,14 +128,18 @@ class MemoryServer {
     // checksum; stripes on other servers are read from there over the fabric. Throws
     // FAM_BACKUP_NOT_CREATED when the name is taken.
     virtual BackupInfo Backup(const ItemLayout &item, const BackupInfo &info) = 0;
+    // The calls below act for `caller` as the backup's recorded permissions allow (BackupInfo):
+    // FAM_ERR_NOPERM otherwise, naming the backup and the permissions.
     // Reads a backup's description; throws FAM_BACKUP_NOTFOUND when it does not exist.
-    virtual BackupInfo DescribeBackup(const std::string &name) = 0;
+    virtual BackupInfo DescribeBackup(const std::string &name, const Caller &caller) = 0;
     // Verifies the checksum, then writes the backup into the item from its first byte (parts
     // on other servers over the fabric). Throws FAM_ERR_RESOURCE on a checksum mismatch and
     // FAM_ERR_OUTOFRANGE when the item is too small, in both cases writing nothing.
-    virtual void Restore(const std::string &name, const ItemLayout &item) = 0;
-    virtual void DeleteBackup(const std::string &name) = 0;
-    virtual std::vector<BackupInfo> ListBackups() = 0;
+    virtual void Restore(const std::string &name, const ItemLayout &item,
+                         const Caller &caller) = 0;
+    virtual void DeleteBackup(const std::string &name, const Caller &caller) = 0;
+    // The backups `caller` may read.
+    virtual std::vector<BackupInfo> ListBackups(const Caller &caller) = 0;
 
     // Applies an atomic at a physical offset of the extent, with the server's CPU: for what
     // the fabric provider cannot do (128-bit operations, types or operations missing from its
@@ -144,12 +160,15 @@ class MemoryServer {
 
     // Registers [offset, offset + size) of the extent (the whole extent when size is 0) for
     // remote reads, or reads and writes, and returns its key. The metadata service calls this
-    // only after checking the caller's permission. Grants are cached and shared.
-    virtual KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size,
-                              bool writable) = 0;
+    // only after checking the caller's permission, which `permissions` records. Grants are
+    // cached and shared.
+    virtual KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable,
+                              const Permissions &permissions) = 0;
     // Closes the item-level grants that start at `offset` (their keys stop working), or every
     // grant of the extent when offset is kAllGrants.
     virtual void RevokeKeys(ExtentRef extent, uint64_t offset) = 0;
+    // This process is done with the server (fam_finalize): a session it opened there ends.
+    virtual void EndSession() {}
 };
 
 }  // namespace fampool

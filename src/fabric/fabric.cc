@@ -3,11 +3,12 @@
 #include <poll.h>
 #include <rdma/fi_eq.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -158,8 +159,6 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
         fi_freeinfo(info_);
         throw;
     }
-    std::random_device random;
-    next_key_ = (uint64_t{random()} << 32 | random()) & ~uint64_t{0xffff};
 }
 
 FabricDomain::~FabricDomain() {
@@ -177,6 +176,21 @@ FidPtr<fid_av> FabricDomain::OpenAddressVector() {
     return FidPtr<fid_av>(av);
 }
 
+uint64_t FabricDomain::RandomKey() const {
+    size_t width = std::clamp<size_t>(info_->domain_attr->mr_key_size, 1, sizeof(uint64_t));
+    uint64_t mask = width == sizeof(uint64_t) ? ~uint64_t{0} : (uint64_t{1} << (8 * width)) - 1;
+    for (;;) {
+        uint64_t key = 0;
+        if (getrandom(&key, sizeof key, 0) != static_cast<ssize_t>(sizeof key)) {
+            Fail(openfam::FAM_ERR_RESOURCE, "getrandom for a fabric key failed: {}",
+                 std::strerror(errno));
+        }
+        key &= mask;
+        // 0 and all ones mean "no key" and "every grant" to fampool's own calls.
+        if (key != 0 && key != mask) return key;
+    }
+}
+
 FidPtr<fid_mr> FabricDomain::Register(const void *address, size_t length, uint64_t access,
                                       fid_ep *endpoint) {
     iovec iov{const_cast<void *>(address), length};
@@ -184,9 +198,17 @@ FidPtr<fid_mr> FabricDomain::Register(const void *address, size_t length, uint64
     attributes.mr_iov = &iov;
     attributes.iov_count = 1;
     attributes.access = access;
-    attributes.requested_key = mr_mode() & FI_MR_PROV_KEY ? 0 : next_key_++;
+    const bool we_choose = !(mr_mode() & FI_MR_PROV_KEY);
     fid_mr *mr = nullptr;
-    CheckFabric(fi_mr_regattr(domain(), &attributes, 0, &mr), "fi_mr_regattr", provider());
+    // A drawn key that another registration of this domain holds is refused (FI_ENOKEY): draw
+    // again. With 64-bit keys that takes billions of live registrations to be likely at all.
+    int status = -FI_ENOKEY;
+    for (int attempt = 0; attempt < kKeyDraws && status == -FI_ENOKEY; ++attempt) {
+        attributes.requested_key = we_choose ? RandomKey() : 0;
+        status = fi_mr_regattr(domain(), &attributes, 0, &mr);
+        if (!we_choose) break;
+    }
+    CheckFabric(status, "fi_mr_regattr", provider());
     FidPtr<fid_mr> registration(mr);
     if (endpoint_registration() && endpoint) {
         CheckFabric(fi_mr_bind(mr, &endpoint->fid, 0), "fi_mr_bind", provider());

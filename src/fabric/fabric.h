@@ -42,9 +42,12 @@ struct FabricConfig {
     // Keep every read on the provider's key-checking path (shm: see FabricDomain::ReadFlags),
     // and every transfer and atomic on the fabric.
     bool checked_reads = false;
-    // Over shm, reach an item whose memory servers' heaps this process can open with loads
-    // and stores on those heaps (FabricBinding::direct).
+    // Over shm, reach an item whose memory servers give this process their heaps' descriptors
+    // (memserver/heap_socket.h) with loads and stores on those heaps (FabricBinding::direct).
     bool direct = true;
+    // With `direct`: open the heap files by name instead (fabric_direct: path), which only
+    // their owner, the cluster user, or its sharing group can.
+    bool direct_by_path = false;
     // Gathers and scatters of at least this many elements (not adjacent in the item) that do
     // not lie on mapped heaps are done by the memory servers' CPUs, one request per server,
     // instead of one RMA per element; 0: never.
@@ -162,15 +165,18 @@ class FabricDomain {
                             fid_ep *endpoint);
 
   private:
+    // Keys drawn for one registration before giving up on the provider's FI_ENOKEY.
+    static constexpr int kKeyDraws = 16;
     uint64_t mr_mode() const { return info_->domain_attr->mr_mode; }
 
     FabricConfig config_;
     fi_info *info_ = nullptr;
     FidPtr<fid_fabric> fabric_;
     FidPtr<fid_domain> domain_;
-    // Keys we choose when the provider does not (no FI_MR_PROV_KEY): a random start, so that
-    // a key is not guessable from another.
-    std::atomic<uint64_t> next_key_;
+    // A key we choose when the provider does not (no FI_MR_PROV_KEY): drawn from the kernel's
+    // random source over the provider's whole key width (mr_key_size bytes), so that a key says
+    // nothing about another (docs/security.md, "Fabric keys").
+    uint64_t RandomKey() const;
     uint64_t write_flags_ = 0;
     bool two_read_paths_ = false;  // see ReadFlags
     bool provider_names_endpoints_ = false;

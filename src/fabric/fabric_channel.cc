@@ -429,7 +429,9 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
     const auto &item = static_cast<const FabricBinding &>(binding);
     // An aligned value never crosses an interleave block: one server, one operation.
     FabricBinding::Place place = item.Locate(offset);
-    if (item.direct) {
+    // A 128-bit fetch is a compare-and-swap on the CPU (cmpxchg16b always writes): over a
+    // read-only mapping it takes the fabric's way to the memory server instead.
+    if (item.direct && (item.writable || SizeOf(type) < 16)) {
         char *word = item.servers[place.server].direct + place.physical;
         return ApplyAtomic(word, op, type, operand, compare, result);
     }

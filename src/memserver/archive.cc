@@ -138,16 +138,6 @@ BackupInfo ParseHeader(const std::string &bytes, const std::string &path) {
     return info;
 }
 
-void EnsureDir(const std::string &dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) {
-        Fail(openfam::FAM_BACKUP_NOT_CREATED, "cannot create archive directory {}: {}", dir,
-             ec.message());
-    }
-    chmod(dir.c_str(), 01777);  // shared by every user, like /tmp
-}
-
 }  // namespace
 
 void Archive::CheckName(const std::string &name) {
@@ -164,7 +154,7 @@ std::string Archive::PathOf(const std::string &name) const {
 bool Archive::Exists(const std::string &name) const { return access(PathOf(name).c_str(), F_OK) == 0; }
 
 BackupInfo Archive::Write(const BackupInfo &request, const Source &source) {
-    EnsureDir(dir_);
+    access_.MakeDirectory(dir_, FileAccess::Dir::kOwn, false, openfam::FAM_BACKUP_NOT_CREATED);
     BackupInfo info = request;
     info.time = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
                                           std::chrono::system_clock::now().time_since_epoch())
@@ -172,12 +162,13 @@ BackupInfo Archive::Write(const BackupInfo &request, const Source &source) {
     std::string final_path = PathOf(info.name);
     std::string temp_path =
         dir_ + "/.tmp." + std::to_string(getpid()) + "." + std::to_string(std::random_device{}());
-    File file(open(temp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    File file(open(temp_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (file.fd() < 0) {
         Fail(openfam::FAM_BACKUP_NOT_CREATED, "cannot create {}: {}", temp_path,
              std::strerror(errno));
     }
     try {
+        access_.Apply(file.fd(), temp_path);
         std::string buffer(std::min<uint64_t>(kChunk, info.size), '\0');
         uint32_t crc = 0;
         for (uint64_t done = 0; done < info.size;) {

@@ -10,13 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "common/file_access.h"
 #include "common/memory_server.h"
 
 namespace fampool {
 
 class Archive {
   public:
-    explicit Archive(std::string dir) : dir_(std::move(dir)) {}
+    // Backup files and the directory get `access`'s mode and group (private to the server's
+    // user unless a sharing group is set): a backup is read through the memory server, which
+    // checks the permissions it recorded, never by opening the file.
+    Archive(std::string dir, FileAccess access)
+        : dir_(std::move(dir)), access_(std::move(access)) {}
 
     // Fills `buffer` with backup bytes [at, at + n): where Write takes the bytes from.
     using Source = std::function<void(uint64_t at, char *buffer, size_t n)>;
@@ -40,6 +45,7 @@ class Archive {
   private:
     std::string PathOf(const std::string &name) const;
     std::string dir_;
+    FileAccess access_;
 };
 
 }  // namespace fampool

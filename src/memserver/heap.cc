@@ -43,10 +43,15 @@ HeapMapping::~HeapMapping() {
 
 namespace heap {
 
-void Create(const std::string &path, uint64_t size) {
-    Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+void Create(const std::string &path, uint64_t size, const FileAccess &access) {
+    Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (fd.get() < 0) FailErrno("create", path);
-    fchmod(fd.get(), 0666);
+    try {
+        access.Apply(fd.get(), path);
+    } catch (...) {
+        unlink(path.c_str());
+        throw;
+    }
     if (ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
         int err = errno;
         unlink(path.c_str());

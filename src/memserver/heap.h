@@ -10,6 +10,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/file_access.h"
+
 namespace fampool {
 
 // One shared mapping of a heap file, [base, base + length). Kept alive by every descriptor that
@@ -36,8 +38,9 @@ class HeapMapping {
 
 namespace heap {
 
-// Creates the file with the given size (sparse), failing if it exists.
-void Create(const std::string &path, uint64_t size);
+// Creates the file with the given size (sparse), failing if it exists; its mode and group are
+// `access`'s (private to this user unless a sharing group is set).
+void Create(const std::string &path, uint64_t size, const FileAccess &access);
 // Makes the file at least `size` bytes long.
 void Extend(const std::string &path, uint64_t size);
 // Releases the memory of [offset, offset + length) and makes it read as zeros.

@@ -1,8 +1,11 @@
 #include "memserver/local_memory_server.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -139,16 +142,11 @@ std::string NodeIdentity() {
 }
 
 LocalMemoryServer::LocalMemoryServer(uint64_t id, HeapLocation location, std::string archive_dir)
-    : id_(id), location_(std::move(location)), archive_(std::move(archive_dir)) {
-    for (const std::string &dir : {location_.volatile_dir, location_.persistent_dir}) {
-        std::error_code ec;
-        std::filesystem::create_directories(dir, ec);
-        if (ec) {
-            Fail(openfam::FAM_ERR_RESOURCE, "cannot create heap directory {}: {}", dir,
-                 ec.message());
-        }
-    }
-    chmod(location_.persistent_dir.c_str(), 0777);
+    : id_(id),
+      location_(std::move(location)),
+      archive_(std::move(archive_dir), location_.access) {
+    location_.access.MakeDirectory(location_.volatile_dir, FileAccess::Dir::kShared);
+    location_.access.MakeDirectory(location_.persistent_dir);
 }
 
 std::string LocalMemoryServer::HeapPath(ExtentRef extent) const {
@@ -209,7 +207,7 @@ void LocalMemoryServer::RequireRoom(uint64_t more, const char *call) const {
 void LocalMemoryServer::CreateExtent(ExtentRef extent, uint64_t size) {
     std::lock_guard<std::mutex> lock(capacity_mutex_);
     RequireRoom(size, "CreateExtent");
-    heap::Create(HeapPath(extent), size);
+    heap::Create(HeapPath(extent), size, location_.access);
 }
 
 void LocalMemoryServer::DestroyExtent(ExtentRef extent) {
@@ -300,12 +298,32 @@ BackupInfo LocalMemoryServer::Backup(const ItemLayout &item, const BackupInfo &i
         });
     });
 }
-BackupInfo LocalMemoryServer::DescribeBackup(const std::string &name) {
-    return archive_.Describe(name);
+void LocalMemoryServer::RequireBackupAccess(const BackupInfo &info, const Caller &caller,
+                                            bool remove) const {
+    // The owner's backup is theirs whatever its mode (as a file's owner may always chmod it).
+    if ((cluster_user_ && caller.uid == *cluster_user_) || caller.uid == info.uid) return;
+    if (!remove && Allowed(info.mode, info.uid, info.gid, caller, kRead)) return;
+    if (remove) {
+        Fail(openfam::FAM_ERR_NOPERM,
+             "backup \"{}\" belongs to uid {}: only its owner{} may delete it (uid {} asks)",
+             info.name, info.uid, cluster_user_ ? " or the cluster user" : "", caller.uid);
+    }
+    Fail(openfam::FAM_ERR_NOPERM,
+         "no read permission on backup \"{}\" (owner uid {}, group gid {}, mode {:04o}, kept "
+         "from the item it copies) for uid {} gid {}",
+         info.name, info.uid, info.gid, info.mode, caller.uid, caller.gid);
 }
 
-void LocalMemoryServer::Restore(const std::string &name, const ItemLayout &item) {
+BackupInfo LocalMemoryServer::DescribeBackup(const std::string &name, const Caller &caller) {
     BackupInfo info = archive_.Describe(name);
+    RequireBackupAccess(info, caller, false);
+    return info;
+}
+
+void LocalMemoryServer::Restore(const std::string &name, const ItemLayout &item,
+                                const Caller &caller) {
+    BackupInfo info = archive_.Describe(name);
+    RequireBackupAccess(info, caller, false);
     if (info.size > item.size) {
         Fail(openfam::FAM_ERR_OUTOFRANGE, "backup \"{}\" holds {} bytes, {} has only {}", name,
              info.size, Describe(item), item.size);
@@ -325,9 +343,21 @@ void LocalMemoryServer::Restore(const std::string &name, const ItemLayout &item)
     });
 }
 
-void LocalMemoryServer::DeleteBackup(const std::string &name) { archive_.Delete(name); }
+void LocalMemoryServer::DeleteBackup(const std::string &name, const Caller &caller) {
+    RequireBackupAccess(archive_.Describe(name), caller, true);
+    archive_.Delete(name);
+}
 
-std::vector<BackupInfo> LocalMemoryServer::ListBackups() { return archive_.List(); }
+std::vector<BackupInfo> LocalMemoryServer::ListBackups(const Caller &caller) {
+    std::vector<BackupInfo> readable;
+    for (BackupInfo &info : archive_.List()) {
+        bool all = (cluster_user_ && caller.uid == *cluster_user_) || caller.uid == info.uid;
+        if (all || Allowed(info.mode, info.uid, info.gid, caller, kRead)) {
+            readable.push_back(std::move(info));
+        }
+    }
+    return readable;
+}
 
 char *LocalMemoryServer::Reach(ExtentRef extent, uint64_t key, uint64_t offset, uint64_t length,
                                bool write, const char *what, std::shared_ptr<HeapMapping> *hold) {
@@ -378,7 +408,7 @@ void LocalMemoryServer::ApplyElements(ExtentRef extent, uint64_t key, ElementOp 
 namespace fampool {
 
 KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t size,
-                                     bool writable) {
+                                     bool writable, const Permissions &permissions) {
     KeyGrant grant;
     if (!registrar_) return grant;
     std::lock_guard<std::mutex> lock(grants_mutex_);
@@ -389,19 +419,62 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
     uint64_t length = size ? size : mapping->length();
     auto range = grants_.equal_range(GrantsOf(extent));
     for (auto it = range.first; it != range.second; ++it) {
-        const Grant &g = it->second;
+        Grant &g = it->second;
         // Reuse a grant of the same range on the current mapping (a grown heap gets a new one).
+        // The permissions are the metadata service's latest word (a change of them revokes
+        // the grants first, so they only ever agree).
         if (g.offset == offset && g.size == size && g.writable == writable &&
             g.mapping == mapping) {
+            if (permissions.known) g.permissions = permissions;
             return KeyGrant{g.registration.key, g.registration.base - offset,
-                            registrar_->address(), HeapPath(extent), NodeIdentity()};
+                            registrar_->address(), HeapPath(extent), NodeIdentity(), socket_};
         }
     }
     Grant g{offset, size, writable, mapping,
-            registrar_->Register(mapping->base() + offset, length, writable)};
+            registrar_->Register(mapping->base() + offset, length, writable), permissions,
+            HeapPath(extent)};
     grants_.emplace(GrantsOf(extent), g);
     return KeyGrant{g.registration.key, g.registration.base - offset, registrar_->address(),
-                    HeapPath(extent), NodeIdentity()};
+                    HeapPath(extent), NodeIdentity(), socket_};
+}
+
+int LocalMemoryServer::OpenHeapFor(const Caller &peer, uint64_t region_id, uint64_t key,
+                                   bool writable) {
+    std::lock_guard<std::mutex> lock(grants_mutex_);
+    for (bool copy : {false, true}) {
+        ExtentRef extent{region_id, false, copy};  // GrantsOf ignores `persistent`
+        auto range = grants_.equal_range(GrantsOf(extent));
+        for (auto it = range.first; it != range.second; ++it) {
+            const Grant &g = it->second;
+            if (g.registration.key != key) continue;
+            if (g.size != 0) {
+                Fail(openfam::FAM_ERR_INVALIDOP,
+                     "memory server {}: key {:#x} grants one item of region {} (a DATAITEM-level "
+                     "region): a descriptor of the heap would reach its other items too",
+                     id_, key, region_id);
+            }
+            const Permissions &p = g.permissions;
+            bool may_read = p.known && Allowed(p.mode, p.uid, p.gid, peer, kRead);
+            bool may_write = may_read && g.writable && Allowed(p.mode, p.uid, p.gid, peer, kWrite);
+            if (!may_read || (writable && !may_write)) {
+                Fail(openfam::FAM_ERR_NOPERM,
+                     "memory server {}: uid {} gid {} may not {} region {} (owner uid {}, group "
+                     "gid {}, mode {:04o}{})",
+                     id_, peer.uid, peer.gid, writable ? "write" : "read", region_id, p.uid,
+                     p.gid, p.mode, g.writable ? "" : "; the key is read-only");
+            }
+            // The file whose memory the key reaches.
+            int fd = open(g.heap_path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+            if (fd < 0) {
+                Fail(openfam::FAM_ERR_RESOURCE, "memory server {}: cannot open heap {}: {}", id_,
+                     g.heap_path, std::strerror(errno));
+            }
+            return fd;
+        }
+    }
+    Fail(openfam::FAM_ERR_NOPERM,
+         "memory server {}: key {:#x} grants nothing of region {} (revoked, or never granted)",
+         id_, key, region_id);
 }
 
 void LocalMemoryServer::CheckKey(ExtentRef extent, uint64_t key, uint64_t offset,

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "memserver/archive.h"
@@ -20,6 +21,10 @@ struct HeapLocation {
     std::string volatile_dir;    // e.g. /dev/shm
     std::string persistent_dir;  // e.g. $FAMPOOL_HOME/heaps
     std::string prefix;          // distinguishes data directories sharing volatile_dir
+    // Who may reach the heap files and archive besides the server's user: nobody, or a
+    // sharing group. The volatile directory may be a shared one (/dev/shm), left as it is;
+    // the persistent one is the server's own.
+    FileAccess access;
 };
 
 class LocalMemoryServer : public MemoryServer {
@@ -37,15 +42,19 @@ class LocalMemoryServer : public MemoryServer {
     void Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
               uint64_t dest_offset, uint64_t nbytes) override;
     BackupInfo Backup(const ItemLayout &item, const BackupInfo &info) override;
-    BackupInfo DescribeBackup(const std::string &name) override;
-    void Restore(const std::string &name, const ItemLayout &item) override;
-    void DeleteBackup(const std::string &name) override;
-    std::vector<BackupInfo> ListBackups() override;
+    BackupInfo DescribeBackup(const std::string &name, const Caller &caller) override;
+    void Restore(const std::string &name, const ItemLayout &item, const Caller &caller) override;
+    void DeleteBackup(const std::string &name, const Caller &caller) override;
+    std::vector<BackupInfo> ListBackups(const Caller &caller) override;
+    // The uid the cluster runs as (a memory server's own): it may describe, list and delete
+    // every backup. Unset (the embedded model): every caller is held to the permissions.
+    void SetClusterUser(uint32_t uid) { cluster_user_ = uid; }
     void Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op, int type,
                 const void *operand, const void *compare, void *result) override;
     void ApplyElements(ExtentRef extent, uint64_t key, ElementOp op, uint64_t element_size,
                        const std::vector<uint64_t> &offsets, char *data) override;
-    KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable) override;
+    KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable,
+                      const Permissions &permissions) override;
     void RevokeKeys(ExtentRef extent, uint64_t offset) override;
 
     // Bytes of extents (heap file lengths) the server may hold: CreateExtent and a growing
@@ -59,6 +68,16 @@ class LocalMemoryServer : public MemoryServer {
     MemoryProfile Profile() override;
     // Bytes of all its extents now: the lengths of its heap files.
     uint64_t PlacedBytes() const;
+
+    // The same-node socket (memserver/heap_socket.h) grants name from now on.
+    void SetSocket(std::string path) { socket_ = std::move(path); }
+    // A descriptor of the heap of region `region_id` for a client of this node whose uid and
+    // gid the kernel gave (`peer`), presenting `key`: the key must be a live whole-extent
+    // grant of the region (an item-level grant would reach further through a heap descriptor
+    // than it does), and the permissions recorded with it must let `peer` read (and, when
+    // `writable`, write; the grant must be writable too). Read-only: opened O_RDONLY. Throws
+    // Failure(FAM_ERR_NOPERM) naming why not.
+    int OpenHeapFor(const Caller &peer, uint64_t region_id, uint64_t key, bool writable);
 
     // Gives the server a fabric endpoint: from then on GrantKey registers memory with it.
     void AttachFabric(Registrar *registrar) { registrar_ = registrar; }
@@ -87,6 +106,8 @@ class LocalMemoryServer : public MemoryServer {
         bool writable;
         std::shared_ptr<HeapMapping> mapping;  // keeps the registered memory mapped
         Registrar::Registration registration;
+        Permissions permissions;  // what the metadata service checked (OpenHeapFor)
+        std::string heap_path;    // the file the registered memory maps
     };
     void RevokeWhere(ExtentRef extent, bool (*match)(const Grant &, uint64_t), uint64_t arg);
     // grants_'s key of an extent (a server may hold a region's extent and its RAID1 copy).
@@ -104,11 +125,16 @@ class LocalMemoryServer : public MemoryServer {
     std::mutex capacity_mutex_;  // a check and the extent it admits, one at a time
     // Throws FAM_ERR_NO_SPACE unless `more` bytes of extents fit (capacity_mutex_ held).
     void RequireRoom(uint64_t more, const char *call) const;
+    // Throws FAM_ERR_NOPERM unless `caller` may read the backup (`write`: delete it).
+    void RequireBackupAccess(const BackupInfo &info, const Caller &caller, bool remove) const;
+
     HeapLocation location_;
     Archive archive_;
+    std::optional<uint32_t> cluster_user_;
     HeapCache cache_;
     Registrar *registrar_ = nullptr;
     Peers *peers_ = nullptr;
+    std::string socket_;
     std::mutex grants_mutex_;
     std::mutex zero_mutex_;
     std::multimap<uint64_t, Grant> grants_;  // GrantsOf(extent) -> its registrations

@@ -5,13 +5,40 @@
 
 namespace fampool {
 
-void MemoryServerService::Authorize(const grpc::ServerContext &context, const char *call) {
-    if (!sessions_) return;
+namespace {
+
+std::string TokenOf(const grpc::ServerContext &context) {
     const auto &headers = context.client_metadata();
     auto found = headers.find(kTokenHeader);
     std::string token;
     if (found != headers.end()) token.assign(found->second.data(), found->second.size());
-    sessions_->Resolve(token, call);
+    return token;
+}
+
+}  // namespace
+
+Caller MemoryServerService::Identify(const grpc::ServerContext &context,
+                                     const rpc::Caller &stated, const char *call) {
+    if (!sessions_) return FromProto(stated);
+    return sessions_->Resolve(TokenOf(context), call);
+}
+
+void MemoryServerService::Authorize(const grpc::ServerContext &context, const char *call) {
+    if (!sessions_) return;
+    Caller caller = sessions_->Resolve(TokenOf(context), call);
+    if (caller.uid != cluster_user_) {
+        Fail(openfam::FAM_ERR_NOPERM,
+             "{}: refused: memory server {} takes this call only from uid {} (the user that "
+             "runs the cluster, as the metadata service does); the session is uid {}'s",
+             call, server_->id(), cluster_user_, caller.uid);
+    }
+}
+
+grpc::Status MemoryServerService::EndSession(grpc::ServerContext *context, const rpc::Empty *,
+                                             rpc::Empty *) {
+    return Serve([&] {
+        if (sessions_) sessions_->End(TokenOf(*context));
+    });
 }
 
 grpc::Status MemoryServerService::Authenticate(grpc::ServerContext *,
@@ -92,49 +119,65 @@ grpc::Status MemoryServerService::ZeroExtents(grpc::ServerContext *context,
     });
 }
 
-grpc::Status MemoryServerService::Copy(grpc::ServerContext *, const rpc::CopyRequest *request,
-                                       rpc::Empty *) {
+grpc::Status MemoryServerService::Copy(grpc::ServerContext *context,
+                                       const rpc::CopyRequest *request, rpc::Empty *) {
     return Serve([&] {
+        Identify(*context, rpc::Caller(), "MemoryServer.Copy");
         server_->Copy(FromProto(request->src()), request->src_offset(),
                       FromProto(request->dest()), request->dest_offset(), request->size());
     });
 }
 
-grpc::Status MemoryServerService::Backup(grpc::ServerContext *, const rpc::BackupRequest *request,
+grpc::Status MemoryServerService::Backup(grpc::ServerContext *context,
+                                         const rpc::BackupRequest *request,
                                          rpc::BackupRecord *reply) {
     return Serve([&] {
+        Identify(*context, request->caller(), "MemoryServer.Backup");
         ToProto(server_->Backup(FromProto(request->item()), FromProto(request->info())), reply);
     });
 }
 
-grpc::Status MemoryServerService::DescribeBackup(grpc::ServerContext *,
+grpc::Status MemoryServerService::DescribeBackup(grpc::ServerContext *context,
                                                  const rpc::BackupRecord *request,
                                                  rpc::BackupRecord *reply) {
-    return Serve([&] { ToProto(server_->DescribeBackup(request->name()), reply); });
+    return Serve([&] {
+        Caller caller = Identify(*context, request->caller(), "MemoryServer.DescribeBackup");
+        ToProto(server_->DescribeBackup(request->name(), caller), reply);
+    });
 }
 
-grpc::Status MemoryServerService::Restore(grpc::ServerContext *,
+grpc::Status MemoryServerService::Restore(grpc::ServerContext *context,
                                           const rpc::BackupRequest *request, rpc::Empty *) {
     return Serve([&] {
-        server_->Restore(request->info().name(), FromProto(request->item()));
+        Caller caller = Identify(*context, request->caller(), "MemoryServer.Restore");
+        server_->Restore(request->info().name(), FromProto(request->item()), caller);
     });
 }
 
-grpc::Status MemoryServerService::DeleteBackup(grpc::ServerContext *,
+grpc::Status MemoryServerService::DeleteBackup(grpc::ServerContext *context,
                                                const rpc::BackupRecord *request, rpc::Empty *) {
-    return Serve([&] { server_->DeleteBackup(request->name()); });
+    return Serve([&] {
+        Caller caller = Identify(*context, request->caller(), "MemoryServer.DeleteBackup");
+        server_->DeleteBackup(request->name(), caller);
+    });
 }
 
-grpc::Status MemoryServerService::ListBackups(grpc::ServerContext *, const rpc::Empty *,
+grpc::Status MemoryServerService::ListBackups(grpc::ServerContext *context,
+                                              const rpc::Caller *request,
                                               rpc::BackupList *reply) {
     return Serve([&] {
-        for (const BackupInfo &info : server_->ListBackups()) ToProto(info, reply->add_backups());
+        Caller caller = Identify(*context, *request, "MemoryServer.ListBackups");
+        for (const BackupInfo &info : server_->ListBackups(caller)) {
+            ToProto(info, reply->add_backups());
+        }
     });
 }
 
-grpc::Status MemoryServerService::Atomic(grpc::ServerContext *, const rpc::AtomicRequest *request,
+grpc::Status MemoryServerService::Atomic(grpc::ServerContext *context,
+                                         const rpc::AtomicRequest *request,
                                          rpc::AtomicReply *reply) {
     return Serve([&] {
+        Identify(*context, rpc::Caller(), "MemoryServer.Atomic");
         auto type = static_cast<DataType>(request->type());
         size_t size = SizeOf(type);
         if (size == 0 || request->operand().size() != size ||
@@ -154,10 +197,11 @@ grpc::Status MemoryServerService::Atomic(grpc::ServerContext *, const rpc::Atomi
     });
 }
 
-grpc::Status MemoryServerService::ApplyElements(grpc::ServerContext *,
+grpc::Status MemoryServerService::ApplyElements(grpc::ServerContext *context,
                                                 const rpc::ElementsRequest *request,
                                                 rpc::ElementsReply *reply) {
     return Serve([&] {
+        Identify(*context, rpc::Caller(), "MemoryServer.ApplyElements");
         auto op = static_cast<ElementOp>(request->op());
         uint64_t size = request->element_size();
         uint64_t count = static_cast<uint64_t>(request->offsets_size());
@@ -190,13 +234,19 @@ grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *context,
                                            rpc::KeyGrant *reply) {
     return Serve([&] {
         Authorize(*context, "MemoryServer.GrantKey");
+        Permissions permissions;
+        if (request->has_permissions()) {
+            permissions = Permissions{request->permissions().uid(), request->permissions().gid(),
+                                      request->permissions().mode(), true};
+        }
         KeyGrant grant = server_->GrantKey(FromProto(request->extent()), request->offset(),
-                                           request->size(), request->writable());
+                                           request->size(), request->writable(), permissions);
         reply->set_key(grant.key);
         reply->set_base(grant.base);
         reply->set_fabric_address(grant.fabric_address);
         reply->set_heap_path(grant.heap_path);
         reply->set_node(grant.node);
+        reply->set_socket(grant.socket);
     });
 }
 
@@ -218,15 +268,21 @@ RedundancyService &MemoryServerService::Redundant() {
     return *redundancy_;
 }
 
-grpc::Status MemoryServerService::Mirror(grpc::ServerContext *,
+grpc::Status MemoryServerService::Mirror(grpc::ServerContext *context,
                                          const rpc::MirrorRequest *request, rpc::Empty *) {
-    return Serve([&] { Redundant().Mirror(*request); });
+    return Serve([&] {
+        Identify(*context, rpc::Caller(), "MemoryServer.Mirror");
+        Redundant().Mirror(*request);
+    });
 }
 
-grpc::Status MemoryServerService::Stripe(grpc::ServerContext *,
+grpc::Status MemoryServerService::Stripe(grpc::ServerContext *context,
                                          const rpc::StripeRequest *request,
                                          rpc::StripeReply *reply) {
-    return Serve([&] { Redundant().Stripe(*request, reply); });
+    return Serve([&] {
+        Identify(*context, rpc::Caller(), "MemoryServer.Stripe");
+        Redundant().Stripe(*request, reply);
+    });
 }
 
 grpc::Status MemoryServerService::Resync(grpc::ServerContext *context,

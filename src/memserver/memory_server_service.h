@@ -1,8 +1,9 @@
 // The memory server's gRPC service: each call runs on the server's LocalMemoryServer (heaps,
 // registrations with its fabric endpoint, copy, backup, restore, atomics). With
-// authentication, the calls that manage extents and fabric keys are taken only with the token
-// of a session the metadata service opened (rpc/authentication.h): a client cannot grant
-// itself a key.
+// authentication, every call but Info carries the token of a session (rpc/authentication.h);
+// the calls that manage extents and fabric keys are taken only from sessions of the cluster
+// user (the metadata service's): a client cannot grant itself a key. Backups are handled as
+// the session's uid and gid may (the uid and gid the request states, without authentication).
 #ifndef FAMPOOL_MEMSERVER_MEMORY_SERVER_SERVICE_H_
 #define FAMPOOL_MEMSERVER_MEMORY_SERVER_SERVICE_H_
 
@@ -23,10 +24,11 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
                         RedundancyService *redundancy = nullptr)
         : server_(server), incarnation_(std::move(incarnation)), redundancy_(redundancy) {}
 
-    // Takes extent and key calls only from sessions `sessions` opened (its only_uid: the uid
-    // that runs the cluster). Set before serving.
-    void RequireAuthentication(std::unique_ptr<SessionTable> sessions) {
+    // Takes calls only from sessions `sessions` opened, and extent, key and resync calls only
+    // from sessions of `cluster_user` (the uid that runs the cluster). Set before serving.
+    void RequireAuthentication(std::unique_ptr<SessionTable> sessions, uint32_t cluster_user) {
         sessions_ = std::move(sessions);
+        cluster_user_ = cluster_user;
     }
 
     grpc::Status Authenticate(grpc::ServerContext *, const rpc::Credential *,
@@ -49,7 +51,7 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
     grpc::Status Restore(grpc::ServerContext *, const rpc::BackupRequest *, rpc::Empty *) override;
     grpc::Status DeleteBackup(grpc::ServerContext *, const rpc::BackupRecord *,
                               rpc::Empty *) override;
-    grpc::Status ListBackups(grpc::ServerContext *, const rpc::Empty *,
+    grpc::Status ListBackups(grpc::ServerContext *, const rpc::Caller *,
                              rpc::BackupList *) override;
     grpc::Status Atomic(grpc::ServerContext *, const rpc::AtomicRequest *,
                         rpc::AtomicReply *) override;
@@ -63,17 +65,22 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
     grpc::Status Stripe(grpc::ServerContext *, const rpc::StripeRequest *,
                         rpc::StripeReply *) override;
     grpc::Status Resync(grpc::ServerContext *, const rpc::ResyncRequest *, rpc::Empty *) override;
+    grpc::Status EndSession(grpc::ServerContext *, const rpc::Empty *, rpc::Empty *) override;
 
   private:
     RedundancyService &Redundant();
-    // Throws Unauthenticated unless the call carries a known session's token (or no
-    // authentication is required).
+    // The caller of this call: its session's uid and gid with authentication (Unauthenticated
+    // when it carries no known token), else `stated`.
+    Caller Identify(const grpc::ServerContext &context, const rpc::Caller &stated,
+                    const char *call);
+    // With authentication, throws unless the call comes from a session of the cluster user.
     void Authorize(const grpc::ServerContext &context, const char *call);
 
     LocalMemoryServer *server_;
     std::string incarnation_;
     RedundancyService *redundancy_;
     std::unique_ptr<SessionTable> sessions_;  // null: no authentication
+    uint32_t cluster_user_ = 0;
 };
 
 }  // namespace fampool

@@ -62,7 +62,8 @@ uint64_t ReadU64(std::string_view bytes, size_t at) {
     return value;
 }
 
-std::shared_ptr<LmdbEnv> LmdbEnv::Open(const std::string &dir, bool sync_commits) {
+std::shared_ptr<LmdbEnv> LmdbEnv::Open(const std::string &dir, bool sync_commits,
+                                       const FileAccess &access) {
     Registry &registry = GetRegistry();
     std::lock_guard<std::mutex> lock(registry.mutex);
     if (registry.pid != getpid()) {
@@ -72,12 +73,7 @@ std::shared_ptr<LmdbEnv> LmdbEnv::Open(const std::string &dir, bool sync_commits
     }
     if (auto existing = registry.envs[dir].lock()) return existing;
 
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) {
-        Fail(openfam::FAM_ERR_METADATA, "cannot create metadata directory {}: {}", dir,
-             ec.message());
-    }
+    access.MakeDirectory(dir, FileAccess::Dir::kOwn, false, openfam::FAM_ERR_METADATA);
     std::shared_ptr<LmdbEnv> env(new LmdbEnv());
     env->dir_ = dir;
     int rc = mdb_env_create(&env->env_);
@@ -87,14 +83,26 @@ std::shared_ptr<LmdbEnv> LmdbEnv::Open(const std::string &dir, bool sync_commits
     mdb_env_set_mapsize(env->env_, kMapSize);
     unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | MDB_WRITEMAP;
     if (!sync_commits) flags |= MDB_NOSYNC;
-    rc = mdb_env_open(env->env_, dir.c_str(), flags, 0666);
+    rc = mdb_env_open(env->env_, dir.c_str(), flags, access.file_mode());
     if (rc) {
-        Fail(openfam::FAM_ERR_METADATA, "cannot open metadata store in {}: {}", dir,
-             mdb_strerror(rc));
+        std::string why;
+        struct stat st;
+        if (rc == EACCES && stat(dir.c_str(), &st) == 0) {
+            why = fmt::format(
+                " (the store belongs to uid {}, group {}, mode {:04o}, and this process runs as "
+                "uid {}: users share a store only through a sharing_group, docs/security.md)",
+                st.st_uid, st.st_gid, st.st_mode & 07777, geteuid());
+        }
+        Fail(openfam::FAM_ERR_METADATA, "cannot open metadata store in {}: {}{}", dir,
+             mdb_strerror(rc), why);
     }
-    // Every user of the node shares the store: keep the files writable whatever the umask.
-    chmod((dir + "/data.mdb").c_str(), 0666);
-    chmod((dir + "/lock.mdb").c_str(), 0666);
+    // The files as `access` says whatever the umask, and a store an earlier version made
+    // 0666 closed. A file of another member of the sharing group is theirs to set.
+    for (const char *file : {"/data.mdb", "/lock.mdb"}) {
+        struct stat st;
+        std::string path = dir + file;
+        if (stat(path.c_str(), &st) == 0 && st.st_uid == geteuid()) access.ApplyToPath(path);
+    }
 
     MDB_txn *txn = nullptr;
     rc = mdb_txn_begin(env->env_, nullptr, 0, &txn);

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/file_access.h"
+
 namespace fampool {
 
 // The named databases of the metadata store; see metadata_store.cc for their keys and values.
@@ -28,8 +30,11 @@ constexpr int kTableCount = 8;
 class LmdbEnv {
   public:
     // Opens (creating if needed) the environment in `dir`. Environments are shared within a
-    // process: LMDB forbids opening the same one twice in one process.
-    static std::shared_ptr<LmdbEnv> Open(const std::string &dir, bool sync_commits);
+    // process: LMDB forbids opening the same one twice in one process. The directory and the
+    // store's files get `access`'s modes and group: private to this user unless a sharing
+    // group is set (a store others can write is a way around every permission check).
+    static std::shared_ptr<LmdbEnv> Open(const std::string &dir, bool sync_commits,
+                                         const FileAccess &access = FileAccess());
     ~LmdbEnv();
 
     MDB_env *env() const { return env_; }

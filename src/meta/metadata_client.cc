@@ -36,20 +36,22 @@ rpc::LookupRequest LookupRequest(const std::string &name, const std::string &reg
 
 }  // namespace
 
-MetadataClient::MetadataClient(std::string address, std::chrono::milliseconds timeout)
-    : address_(std::move(address)), timeout_(timeout),
-      stub_(rpc::Metadata::NewStub(OpenChannel(address_))) {}
+MetadataClient::MetadataClient(std::string address, std::chrono::milliseconds timeout,
+                               const TlsSettings &tls)
+    : address_(std::move(address)), timeout_(timeout), tls_(tls.enabled()),
+      stub_(rpc::Metadata::NewStub(OpenChannel(address_, tls))) {}
 
 MetadataClient::~MetadataClient() = default;
 
 template <typename Request, typename Reply>
 void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *,
                                                                       const Request &, Reply *),
-                          const char *name, const Request &request, Reply *reply) {
+                          const char *name, const Request &request, Reply *reply,
+                          std::chrono::milliseconds timeout) {
     for (int attempt = 0;; ++attempt) {
         std::optional<std::string> token;  // the session token the call carried, if any
         grpc::Status status;
-        auto context = CallContext(timeout_);
+        auto context = CallContext(timeout.count() ? timeout : timeout_);
         if constexpr (requires(Request r) { r.mutable_caller(); }) {
             if (munge_) {
                 Request stamped = request;
@@ -319,11 +321,25 @@ void MetadataClient::ChangeItemPermissions(uint64_t region_id, uint64_t offset, 
     Call(&rpc::Metadata::Stub::ChangeItemPermissions, "Metadata.ChangeItemPermissions", request, &reply);
 }
 
-rpc::ClusterStatus MetadataClient::Status() {
-    rpc::Empty request;
+rpc::ClusterStatus MetadataClient::Status(const Caller &caller) {
+    rpc::StatusRequest request;
+    ToProto(caller, request.mutable_caller());
     rpc::ClusterStatus reply;
     Call(&rpc::Metadata::Stub::Status, "Metadata.Status", request, &reply);
     return reply;
+}
+
+void MetadataClient::EndSession() {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    if (!session_open_) return;
+    session_open_ = false;
+    rpc::Caller request;
+    request.set_token(token_);
+    rpc::Empty reply;
+    auto context = CallContext(std::min(timeout_, std::chrono::milliseconds(1000)));
+    // Best effort: a service that does not answer has lost its sessions, or will on restart.
+    (void)stub_->EndSession(context.get(), request, &reply);
+    token_.clear();
 }
 
 void MetadataClient::ReportFailure(const std::vector<uint64_t> &servers) {
@@ -334,13 +350,30 @@ void MetadataClient::ReportFailure(const std::vector<uint64_t> &servers) {
 }
 
 rpc::RebuildReply MetadataClient::Rebuild(const std::string &region,
-                                          std::chrono::milliseconds timeout) {
+                                          std::chrono::milliseconds timeout,
+                                          const Caller &caller) {
     rpc::RebuildRequest request;
     request.set_region(region);
+    ToProto(caller, request.mutable_caller());
     rpc::RebuildReply reply;
-    auto context = CallContext(timeout);
-    CheckStatus(stub_->Rebuild(context.get(), request, &reply), "Metadata.Rebuild", address_);
+    Call(&rpc::Metadata::Stub::Rebuild, "Metadata.Rebuild", request, &reply, timeout);
     return reply;
+}
+
+std::string MetadataClient::TlsHint(const std::string &error) const {
+    // What a TLS mismatch looks like from here: the connection closes during or instead of a
+    // handshake (a server that is down refuses the connection instead).
+    bool handshake = error.find("andshake") != std::string::npos ||
+                     error.find("Socket closed") != std::string::npos ||
+                     error.find("SSL") != std::string::npos;
+    if (!handshake) return "";
+    if (tls_) {
+        return ". The TLS handshake failed: a service without TLS, a server certificate that "
+               "tls_ca did not sign or that does not name this address, or (where the servers "
+               "require one) no client certificate signed by their CA";
+    }
+    return ". The connection closed at the start: if the cluster uses TLS (its cluster file "
+           "names tls_ca), this client must use it too";
 }
 
 rpc::ServerList MetadataClient::Servers(std::chrono::milliseconds within) {
@@ -368,8 +401,9 @@ rpc::ServerList MetadataClient::Servers(std::chrono::milliseconds within) {
                 if (!transient) throw;
                 auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
                 Fail(openfam::FAM_ERR_RPC,
-                     "{} (tried {} times in {} ms; connect_timeout_ms bounds the wait)",
-                     failure.fam_error_msg(), attempt, waited.count());
+                     "{} (tried {} times in {} ms; connect_timeout_ms bounds the wait){}",
+                     failure.fam_error_msg(), attempt, waited.count(),
+                     TlsHint(status.error_message()));
             }
             return reply;
         }

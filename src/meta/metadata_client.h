@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/tls.h"
 #include "meta/metadata_fabric.h"
 #include "meta/metadata_service.h"
 #include "rpc/fampool.grpc.pb.h"
@@ -22,7 +23,9 @@ namespace fampool {
 
 class MetadataClient : public MetadataService {
   public:
-    MetadataClient(std::string address, std::chrono::milliseconds timeout);
+    // Over TLS when `tls` is enabled (common/tls.h).
+    MetadataClient(std::string address, std::chrono::milliseconds timeout,
+                   const TlsSettings &tls = TlsSettings());
     ~MetadataClient() override;
 
     // From the next call on, makes the frequent calls over the fabric endpoint the service
@@ -57,9 +60,14 @@ class MetadataClient : public MetadataService {
                                const Caller &caller) override;
     void Sync() override {}
 
-    rpc::ClusterStatus Status();
+    // The servers, and the regions `caller` may look up (all of them for the cluster user).
+    rpc::ClusterStatus Status(const Caller &caller = ThisProcess());
     void ReportFailure(const std::vector<uint64_t> &servers) override;
-    rpc::RebuildReply Rebuild(const std::string &region, std::chrono::milliseconds timeout);
+    // The cluster user's call (or the owner's, for the one region it names).
+    rpc::RebuildReply Rebuild(const std::string &region, std::chrono::milliseconds timeout,
+                              const Caller &caller = ThisProcess());
+    // Ends the session opened with the service, if any: its token is refused from then on.
+    void EndSession();
     // The memory servers, asked again while the service is unreachable or slow to answer (a
     // job's PEs connecting at once), with growing pauses, until `within` has passed.
     rpc::ServerList Servers(std::chrono::milliseconds within);
@@ -67,11 +75,13 @@ class MetadataClient : public MetadataService {
     const std::string &address() const { return address_; }
 
   private:
-    // One call: a context whose deadline bounds it, then the status turned into a Failure.
+    // One call: a context whose deadline (`timeout`, or the client's) bounds it, then the
+    // status turned into a Failure.
     template <typename Request, typename Reply>
     void Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *, const Request &,
                                                           Reply *),
-              const char *name, const Request &request, Reply *reply);
+              const char *name, const Request &request, Reply *reply,
+              std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
     // The same over the fabric when it is in use: the request goes in the FabricCall field
     // `call_field`, the reply comes from the FabricReply field `reply_field`. An `idempotent`
     // call (a lookup) is made again over gRPC when the service went away with it in flight.
@@ -96,8 +106,12 @@ class MetadataClient : public MetadataService {
     // answer or has no endpoint.
     rpc::FabricEndpoint AskFabricEndpoint();
 
+    // A hint for a failed connection whose `error` looks like a TLS mismatch; "" otherwise.
+    std::string TlsHint(const std::string &error) const;
+
     std::string address_;
     std::chrono::milliseconds timeout_;
+    bool tls_ = false;
     std::unique_ptr<rpc::Metadata::Stub> stub_;
 
     std::atomic<bool> munge_{false};

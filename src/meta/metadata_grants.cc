@@ -8,6 +8,17 @@ namespace fampool {
 
 using namespace store;
 
+namespace {
+
+// The owner, group and mode the permission check went by: what the grant records.
+Permissions Governing(const ItemInfo &item) {
+    const bool region_level = item.region.attributes.permissionLevel != DATAITEM;
+    return region_level ? Permissions{item.region.uid, item.region.gid, item.region.perm, true}
+                        : Permissions{item.uid, item.gid, item.perm, true};
+}
+
+}  // namespace
+
 ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
     Govern(item, caller);
     if (!options_.grant_keys || (!item.can_read && !item.can_write)) return item;
@@ -33,7 +44,8 @@ ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
         }
         if (grant.fabric_address.empty()) {
             try {
-                grant = Server(each.server).GrantKey(each.extent, offset, size, item.can_write);
+                grant = Server(each.server).GrantKey(each.extent, offset, size, item.can_write,
+                                                     Governing(item));
             } catch (const Failure &) {
                 // A redundant region's member on a server that just died (not yet marked
                 // lost): the client reads and writes the other members.
@@ -43,8 +55,9 @@ ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
             std::lock_guard<std::mutex> lock(grants_mutex_);
             grants_[key] = grant;
         }
-        access[each.member] = ServerAccess{each.server,     grant.fabric_address, grant.key,
-                                           grant.base,      grant.heap_path,      grant.node};
+        access[each.member] =
+            ServerAccess{each.server,     grant.fabric_address, grant.key,   grant.base,
+                         grant.heap_path, grant.node,           grant.socket};
     }
     return item;
 }

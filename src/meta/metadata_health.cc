@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "meta/metadata_rpc_service.h"
+#include "meta/store_internals.h"
 #include "rpc/convert.h"
 
 namespace fampool {
@@ -119,6 +120,8 @@ std::set<uint64_t> MetadataRpcService::Alive() {
 grpc::Status MetadataRpcService::ReportFailure(grpc::ServerContext *,
                                                const rpc::ServerReport *request, rpc::Empty *) {
     return Serve([&] {
+        // Any caller with a session: the report only makes the service probe the servers.
+        Identify(request->caller(), "Metadata.ReportFailure");
         std::vector<uint64_t> reported;
         for (uint64_t id : request->servers()) {
             if (id < servers_.size()) reported.push_back(id);
@@ -148,6 +151,18 @@ grpc::Status MetadataRpcService::Rebuild(grpc::ServerContext *,
                                          const rpc::RebuildRequest *request,
                                          rpc::RebuildReply *reply) {
     return Serve([&] {
+        const Caller caller = Identify(request->caller(), "Metadata.Rebuild");
+        if (!IsClusterUser(caller)) {
+            if (request->region().empty()) {
+                Fail(openfam::FAM_ERR_NOPERM,
+                     "Metadata.Rebuild: rebuilding every region is the cluster user's (uid {}) "
+                     "call; uid {} may rebuild a region of its own by name",
+                     cluster_user_, caller.uid);
+            }
+            // Looked up as the caller: a region it may not see is refused as such.
+            store::RequireOwner(store_->LookupRegion(request->region(), caller), caller,
+                                "rebuild");
+        }
         if (!request->region().empty()) {
             bool known = false;
             for (const RegionInfo &region : store_->RedundantRegions()) {

@@ -206,9 +206,10 @@ void MetadataStore::AbortRebuild(uint64_t region_id, size_t member, uint64_t tar
 
 ServerAccess MetadataStore::MemberKey(const RegionInfo &region, size_t member) {
     PlacedExtent placed = ExtentsOf(region)[member];
-    KeyGrant grant = Server(placed.server).GrantKey(placed.extent, 0, 0, true);
-    return ServerAccess{placed.server, grant.fabric_address, grant.key, grant.base,
-                        grant.heap_path, grant.node};
+    // The service's own key (a rebuild): no client gets it, nor a descriptor through it.
+    KeyGrant grant = Server(placed.server).GrantKey(placed.extent, 0, 0, true, Permissions{});
+    return ServerAccess{placed.server,   grant.fabric_address, grant.key,   grant.base,
+                        grant.heap_path, grant.node,           grant.socket};
 }
 
 }  // namespace fampool

@@ -5,6 +5,7 @@
 
 #include "common/shards.h"
 #include "meta/metadata_fabric.h"
+#include "meta/store_internals.h"
 #include "rpc/convert.h"
 
 namespace fampool {
@@ -172,9 +173,11 @@ grpc::Status MetadataRpcService::ChangeItemPermissions(grpc::ServerContext *,
     });
 }
 
-grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty *,
+grpc::Status MetadataRpcService::Status(grpc::ServerContext *,
+                                        const rpc::StatusRequest *request,
                                         rpc::ClusterStatus *reply) {
     return Serve([&] {
+        const Caller caller = Identify(request->caller(), "Metadata.Status");
         if (fabric_) {
             reply->set_metadata_fabric_provider(fabric_->provider());
             reply->set_metadata_fabric_address(fabric_->address());
@@ -210,6 +213,14 @@ grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Empty 
             state->set_spare(store_->IsSpare(server->id()));
         }
         for (const auto &usage_of : store_->ListRegions()) {
+            // Only the regions the caller could look up (the cluster user's: all of them).
+            if (!IsClusterUser(caller)) {
+                try {
+                    store::RequireAnyAccess(usage_of.region, caller);
+                } catch (const Failure &) {
+                    continue;
+                }
+            }
             rpc::RegionUsage *region = reply->add_regions();
             ToProto(usage_of.region, region->mutable_region());
             region->set_items(usage_of.items);
@@ -252,6 +263,13 @@ grpc::Status MetadataRpcService::MetadataEndpoint(grpc::ServerContext *, const r
         reply->set_incarnation(fabric_->incarnation());
     }
     return grpc::Status::OK;
+}
+
+grpc::Status MetadataRpcService::EndSession(grpc::ServerContext *, const rpc::Caller *request,
+                                            rpc::Empty *) {
+    return Serve([&] {
+        if (sessions_) sessions_->End(request->token());
+    });
 }
 
 grpc::Status MetadataRpcService::Authenticate(grpc::ServerContext *,

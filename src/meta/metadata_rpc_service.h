@@ -83,7 +83,7 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     grpc::Status GetItem(grpc::ServerContext *, const rpc::ItemRequest *, rpc::Item *) override;
     grpc::Status ChangeItemPermissions(grpc::ServerContext *, const rpc::ItemRequest *,
                                        rpc::Empty *) override;
-    grpc::Status Status(grpc::ServerContext *, const rpc::Empty *,
+    grpc::Status Status(grpc::ServerContext *, const rpc::StatusRequest *,
                         rpc::ClusterStatus *) override;
     grpc::Status Servers(grpc::ServerContext *, const rpc::Empty *, rpc::ServerList *) override;
     grpc::Status ListItems(grpc::ServerContext *, const rpc::RegionRequest *,
@@ -96,8 +96,12 @@ class MetadataRpcService final : public rpc::Metadata::Service {
                          rpc::RebuildReply *) override;
     grpc::Status Authenticate(grpc::ServerContext *, const rpc::Credential *,
                               rpc::Session *) override;
+    grpc::Status EndSession(grpc::ServerContext *, const rpc::Caller *, rpc::Empty *) override;
 
   private:
+    // The user that runs the cluster (this process's): it sees every region in Status and may
+    // rebuild any.
+    bool IsClusterUser(const Caller &caller) const { return caller.uid == cluster_user_; }
     void CheckServers();
     // Throw Failure(FAM_ERR_INVALID) when another shard owns the region named `name` or with
     // id `region_id`: the caller's list of shards differs from the cluster's.
@@ -124,6 +128,7 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     std::vector<std::string> shards_;  // every shard's address when there are several
     const MetadataFabricService *fabric_ = nullptr;
     std::unique_ptr<SessionTable> sessions_;  // null: no authentication
+    uint32_t cluster_user_ = static_cast<uint32_t>(geteuid());
     std::mutex monitor_mutex_;
     std::condition_variable monitor_wake_;
     bool stopping_ = false;

@@ -46,6 +46,9 @@ class MetadataService {
     // A client found these memory servers failing (redundant regions): the service checks
     // them before it returns. Nothing to do where there are no memory servers to lose.
     virtual void ReportFailure(const std::vector<uint64_t> &servers) { (void)servers; }
+    // This process is done with the service (fam_finalize): a session it opened ends, so that
+    // its token is refused from then on. Nothing to do without sessions.
+    virtual void EndSession() {}
 };
 
 }  // namespace fampool

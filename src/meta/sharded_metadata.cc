@@ -8,8 +8,8 @@
 namespace fampool {
 
 ShardedMetadata::ShardedMetadata(const std::vector<std::string> &addresses,
-                                 std::chrono::milliseconds timeout)
-    : timeout_(timeout) {
+                                 std::chrono::milliseconds timeout, const TlsSettings &tls)
+    : timeout_(timeout), tls_(tls) {
     if (addresses.empty()) Fail(openfam::FAM_ERR_INVALID, "no metadata service address");
     Connect(addresses);
 }
@@ -22,7 +22,7 @@ void ShardedMetadata::Connect(const std::vector<std::string> &addresses) {
             clients.push_back(std::move(shards_[k]));
             continue;
         }
-        auto client = std::make_unique<MetadataClient>(addresses[k], timeout_);
+        auto client = std::make_unique<MetadataClient>(addresses[k], timeout_, tls_);
         if (munge_socket_) client->UseMunge(*munge_socket_);
         if (fabric_) client->UseFabric(*fabric_);
         clients.push_back(std::move(client));
@@ -87,13 +87,19 @@ rpc::ServerList ShardedMetadata::Servers(std::chrono::milliseconds within) {
     return list;
 }
 
-std::vector<rpc::ClusterStatus> ShardedMetadata::StatusOfShards() {
+std::vector<rpc::ClusterStatus> ShardedMetadata::StatusOfShards(const Caller &caller) {
     std::vector<rpc::ClusterStatus> statuses;
-    for (auto &shard : shards_) statuses.push_back(shard->Status());
+    for (auto &shard : shards_) statuses.push_back(shard->Status(caller));
     return statuses;
 }
 
-rpc::ClusterStatus ShardedMetadata::Status() { return MergeStatus(StatusOfShards()); }
+rpc::ClusterStatus ShardedMetadata::Status(const Caller &caller) {
+    return MergeStatus(StatusOfShards(caller));
+}
+
+void ShardedMetadata::EndSession() {
+    for (auto &shard : shards_) shard->EndSession();
+}
 
 rpc::ClusterStatus MergeStatus(const std::vector<rpc::ClusterStatus> &statuses) {
     if (statuses.empty()) return {};
@@ -121,11 +127,12 @@ std::vector<ItemInfo> ShardedMetadata::ListItems(uint64_t region_id, const Calle
 }
 
 rpc::RebuildReply ShardedMetadata::Rebuild(const std::string &region,
-                                           std::chrono::milliseconds timeout) {
-    if (!region.empty()) return OfName(region).Rebuild(region, timeout);
+                                           std::chrono::milliseconds timeout,
+                                           const Caller &caller) {
+    if (!region.empty()) return OfName(region).Rebuild(region, timeout, caller);
     rpc::RebuildReply all;
     for (auto &shard : shards_) {
-        rpc::RebuildReply reply = shard->Rebuild(region, timeout);
+        rpc::RebuildReply reply = shard->Rebuild(region, timeout, caller);
         for (const rpc::RebuiltMember &member : reply.members()) *all.add_members() = member;
     }
     return all;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/tls.h"
 #include "meta/metadata_client.h"
 
 namespace fampool {
@@ -22,7 +23,8 @@ namespace fampool {
 class ShardedMetadata : public MetadataService {
   public:
     // `addresses`: shard 0's gRPC address first (at least that one). Connects lazily.
-    ShardedMetadata(const std::vector<std::string> &addresses, std::chrono::milliseconds timeout);
+    ShardedMetadata(const std::vector<std::string> &addresses, std::chrono::milliseconds timeout,
+                    const TlsSettings &tls = TlsSettings());
 
     size_t shards() const { return shards_.size(); }
     MetadataClient &shard(size_t k) { return *shards_.at(k); }
@@ -41,15 +43,17 @@ class ShardedMetadata : public MetadataService {
     // The memory servers, from shard 0 (see MetadataClient::Servers); the shards it names
     // replace the configured ones.
     rpc::ServerList Servers(std::chrono::milliseconds within);
-    // Each shard's status, shard 0 first.
-    std::vector<rpc::ClusterStatus> StatusOfShards();
+    // Each shard's status, shard 0 first, with the regions `caller` may look up.
+    std::vector<rpc::ClusterStatus> StatusOfShards(const Caller &caller = ThisProcess());
     // The cluster's status: every shard's regions; each memory server as shard 0 sees it, with
     // the extent bytes all shards placed there.
-    rpc::ClusterStatus Status();
+    rpc::ClusterStatus Status(const Caller &caller = ThisProcess());
     std::vector<ItemInfo> ListItems(uint64_t region_id, const Caller &caller);
     // Rebuilds the lost members of region `region` (its shard), or of every region (every
     // shard in turn).
-    rpc::RebuildReply Rebuild(const std::string &region, std::chrono::milliseconds timeout);
+    rpc::RebuildReply Rebuild(const std::string &region, std::chrono::milliseconds timeout,
+                              const Caller &caller = ThisProcess());
+    void EndSession() override;
 
     using MetadataService::CreateRegion;
     RegionInfo CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
@@ -77,6 +81,7 @@ class ShardedMetadata : public MetadataService {
     void Connect(const std::vector<std::string> &addresses);
 
     std::chrono::milliseconds timeout_;
+    TlsSettings tls_;
     std::vector<std::unique_ptr<MetadataClient>> shards_;
     std::optional<FabricConfig> fabric_;
     std::optional<std::string> munge_socket_;

@@ -51,9 +51,9 @@ std::string MakeCredential(const std::string &socket, const std::string &audienc
 }
 
 SessionTable::SessionTable(std::string munge_socket, std::string audience, std::string service,
-                           std::optional<uint32_t> only_uid, std::chrono::seconds idle_limit)
+                           std::chrono::seconds idle_limit)
     : munge_socket_(std::move(munge_socket)), audience_(std::move(audience)),
-      service_(std::move(service)), only_uid_(only_uid), idle_limit_(idle_limit.count()) {}
+      service_(std::move(service)), idle_limit_(idle_limit.count()) {}
 
 int64_t SessionTable::Now() {
     return std::chrono::duration_cast<std::chrono::seconds>(
@@ -72,12 +72,6 @@ SessionTable::Opened SessionTable::Open(const std::string &credential, const cha
         Fail(openfam::FAM_ERR_NOPERM,
              "{}: refused: the MUNGE credential of uid {} is meant for \"{}\", not for the {}",
              call, identity.uid, named, service_);
-    }
-    if (only_uid_ && identity.uid != *only_uid_) {
-        Fail(openfam::FAM_ERR_NOPERM,
-             "{}: refused: the {} takes these calls only from uid {} (the user that runs the "
-             "cluster, as the metadata service does); the credential is uid {}'s",
-             call, service_, *only_uid_, identity.uid);
     }
     Opened opened{RandomBytes(16, call), Caller{identity.uid, identity.gid}};
     int64_t now = Now();
@@ -109,6 +103,11 @@ Caller SessionTable::Resolve(const std::string &token, const char *call) {
     }
     found->second.last_used.store(now, std::memory_order_relaxed);
     return found->second.caller;
+}
+
+void SessionTable::End(const std::string &token) {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    sessions_.erase(token);
 }
 
 size_t SessionTable::size() const {

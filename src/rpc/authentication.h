@@ -58,10 +58,9 @@ class SessionTable {
     };
 
     // `service` names the service in messages ("metadata service 127.0.0.1:8787"). Credentials
-    // must be meant for `audience`; with `only_uid`, only that uid may open a session. A session
-    // unused for `idle_limit` ends (its caller authenticates again when it comes back).
+    // must be meant for `audience`. A session unused for `idle_limit` ends (its caller
+    // authenticates again when it comes back).
     SessionTable(std::string munge_socket, std::string audience, std::string service,
-                 std::optional<uint32_t> only_uid = std::nullopt,
                  std::chrono::seconds idle_limit = std::chrono::hours(1));
 
     // Decodes `credential` and opens a session for its uid and gid. Throws
@@ -69,6 +68,9 @@ class SessionTable {
     Opened Open(const std::string &credential, const char *call);
     // The caller of the session `token`. Throws Unauthenticated naming `call` when there is none.
     Caller Resolve(const std::string &token, const char *call);
+    // Ends the session `token` (its caller finalized): the token is refused from now on. An
+    // unknown token is no error.
+    void End(const std::string &token);
     size_t size() const;
 
   private:
@@ -80,7 +82,6 @@ class SessionTable {
     void ForgetIdle(int64_t now);  // under the exclusive lock
 
     std::string munge_socket_, audience_, service_;
-    std::optional<uint32_t> only_uid_;
     int64_t idle_limit_;
     mutable std::shared_mutex mutex_;
     std::unordered_map<std::string, Entry> sessions_;

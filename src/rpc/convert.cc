@@ -75,11 +75,12 @@ void ToProto(const ServerAccess &in, rpc::ServerAccess *out) {
     out->set_base(in.base);
     out->set_heap_path(in.heap_path);
     out->set_node(in.node);
+    out->set_socket(in.socket);
 }
 
 ServerAccess FromProto(const rpc::ServerAccess &in) {
-    return ServerAccess{in.server_id(), in.fabric_address(), in.key(), in.base(), in.heap_path(),
-                        in.node()};
+    return ServerAccess{in.server_id(), in.fabric_address(), in.key(),   in.base(),
+                        in.heap_path(), in.node(),           in.socket()};
 }
 
 void ToProto(const ItemInfo &in, rpc::Item *out) {
@@ -212,7 +213,7 @@ std::unique_ptr<grpc::ClientContext> CallContext(std::chrono::milliseconds timeo
     return context;
 }
 
-std::shared_ptr<grpc::Channel> OpenChannel(const std::string &address) {
+std::shared_ptr<grpc::Channel> OpenChannel(const std::string &address, const TlsSettings &tls) {
     grpc::ChannelArguments arguments;
     arguments.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
     // A restarted server is found again within a second, not after gRPC's default backoff.
@@ -220,7 +221,34 @@ std::shared_ptr<grpc::Channel> OpenChannel(const std::string &address) {
     arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     arguments.SetMaxReceiveMessageSize(64 << 20);
-    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
+    if (!tls.enabled()) {
+        return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
+    }
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = ReadPemFile(tls.ca, "tls_ca");
+    if (!tls.certificate.empty()) {
+        options.pem_cert_chain = ReadPemFile(tls.certificate, "TLS certificate");
+        options.pem_private_key = ReadPemFile(tls.private_key, "TLS private key");
+    }
+    if (!tls.server_name.empty()) arguments.SetSslTargetNameOverride(tls.server_name);
+    return grpc::CreateCustomChannel(address, grpc::SslCredentials(options), arguments);
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsSettings &tls) {
+    if (!tls.enabled()) return grpc::InsecureServerCredentials();
+    if (tls.certificate.empty() || tls.private_key.empty()) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "TLS is on (tls_ca) but the servers' tls_certificate and tls_private_key are not "
+             "both set");
+    }
+    grpc::SslServerCredentialsOptions options(
+        tls.require_client_certificates
+            ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+            : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    options.pem_root_certs = ReadPemFile(tls.ca, "tls_ca");
+    options.pem_key_cert_pairs.push_back({ReadPemFile(tls.private_key, "tls_private_key"),
+                                          ReadPemFile(tls.certificate, "tls_certificate")});
+    return grpc::SslServerCredentials(options);
 }
 
 }  // namespace fampool

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/memory_server.h"
 #include "common/fam_objects.h"
+#include "common/tls.h"
 #include "rpc/authentication.h"
 #include "rpc/fampool.grpc.pb.h"
 
@@ -63,8 +64,15 @@ void CheckStatus(const grpc::Status &status, const char *method, const std::stri
 // A client context whose deadline bounds the call (no hang when a server is gone).
 std::unique_ptr<grpc::ClientContext> CallContext(std::chrono::milliseconds timeout);
 
-// A channel to `address` (host:port) with fampool's settings (no proxy, fail fast when down).
-std::shared_ptr<grpc::Channel> OpenChannel(const std::string &address);
+// A channel to `address` (host:port) with fampool's settings (no proxy, fail fast when down),
+// over TLS when `tls` is enabled (the server's certificate checked against tls.ca; this end's
+// certificate sent when given). Throws Failure(FAM_ERR_INVALID) for an unreadable file.
+std::shared_ptr<grpc::Channel> OpenChannel(const std::string &address,
+                                           const TlsSettings &tls = TlsSettings());
+
+// What a server listens with: TLS when `tls` is enabled (its certificate and key required;
+// client certificates required and checked against tls.ca when it says so), else plaintext.
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsSettings &tls);
 
 }  // namespace fampool
 

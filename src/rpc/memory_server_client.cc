@@ -26,14 +26,26 @@ std::chrono::milliseconds ForBytes(std::chrono::milliseconds base, uint64_t byte
 }  // namespace
 
 MemoryServerClient::MemoryServerClient(uint64_t id, std::string address,
-                                       std::chrono::milliseconds timeout)
+                                       std::chrono::milliseconds timeout, const TlsSettings &tls)
     : id_(id), address_(std::move(address)), timeout_(timeout),
-      stub_(rpc::MemoryServer::NewStub(OpenChannel(address_))) {}
+      stub_(rpc::MemoryServer::NewStub(OpenChannel(address_, tls))) {}
 
 void MemoryServerClient::UseMunge(const std::string &socket) {
     std::lock_guard<std::mutex> lock(session_mutex_);
     munge_socket_ = socket;
     munge_ = true;
+}
+
+void MemoryServerClient::EndSession() {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    if (!session_open_) return;
+    session_open_ = false;
+    rpc::Empty request, reply;
+    auto context = CallContext(std::min(timeout_, std::chrono::milliseconds(1000)));
+    context->AddMetadata(kTokenHeader, token_);
+    // Best effort: a server that does not answer has lost its sessions, or will on restart.
+    (void)stub_->EndSession(context.get(), request, &reply);
+    token_.clear();
 }
 
 std::string MemoryServerClient::SessionToken(const std::string *stale) {
@@ -54,10 +66,10 @@ std::string MemoryServerClient::SessionToken(const std::string *stale) {
 }
 
 template <typename Request, typename Reply>
-void MemoryServerClient::Control(grpc::Status (rpc::MemoryServer::Stub::*method)(
+void MemoryServerClient::Call(grpc::Status (rpc::MemoryServer::Stub::*method)(
                                      grpc::ClientContext *, const Request &, Reply *),
-                                 const char *name, const Request &request, Reply *reply,
-                                 std::chrono::milliseconds timeout) {
+                              const char *name, const Request &request, Reply *reply,
+                              std::chrono::milliseconds timeout) {
     for (int attempt = 0;; ++attempt) {
         auto context = CallContext(timeout);
         std::string token;
@@ -96,28 +108,28 @@ MemoryProfile MemoryServerClient::Profile() {
 
 void MemoryServerClient::CreateExtent(ExtentRef extent, uint64_t size) {
     rpc::Empty reply;
-    Control(&rpc::MemoryServer::Stub::CreateExtent, "MemoryServer.CreateExtent",
-            Request(extent, 0, size), &reply, timeout_);
+    Call(&rpc::MemoryServer::Stub::CreateExtent, "MemoryServer.CreateExtent",
+         Request(extent, 0, size), &reply, timeout_);
 }
 
 void MemoryServerClient::DestroyExtent(ExtentRef extent) {
     rpc::Empty reply;
-    Control(&rpc::MemoryServer::Stub::DestroyExtent, "MemoryServer.DestroyExtent", Request(extent),
-            &reply, timeout_);
+    Call(&rpc::MemoryServer::Stub::DestroyExtent, "MemoryServer.DestroyExtent", Request(extent),
+         &reply, timeout_);
 }
 
 void MemoryServerClient::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) {
     rpc::ExtentRequest request = Request(extent, 0, old_size);
     request.set_new_size(new_size);
     rpc::Empty reply;
-    Control(&rpc::MemoryServer::Stub::ResizeExtent, "MemoryServer.ResizeExtent", request, &reply,
-            timeout_);
+    Call(&rpc::MemoryServer::Stub::ResizeExtent, "MemoryServer.ResizeExtent", request, &reply,
+         timeout_);
 }
 
 void MemoryServerClient::Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) {
     rpc::Empty reply;
-    Control(&rpc::MemoryServer::Stub::Zero, "MemoryServer.Zero", Request(extent, offset, nbytes),
-            &reply, ForBytes(timeout_, nbytes));
+    Call(&rpc::MemoryServer::Stub::Zero, "MemoryServer.Zero", Request(extent, offset, nbytes),
+         &reply, ForBytes(timeout_, nbytes));
 }
 
 void MemoryServerClient::ZeroExtents(const std::vector<ExtentRanges> &extents) {
@@ -134,8 +146,8 @@ void MemoryServerClient::ZeroExtents(const std::vector<ExtentRanges> &extents) {
         }
     }
     rpc::Empty reply;
-    Control(&rpc::MemoryServer::Stub::ZeroExtents, "MemoryServer.ZeroExtents", request, &reply,
-            ForBytes(timeout_, bytes));
+    Call(&rpc::MemoryServer::Stub::ZeroExtents, "MemoryServer.ZeroExtents", request, &reply,
+         ForBytes(timeout_, bytes));
 }
 
 void MemoryServerClient::Copy(const ItemLayout &src, uint64_t src_offset,
@@ -147,8 +159,8 @@ void MemoryServerClient::Copy(const ItemLayout &src, uint64_t src_offset,
     request.set_dest_offset(dest_offset);
     request.set_size(nbytes);
     rpc::Empty reply;
-    auto context = CallContext(ForBytes(timeout_, nbytes));
-    CheckStatus(stub_->Copy(context.get(), request, &reply), "MemoryServer.Copy", address_);
+    Call(&rpc::MemoryServer::Stub::Copy, "MemoryServer.Copy", request, &reply,
+         ForBytes(timeout_, nbytes));
 }
 
 BackupInfo MemoryServerClient::Backup(const ItemLayout &item, const BackupInfo &info) {
@@ -156,44 +168,46 @@ BackupInfo MemoryServerClient::Backup(const ItemLayout &item, const BackupInfo &
     ToProto(item, request.mutable_item());
     ToProto(info, request.mutable_info());
     rpc::BackupRecord reply;
-    auto context = CallContext(ForBytes(timeout_, info.size));
-    CheckStatus(stub_->Backup(context.get(), request, &reply), "MemoryServer.Backup", address_);
+    Call(&rpc::MemoryServer::Stub::Backup, "MemoryServer.Backup", request, &reply,
+         ForBytes(timeout_, info.size));
     return FromProto(reply);
 }
 
-BackupInfo MemoryServerClient::DescribeBackup(const std::string &name) {
+BackupInfo MemoryServerClient::DescribeBackup(const std::string &name, const Caller &caller) {
     rpc::BackupRecord request, reply;
     request.set_name(name);
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->DescribeBackup(context.get(), request, &reply),
-                "MemoryServer.DescribeBackup", address_);
+    ToProto(caller, request.mutable_caller());
+    Call(&rpc::MemoryServer::Stub::DescribeBackup, "MemoryServer.DescribeBackup", request,
+         &reply, timeout_);
     return FromProto(reply);
 }
 
-void MemoryServerClient::Restore(const std::string &name, const ItemLayout &item) {
+void MemoryServerClient::Restore(const std::string &name, const ItemLayout &item,
+                                 const Caller &caller) {
     rpc::BackupRequest request;
     ToProto(item, request.mutable_item());
     request.mutable_info()->set_name(name);
+    ToProto(caller, request.mutable_caller());
     rpc::Empty reply;
-    auto context = CallContext(ForBytes(timeout_, item.size));
-    CheckStatus(stub_->Restore(context.get(), request, &reply), "MemoryServer.Restore", address_);
+    Call(&rpc::MemoryServer::Stub::Restore, "MemoryServer.Restore", request, &reply,
+         ForBytes(timeout_, item.size));
 }
 
-void MemoryServerClient::DeleteBackup(const std::string &name) {
+void MemoryServerClient::DeleteBackup(const std::string &name, const Caller &caller) {
     rpc::BackupRecord request;
     request.set_name(name);
+    ToProto(caller, request.mutable_caller());
     rpc::Empty reply;
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->DeleteBackup(context.get(), request, &reply),
-                "MemoryServer.DeleteBackup", address_);
+    Call(&rpc::MemoryServer::Stub::DeleteBackup, "MemoryServer.DeleteBackup", request, &reply,
+         timeout_);
 }
 
-std::vector<BackupInfo> MemoryServerClient::ListBackups() {
-    rpc::Empty request;
+std::vector<BackupInfo> MemoryServerClient::ListBackups(const Caller &caller) {
+    rpc::Caller request;
+    ToProto(caller, &request);
     rpc::BackupList reply;
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->ListBackups(context.get(), request, &reply), "MemoryServer.ListBackups",
-                address_);
+    Call(&rpc::MemoryServer::Stub::ListBackups, "MemoryServer.ListBackups", request, &reply,
+         timeout_);
     std::vector<BackupInfo> list;
     for (const auto &record : reply.backups()) list.push_back(FromProto(record));
     return list;
@@ -212,8 +226,7 @@ void MemoryServerClient::Atomic(ExtentRef extent, uint64_t key, uint64_t offset,
     request.set_operand(operand, size);
     if (compare) request.set_compare(compare, size);
     rpc::AtomicReply reply;
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->Atomic(context.get(), request, &reply), "MemoryServer.Atomic", address_);
+    Call(&rpc::MemoryServer::Stub::Atomic, "MemoryServer.Atomic", request, &reply, timeout_);
     if (result && reply.result().size() == size) {
         std::memcpy(result, reply.result().data(), size);
     }
@@ -231,9 +244,8 @@ void MemoryServerClient::ApplyElements(ExtentRef extent, uint64_t key, ElementOp
     uint64_t bytes = offsets.size() * element_size;
     if (op != ElementOp::kGather) request.set_data(data, bytes);
     rpc::ElementsReply reply;
-    auto context = CallContext(ForBytes(timeout_, bytes));
-    CheckStatus(stub_->ApplyElements(context.get(), request, &reply), "MemoryServer.ApplyElements",
-                address_);
+    Call(&rpc::MemoryServer::Stub::ApplyElements, "MemoryServer.ApplyElements", request, &reply,
+         ForBytes(timeout_, bytes));
     if (op == ElementOp::kGather) {
         if (reply.data().size() != bytes) {
             Fail(openfam::FAM_ERR_RPC, "memory server {} ({}) answered a gather of {} bytes with {}",
@@ -244,48 +256,50 @@ void MemoryServerClient::ApplyElements(ExtentRef extent, uint64_t key, ElementOp
 }
 
 KeyGrant MemoryServerClient::GrantKey(ExtentRef extent, uint64_t offset, uint64_t size,
-                                      bool writable) {
+                                      bool writable, const Permissions &permissions) {
     rpc::ExtentRequest request = Request(extent, offset, size);
     request.set_writable(writable);
+    if (permissions.known) {
+        rpc::Permissions *record = request.mutable_permissions();
+        record->set_uid(permissions.uid);
+        record->set_gid(permissions.gid);
+        record->set_mode(permissions.mode);
+    }
     rpc::KeyGrant reply;
-    Control(&rpc::MemoryServer::Stub::GrantKey, "MemoryServer.GrantKey", request, &reply,
-            timeout_);
-    return KeyGrant{reply.key(), reply.base(), reply.fabric_address(), reply.heap_path(),
-                    reply.node()};
+    Call(&rpc::MemoryServer::Stub::GrantKey, "MemoryServer.GrantKey", request, &reply, timeout_);
+    return KeyGrant{reply.key(),       reply.base(), reply.fabric_address(),
+                    reply.heap_path(), reply.node(), reply.socket()};
 }
 
 void MemoryServerClient::RevokeKeys(ExtentRef extent, uint64_t offset) {
     rpc::Empty reply;
-    Control(&rpc::MemoryServer::Stub::RevokeKeys, "MemoryServer.RevokeKeys",
-            Request(extent, offset), &reply, timeout_);
+    Call(&rpc::MemoryServer::Stub::RevokeKeys, "MemoryServer.RevokeKeys",
+         Request(extent, offset), &reply, timeout_);
 }
 
 rpc::AtomicReply MemoryServerClient::Atomic(const rpc::AtomicRequest &request) {
     rpc::AtomicReply reply;
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->Atomic(context.get(), request, &reply), "MemoryServer.Atomic", address_);
+    Call(&rpc::MemoryServer::Stub::Atomic, "MemoryServer.Atomic", request, &reply, timeout_);
     return reply;
 }
 
 void MemoryServerClient::Mirror(const rpc::MirrorRequest &request) {
     rpc::Empty reply;
-    auto context = CallContext(timeout_);
-    CheckStatus(stub_->Mirror(context.get(), request, &reply), "MemoryServer.Mirror", address_);
+    Call(&rpc::MemoryServer::Stub::Mirror, "MemoryServer.Mirror", request, &reply, timeout_);
 }
 
 rpc::StripeReply MemoryServerClient::Stripe(const rpc::StripeRequest &request,
                                             std::chrono::milliseconds timeout) {
     rpc::StripeReply reply;
-    auto context = CallContext(
-        timeout.count() ? timeout : ForBytes(timeout_, request.data().size()));
-    CheckStatus(stub_->Stripe(context.get(), request, &reply), "MemoryServer.Stripe", address_);
+    Call(&rpc::MemoryServer::Stub::Stripe, "MemoryServer.Stripe", request, &reply,
+         timeout.count() ? timeout : ForBytes(timeout_, request.data().size()));
     return reply;
 }
 
 void MemoryServerClient::Resync(const rpc::ResyncRequest &request,
                                 std::chrono::milliseconds timeout) {
     rpc::Empty reply;
-    Control(&rpc::MemoryServer::Stub::Resync, "MemoryServer.Resync", request, &reply, timeout);
+    Call(&rpc::MemoryServer::Stub::Resync, "MemoryServer.Resync", request, &reply, timeout);
 }
 
 }  // namespace fampool

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/tls.h"
 #include "common/memory_server.h"
 #include "rpc/fampool.grpc.pb.h"
 
@@ -28,7 +29,9 @@ struct MemoryServerInfo {
 
 class MemoryServerClient : public MemoryServer {
   public:
-    MemoryServerClient(uint64_t id, std::string address, std::chrono::milliseconds timeout);
+    // Over TLS when `tls` is enabled (common/tls.h).
+    MemoryServerClient(uint64_t id, std::string address, std::chrono::milliseconds timeout,
+                       const TlsSettings &tls = TlsSettings());
 
     uint64_t id() const override { return id_; }
     const std::string &address() const { return address_; }
@@ -36,10 +39,12 @@ class MemoryServerClient : public MemoryServer {
     MemoryServerInfo Info(std::chrono::milliseconds timeout);  // a heartbeat's short wait
     // From Info; its host is the host of its gRPC address.
     MemoryProfile Profile() override;
-    // Extent and key calls prove who makes them with credentials from the munged on `socket`
+    // Every call (but Info) proves who makes it with credentials from the munged on `socket`
     // (empty: libmunge's default); a session is opened at the first one, and again when the
     // server no longer knows it (it restarted).
     void UseMunge(const std::string &socket);
+    // Ends the session opened with the server, if any (its token stops working there).
+    void EndSession() override;
 
     void CreateExtent(ExtentRef extent, uint64_t size) override;
     void DestroyExtent(ExtentRef extent) override;
@@ -49,15 +54,16 @@ class MemoryServerClient : public MemoryServer {
     void Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
               uint64_t dest_offset, uint64_t nbytes) override;
     BackupInfo Backup(const ItemLayout &item, const BackupInfo &info) override;
-    BackupInfo DescribeBackup(const std::string &name) override;
-    void Restore(const std::string &name, const ItemLayout &item) override;
-    void DeleteBackup(const std::string &name) override;
-    std::vector<BackupInfo> ListBackups() override;
+    BackupInfo DescribeBackup(const std::string &name, const Caller &caller) override;
+    void Restore(const std::string &name, const ItemLayout &item, const Caller &caller) override;
+    void DeleteBackup(const std::string &name, const Caller &caller) override;
+    std::vector<BackupInfo> ListBackups(const Caller &caller) override;
     void Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op, int type,
                 const void *operand, const void *compare, void *result) override;
     void ApplyElements(ExtentRef extent, uint64_t key, ElementOp op, uint64_t element_size,
                        const std::vector<uint64_t> &offsets, char *data) override;
-    KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable) override;
+    KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable,
+                      const Permissions &permissions) override;
     void RevokeKeys(ExtentRef extent, uint64_t offset) override;
 
     // Redundant regions (memserver/redundancy.h), as the messages say. `timeout` 0: the
@@ -69,13 +75,13 @@ class MemoryServerClient : public MemoryServer {
     void Resync(const rpc::ResyncRequest &request, std::chrono::milliseconds timeout);
 
   private:
-    // A call that manages extents or keys: with UseMunge, it carries the session token, and is
-    // made once more after opening a new session when the server did not know the token.
+    // A call: with UseMunge, it carries the session token, and is made once more after opening
+    // a new session when the server did not know the token.
     template <typename Request, typename Reply>
-    void Control(grpc::Status (rpc::MemoryServer::Stub::*method)(grpc::ClientContext *,
-                                                                const Request &, Reply *),
-                 const char *name, const Request &request, Reply *reply,
-                 std::chrono::milliseconds timeout);
+    void Call(grpc::Status (rpc::MemoryServer::Stub::*method)(grpc::ClientContext *,
+                                                             const Request &, Reply *),
+              const char *name, const Request &request, Reply *reply,
+              std::chrono::milliseconds timeout);
     // The token to send now (a session is opened when none is); `stale`: the token the server
     // did not know, replaced unless another thread replaced it already.
     std::string SessionToken(const std::string *stale = nullptr);

@@ -7,6 +7,7 @@ removed afterwards) and no cluster configuration in its environment."""
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -167,9 +168,25 @@ def test_rm_refuses_a_region_with_items_unless_recursive(home):
     assert 'fampool rm: region "empty" not found' in missing.stderr
 
 
+def test_another_user_cannot_open_a_private_store(home):
+    """Without a sharing group the store is root's alone: uid 65534 cannot even read it, and
+    is told whose it is and how stores are shared."""
+    path, env = home
+    make_region_with_items(env, "shared", ["x"], mode=0o755, item_mode=0o644)
+    meta = os.path.join(path, "home", "meta")
+    assert stat.S_IMODE(os.stat(meta).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(os.path.join(meta, "data.mdb")).st_mode) == 0o600
+    listing = as_nobody("ls", "shared", env=env)
+    assert listing.returncode != 0
+    assert "sharing_group" in listing.stderr, listing.stderr
+    assert rows(fampool("ls", "shared", env=env).stdout) == ["x"]
+
+
 def test_rm_by_another_user_is_refused_and_removes_nothing(home):
-    """Root's regions, removed by uid 65534: the store's permission checks refuse each."""
+    """Root's regions in a store shared with group 65534, removed by uid 65534 (a member): the
+    store's permission checks refuse each."""
     _, env = home
+    env = dict(env, FAMPOOL_SHARING_GROUP="65534")
     make_region_with_items(env, "private", [], mode=0o700)
     make_region_with_items(env, "shared", ["x"], mode=0o755, item_mode=0o644)
     private = as_nobody("rm", "private", env=env)
@@ -229,7 +246,8 @@ assert lib.c_fam_put_blocking(fam, data, item, 0, len(data)) == 0
     assert 'backed up data item "histogram" in region "results" to backup "day 1"' in backup.stdout
     listing = fampool("backup", "--list", "--bytes", env=env)
     assert listing.returncode == 0, listing.stderr
-    assert re.search(r"\n  day 1\s+65536\s+0\s+0\s+0640\s+\S+Z\s+histogram\s+[0-9a-f]{8}\n",
+    # The region's 0755 (it governs reading the item in a REGION-level region).
+    assert re.search(r"\n  day 1\s+65536\s+0\s+0\s+0755\s+\S+Z\s+histogram\s+[0-9a-f]{8}\n",
                      listing.stdout), listing.stdout
     assert os.listdir(os.path.join(path, "home", "backup"))
     twice = fampool("backup", "results", "histogram", "day 1", env=env)

@@ -28,7 +28,7 @@ std::string backup_path;  // where the archive keeps the backup named "b"
 
 // A real backup of `size` bytes, as Archive::Write makes it, in `dir`; returns its file.
 std::string WriteBackup(const std::string &dir, uint64_t size, const std::string &item) {
-    Archive archive(dir);
+    Archive archive(dir, FileAccess());
     BackupInfo info;
     info.name = "b";
     info.size = size;
@@ -75,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     using namespace fampool::fuzz;
     std::ofstream(backup_path, std::ios::binary | std::ios::trunc)
         .write(reinterpret_cast<const char *>(data), static_cast<std::streamsize>(size));
-    Archive archive(scratch->path());
+    Archive archive(scratch->path(), FileAccess());
     BackupInfo info;
     bool described = false;
     try {

@@ -142,7 +142,8 @@ Cluster::Cluster() : dir_("cluster"), archive_dir_(dir_.path() + "/archive"), no
     for (size_t id = 0; id < kServers; ++id) {
         Node &node = nodes_[id];
         node.heaps = std::make_unique<LocalMemoryServer>(
-            id, HeapLocation{dir_.path() + "/shm", dir_.path() + "/heaps", fmt::format("ms{}", id)},
+            id, HeapLocation{dir_.path() + "/shm", dir_.path() + "/heaps", fmt::format("ms{}", id),
+                         FileAccess()},
             archive_dir_);
         node.fabric = std::make_unique<FabricServer>(fabric);
         node.heaps->AttachFabric(node.fabric.get());

@@ -138,7 +138,7 @@ std::vector<std::string> Seeds() {
     AppendCall(&basic, on(0, kBackup), backup);
     AppendCall(&basic, on(0, kDescribeBackup), backup.info());
     AppendCall(&basic, on(0, kRestore), backup);
-    AppendCall(&basic, on(0, kListBackups), rpc::Empty());
+    AppendCall(&basic, on(0, kListBackups), rpc::Caller());
     AppendCall(&basic, on(0, kDeleteBackup), backup.info());
     AppendCall(&basic, on(0, kRevokeKeys), Extent(1, 0));
     AppendCall(&basic, on(0, kDestroyExtent), Extent(1, 0));

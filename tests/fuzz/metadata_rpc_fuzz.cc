@@ -99,7 +99,7 @@ std::vector<std::string> Seeds() {
         AppendCall(&seed, kListItems, region);
         region.set_perm(0600);
         AppendCall(&seed, kChangeRegionPermissions, region);
-        AppendCall(&seed, kStatus, rpc::Empty());
+        AppendCall(&seed, kStatus, rpc::StatusRequest());
         AppendCall(&seed, kDestroyRegion, region);
         seeds.push_back(seed);
     }

@@ -59,7 +59,7 @@ int WaitForChild(pid_t pid, int timeout_s) {
 
 // In a child: drops to uid/gid; false (and why, on stderr) when it could not.
 bool BecomeUser(uid_t uid, gid_t gid) {
-    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
+    if (setgroups(1, &kStoreSharingGid) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
         perror("child: dropping to another user");
         return false;
     }
@@ -335,7 +335,7 @@ bool ChildProcess::Start(const ProgramSpec &spec) {
         dup2(out_pipe[1], STDOUT_FILENO);
         dup2(err_pipe[1], STDERR_FILENO);
         int code = 0;
-        if (spec.gid >= 0 && (setgroups(0, nullptr) != 0 || setgid(spec.gid) != 0)) {
+        if (spec.gid >= 0 && (setgroups(1, &kStoreSharingGid) != 0 || setgid(spec.gid) != 0)) {
             code = errno;
         } else if (spec.uid >= 0 && setuid(spec.uid) != 0) {
             code = errno;

@@ -93,11 +93,13 @@ class BufferMemoryServer : public MemoryServer {
         Unused();
     }
     BackupInfo Backup(const ItemLayout &, const BackupInfo &) override { Unused(); }
-    BackupInfo DescribeBackup(const std::string &) override { Unused(); }
-    void Restore(const std::string &, const ItemLayout &) override { Unused(); }
-    void DeleteBackup(const std::string &) override { Unused(); }
-    std::vector<BackupInfo> ListBackups() override { Unused(); }
-    KeyGrant GrantKey(ExtentRef, uint64_t, uint64_t, bool) override { Unused(); }
+    BackupInfo DescribeBackup(const std::string &, const Caller &) override { Unused(); }
+    void Restore(const std::string &, const ItemLayout &, const Caller &) override { Unused(); }
+    void DeleteBackup(const std::string &, const Caller &) override { Unused(); }
+    std::vector<BackupInfo> ListBackups(const Caller &) override { Unused(); }
+    KeyGrant GrantKey(ExtentRef, uint64_t, uint64_t, bool, const Permissions &) override {
+        Unused();
+    }
     void RevokeKeys(ExtentRef, uint64_t) override { Unused(); }
     // Memory-side gathers and scatters: applied with the CPU, as a memory server does.
     void ApplyElements(ExtentRef, uint64_t, ElementOp op, uint64_t element_size,
@@ -322,6 +324,9 @@ class FabricTest : public ::testing::TestWithParam<std::string> {
         }
     }
 
+    // OpenClient's direct access opens heap files by name (fabric_direct: path), as these
+    // tests' servers have no same-node socket (heap_socket_test has that path).
+    bool direct_by_path_ = false;
     void OpenClient(int timeout_ms = 10000, bool register_local = false,
                     bool checked_reads = false, bool direct = true,
                     uint64_t memory_side_elements = 64) {
@@ -332,6 +337,7 @@ class FabricTest : public ::testing::TestWithParam<std::string> {
         config.register_local = register_local;
         config.checked_reads = checked_reads;
         config.direct = direct;
+        config.direct_by_path = direct_by_path_;
         transport_ = std::make_unique<FabricTransport>(config, [this](uint64_t id) -> MemoryServer & {
             for (auto &server : servers_) {
                 if (server->id == id) return *server->fallback;

@@ -296,6 +296,7 @@ void TestCluster::WaitReady() {
             // A new channel each time: a refused first attempt must not leave us in backoff.
             const std::string &address = shards[ready_shards];
             fampool::MetadataClient client(address, std::chrono::milliseconds(1000));
+            if (munged_) client.UseMunge(munged_->socket());  // status needs a session too
             fampool::rpc::ClusterStatus status = client.Status();
             int reachable = 0;
             for (const auto &server : status.servers()) reachable += server.reachable();
@@ -347,6 +348,8 @@ void TestCluster::Clean() {
 
 void TestCluster::CleanShard(const std::string &address) {
     fampool::MetadataClient client(address, std::chrono::milliseconds(10000));
+    // As the cluster user (this process), who sees every region.
+    if (munged_) client.UseMunge(munged_->socket());
     fampool::rpc::ClusterStatus status = client.Status();
     if (!munged_) {
         for (const auto &usage : status.regions()) {

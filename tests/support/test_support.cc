@@ -168,8 +168,8 @@ TempDir::TempDir(const std::string &parent, const std::string &prefix) {
         throw std::runtime_error(ErrnoText(("mkdtemp " + pattern).c_str()));
     }
     path_ = buffer.data();
-    if (chmod(path_.c_str(), 0777) != 0) {
-        std::string why = ErrnoText(("chmod 0777 " + path_).c_str());
+    if (chmod(path_.c_str(), 01777) != 0) {
+        std::string why = ErrnoText(("chmod 01777 " + path_).c_str());
         RemoveTree(path_);
         throw std::runtime_error(why);
     }
@@ -315,6 +315,10 @@ TestCluster *SharedCluster(const TestClusterSpec &spec) {
 }
 
 }  // namespace
+
+void FamTest::ShareStoreWithChildren() {
+    if (geteuid() == 0) SetEnv("FAMPOOL_SHARING_GROUP", std::to_string(kStoreSharingGid));
+}
 
 void FamTest::SetUp() {
     for (const std::string &name : FampoolVariablesInEnvironment()) SetEnv(name, std::nullopt);

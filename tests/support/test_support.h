@@ -106,8 +106,8 @@ CaughtError CatchFamError(const std::function<void()> &body);
 // ---------------------------------------------------------------------------------------------
 // Files, directories and the environment
 
-// A directory made with mkdtemp under `parent`, chmod 0777 so that other users (the permission
-// tests run children as uid 65534) can work in it; removed with everything inside on
+// A directory made with mkdtemp under `parent`, chmod 01777 (like /tmp) so that other users (the
+// permission tests run children as uid 65534) can work in it; removed with everything inside on
 // destruction.
 class TempDir {
   public:
@@ -209,6 +209,10 @@ class FamTest : public ::testing::Test {
 
     // Sets an environment variable for the rest of this test (restored in TearDown).
     void SetEnv(const std::string &name, std::optional<std::string> value);
+    // For tests whose children run as other users (RunAsUser): as root, the embedded store is
+    // shared with kStoreSharingGid (sharing_group), which those children keep; otherwise it is
+    // private to its owner and another user cannot open it at all.
+    void ShareStoreWithChildren();
 
     openfam::fam *fam() { return fam_.get(); }
     // The cluster this test runs on (FAMPOOL_TEST_CLUSTER), or null on the embedded model.
@@ -283,10 +287,14 @@ inline constexpr int kChildSetupFailed = 121;        // setgroups/setgid/setuid 
 // must come from RunInCleanChild or RunAsUser instead.
 int RunInChild(const std::function<int()> &body, int timeout_s = 30);
 
-// RunInChild after setgroups({}), setgid(gid), setuid(uid) in the child. The permission tests
-// use uid/gid 65534 (nobody/nogroup).
+// RunInChild after setgroups({kStoreSharingGid}), setgid(gid), setuid(uid) in the child. The
+// permission tests use uid/gid 65534 (nobody/nogroup).
 inline constexpr uid_t kNobodyUid = 65534;
 inline constexpr gid_t kNobodyGid = 65534;
+// The group an embedded store is shared with in tests whose children run as other users
+// (ShareStoreWithChildren): every such child keeps it as a supplementary group, whatever its
+// primary gid (the one fampool's permission bits are checked against).
+inline constexpr gid_t kStoreSharingGid = 65534;
 
 namespace detail {
 inline constexpr uint32_t kSameUser = UINT32_MAX;  // RunAsUserSpawned: keep the user

@@ -2,8 +2,9 @@
 // service and memory servers) and runs programs against it; shows, removes, backs up and
 // measures what either model (a cluster, or the embedded store) holds. One file per group of
 // subcommands: launch.cc (up, down), query.cc (status, ls, stat, rebuild), remove.cc (rm),
-// backup.cc (backup, restore), bench.cc (bench), run.cc (run), exec.cc (exec); pool.h chooses
-// the model (a cluster or the embedded store) they work on. This header is what they share.
+// backup.cc (backup, restore), bench.cc (bench), run.cc (run), exec.cc (exec), run_dir.cc (the
+// run directory `up` makes, and its files); pool.h chooses the model (a cluster or the embedded
+// store) they work on. This header is what they share.
 #ifndef FAMPOOL_TOOLS_CLI_CLI_H_
 #define FAMPOOL_TOOLS_CLI_CLI_H_
 
@@ -64,6 +65,32 @@ uint64_t RunDirHash(const std::string &run_dir);
 // run directory, /dev/shm/fampool-<uid>-<hash>.
 std::string ShmBase(const std::string &run_dir);
 
+// The run directory of `fampool up` and what it holds (run_dir.cc). The directory is private to
+// the user who runs the cluster, except that others pass through it (mode 0711) to the cluster
+// file and the sockets their programs need; logs/ and pids/ are private (0700), and so is
+// ShmBase(dir) but for passing through to the servers' same-node sockets. Throws CliError.
+void PrepareRunDir(const std::string &dir);
+// `text` as `path` (replaced whole): mode 0644, since every user's programs read it (addresses,
+// ports, the CA's certificate: no secret).
+void WriteClusterFile(const std::string &path, const std::string &text);
+std::string ReadFile(const std::string &path);
+// The throw-away TLS material of `fampool up --tls`, made with openssl in DIR/tls: a CA of its
+// own (ca.pem, readable by all: clients trust it; ca.key private), the servers' certificate
+// (server.pem) for `hosts` (IP addresses: each becomes an IP subjectAltName, besides
+// 127.0.0.1 and DNS localhost) and its key (server.key, private), and with `client` a client
+// certificate for the user running `up` (client.pem, client.key, private). Throws CliError.
+struct TlsFiles {
+    std::string ca, certificate, private_key, client_certificate, client_key;
+};
+TlsFiles MakeThrowawayTls(const std::string &dir, const std::vector<std::string> &hosts,
+                          bool client);
+// `fampool up --tls`: the throw-away TLS material for every server address of `cluster` (made
+// by MakeThrowawayTls), set in `cluster`; returns the cluster file's keys that name it.
+std::string AddThrowawayTls(const std::string &dir, ClusterConfig *cluster,
+                            bool require_client_certificates);
+// `text` as a new file `path` private to this user (0600).
+void WriteFile(const std::string &path, const std::string &text);
+
 // An octal file mode ("640", "0640"); throws CliError naming `command` for anything else.
 uint32_t ParseMode(const std::string &command, const std::string &text);
 
@@ -98,6 +125,10 @@ struct UpOptions {
     // cluster unless munge_socket names a site's) or none.
     std::string authentication = "munge";
     std::string munge_socket;
+    // TLS on the control path with a throw-away CA (`--tls`), and whether the servers then
+    // require client certificates ("require": `up` makes one for its user).
+    bool tls = false;
+    std::string tls_client_certificates = "none";
     std::string config;
     double timeout_s = 30;
     // An emulated fabric (emulate.h): from a topology file, or from the options below.

@@ -25,86 +25,10 @@ namespace fampool::cli {
 namespace fs = std::filesystem;
 namespace {
 
-// Longest one ip or tc command may take.
+// Longest a delay line may take to start.
 constexpr int kToolTimeoutMs = 10000;
 constexpr const char *kSubnetPrefix = "10.77.";
 constexpr const char *kDelayLine = "fampool-delayline";
-
-struct ToolResult {
-    int status = -1;  // exit status; -1 when it did not run or was killed
-    std::string output;
-};
-
-// `argv[0]` (ip, tc or iptables) from /usr/sbin, /sbin, /usr/bin or /bin.
-std::string ToolPath(const std::string &name) {
-    for (const char *dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
-        std::string path = dir + name;
-        if (access(path.c_str(), X_OK) == 0) return path;
-    }
-    return "";
-}
-
-// Runs a command, its output (stdout and stderr) captured, for at most kToolTimeoutMs.
-ToolResult RunTool(const std::vector<std::string> &argv) {
-    ToolResult result;
-    std::string program = ToolPath(argv[0]);
-    if (program.empty()) {
-        result.output = argv[0] + " not found in /usr/sbin, /sbin, /usr/bin or /bin";
-        return result;
-    }
-    int pipe_fds[2];
-    if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-        result.output = std::string("pipe: ") + std::strerror(errno);
-        return result;
-    }
-    std::vector<char *> args;
-    for (const std::string &arg : argv) args.push_back(const_cast<char *>(arg.c_str()));
-    args.push_back(nullptr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pipe_fds[1], STDOUT_FILENO);
-        dup2(pipe_fds[1], STDERR_FILENO);
-        int null_fd = open("/dev/null", O_RDONLY);
-        if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-        execv(program.c_str(), args.data());
-        _exit(127);
-    }
-    close(pipe_fds[1]);
-    if (pid < 0) {
-        close(pipe_fds[0]);
-        result.output = std::string("fork: ") + std::strerror(errno);
-        return result;
-    }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kToolTimeoutMs);
-    char buffer[4096];
-    bool timed_out = false;
-    while (true) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now())
-                        .count();
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        pollfd fd{pipe_fds[0], POLLIN, 0};
-        if (poll(&fd, 1, static_cast<int>(left)) <= 0) continue;
-        ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
-        if (n <= 0) break;
-        result.output.append(buffer, n);
-    }
-    close(pipe_fds[0]);
-    if (timed_out) kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (timed_out) {
-        result.output += fmt::format("(killed after {} s)", kToolTimeoutMs / 1000);
-    } else if (WIFEXITED(status)) {
-        result.status = WEXITSTATUS(status);
-    }
-    while (!result.output.empty() && std::isspace(static_cast<unsigned char>(result.output.back())))
-        result.output.pop_back();
-    return result;
-}
 
 std::string Joined(const std::vector<std::string> &argv) {
     std::string line;

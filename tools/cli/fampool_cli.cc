@@ -116,6 +116,19 @@ int Main(int argc, char **argv) {
     up_command->add_option("--munge-socket", up.munge_socket,
                            "socket of a running munged (a site's, with the same key on every "
                            "node) instead of starting one");
+    auto *tls_flag = up_command->add_flag(
+        "--tls", up.tls,
+        "encrypt the control path (gRPC) with TLS: `up` makes a throw-away CA and the servers' "
+        "certificate with openssl in RUN_DIR/tls and names them in the cluster file; metadata "
+        "calls then stay on gRPC (docs/security.md)");
+    up_command
+        ->add_option("--tls-client-certificates", up.tls_client_certificates,
+                     "with --tls: none (servers take any client over TLS) or require (only "
+                     "clients with a certificate of the run's CA: `up` makes one for its user "
+                     "and prints the variables that name it)")
+        ->check(CLI::IsMember({"none", "require"}))
+        ->needs(tls_flag)
+        ->capture_default_str();
     auto *config_option = up_command->add_option(
         "--config", up.config,
         "use this cluster file instead of writing one from the options above (it is copied to "
@@ -125,7 +138,8 @@ int Main(int argc, char **argv) {
         "RUN_DIR/cluster.yaml in fampool's format");
     for (const char *generated :
          {"--memservers", "--metadata-shards", "--provider", "--base-port", "--interleave",
-          "--placement", "--region-span", "--progress", "--authentication", "--munge-socket"}) {
+          "--placement", "--region-span", "--progress", "--authentication", "--munge-socket",
+          "--tls", "--tls-client-certificates"}) {
         config_option->excludes(up_command->get_option(generated));
     }
     auto *emulate_flag = up_command->add_flag(

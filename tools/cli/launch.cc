@@ -113,20 +113,6 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
     return text;
 }
 
-std::string ReadFile(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) Die(1, "fampool up: cannot read {}", path);
-    return text.str();
-}
-
-void WriteFile(const std::string &path, const std::string &text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) Die(1, "fampool up: cannot write {}: {}", path, std::strerror(errno));
-}
-
 // fampool-server beside this program, then in ../bin, then on PATH.
 std::string ServerProgram() {
     std::error_code ec;
@@ -293,9 +279,11 @@ void WaitMunged(const std::vector<Started> &servers, const std::string &socket,
 
 // Until the metadata service reports every memory server reachable.
 rpc::ClusterStatus WaitReachable(const std::vector<Started> &servers, const Started &metadata,
-                                 Clock::time_point start, Clock::time_point deadline,
-                                 double timeout_s) {
-    MetadataClient client(metadata.address, std::chrono::milliseconds(2000));
+                                 const ClusterConfig &cluster, Clock::time_point start,
+                                 Clock::time_point deadline, double timeout_s) {
+    MetadataClient client(metadata.address, std::chrono::milliseconds(2000), ClientTls(cluster));
+    // Status is asked as the user munged vouches for, as every call.
+    if (cluster.authentication == "munge") client.UseMunge(cluster.munge_socket);
     std::string last_state;
     auto last_print = start;
     while (true) {
@@ -408,11 +396,7 @@ int Up(const UpOptions &options) {
     const std::string dir = RunDirOf(options.run_dir);
     const std::string cluster_file = dir + "/cluster.yaml";
     std::optional<Topology> topology = EmulatedTopology(options);
-    for (const std::string &sub : {dir, dir + "/logs", dir + "/pids"}) {
-        std::error_code ec;
-        fs::create_directories(sub, ec);
-        if (ec) Die(1, "fampool up: cannot create directory {}: {}", sub, ec.message());
-    }
+    PrepareRunDir(dir);
 
     // The cluster file: the user's (checked where it is), or one written from the options
     // (checked as a draft beside its final place). Either way it ends up as DIR/cluster.yaml.
@@ -435,6 +419,9 @@ int Up(const UpOptions &options) {
             throw;
         }
         fs::remove(draft);
+        if (options.tls) {
+            text += AddThrowawayTls(dir, &cluster, options.tls_client_certificates == "require");
+        }
     }
     if (cluster.memservers.empty()) {
         Die(1, "fampool up: {} lists no memory servers (memservers:)", cluster.path);
@@ -470,8 +457,7 @@ int Up(const UpOptions &options) {
     }
     std::error_code same_ec;
     if (options.config.empty() || !fs::equivalent(options.config, cluster_file, same_ec)) {
-        WriteFile(cluster_file + ".new", text);
-        fs::rename(cluster_file + ".new", cluster_file);
+        WriteClusterFile(cluster_file, text);
     }
     const std::string server_program = ServerProgram();
     // `up` starts the munged of the run directory when the cluster file names its socket: a
@@ -541,7 +527,7 @@ int Up(const UpOptions &options) {
         WaitListening(servers, metadata, deadline, options.timeout_s);
         rpc::ClusterStatus status;
         for (const Started &shard : metadata) {
-            status = WaitReachable(servers, shard, start, deadline, options.timeout_s);
+            status = WaitReachable(servers, shard, cluster, start, deadline, options.timeout_s);
         }
 
         std::map<uint64_t, std::string> providers;
@@ -575,6 +561,12 @@ int Up(const UpOptions &options) {
                         MungeSocketName(cluster.munge_socket).c_str());
         }
         std::printf("stop it with: fampool down --run-dir %s\n", ShellQuote(dir).c_str());
+        if (options.tls && options.tls_client_certificates == "require") {
+            // The servers take only clients with a certificate of the run's CA: this user's.
+            std::printf("export FAMPOOL_TLS_CLIENT_CERTIFICATE=%s FAMPOOL_TLS_CLIENT_KEY=%s\n",
+                        ShellQuote(dir + "/tls/client.pem").c_str(),
+                        ShellQuote(dir + "/tls/client.key").c_str());
+        }
         std::printf("export FAMPOOL_CONFIG=%s\n", ShellQuote(cluster_file).c_str());
         guard.keep = true;
     } catch (const CliError &e) {

@@ -11,6 +11,7 @@
 
 #include "client/session.h"
 #include "emulate.h"
+#include "meta/metadata_client.h"
 #include "meta/metadata_store.h"
 #include "meta/sharded_metadata.h"
 #include "rpc/convert.h"
@@ -70,9 +71,31 @@ Model ChooseModel(const std::string &command, const ClusterChoice &choice) {
     return model;
 }
 
+namespace {
+
+// Whether the metadata service of `cluster` answers at all (Servers needs no session).
+bool MetadataAnswers(const ClusterConfig &cluster) {
+    try {
+        MetadataClient client(MetadataShards(cluster).front(), std::chrono::milliseconds(1000),
+                              ClientTls(cluster));
+        client.Servers(std::chrono::milliseconds(1000));
+        return true;
+    } catch (const Fam_Exception &) {
+        return false;
+    }
+}
+
+}  // namespace
+
 void Fault(const std::string &command, const Model &model, const std::string &object,
            const Fam_Exception &e) {
-    if (e.fam_error() == openfam::FAM_ERR_RPC && !model.embedded) {
+    // A call that failed before it reached the service (its MUNGE credential, when the
+    // cluster's munged went down with it) says first what matters: the cluster is down.
+    bool unreachable =
+        !model.embedded &&
+        (e.fam_error() == openfam::FAM_ERR_RPC ||
+         (e.fam_error() == openfam::FAM_ERR_NOPERM && !MetadataAnswers(model.cluster)));
+    if (unreachable) {
         const std::string &path = model.cluster.path;
         std::string start = fmt::format("fampool up --config {}", ShellQuote(path));
         if (std::string dir = RunDirOfClusterFile(path); !dir.empty()) {
@@ -126,8 +149,9 @@ Pool::Pool(const std::string &command, const ClusterChoice &choice, bool cluster
     // servers must not make the metadata service look unreachable.
     auto timeout = std::chrono::milliseconds(cluster.rpc_timeout_ms) *
                    static_cast<int64_t>(cluster.memservers.size() + 1);
-    client_ = std::make_unique<ShardedMetadata>(MetadataShards(cluster), timeout);
-    // Lookups and changes are made as the user munged vouches for; status needs no session.
+    client_ = std::make_unique<ShardedMetadata>(MetadataShards(cluster), timeout,
+                                                ClientTls(cluster));
+    // Every call is made as the user munged vouches for.
     if (cluster.authentication == "munge") client_->UseMunge(cluster.munge_socket);
 }
 
@@ -153,7 +177,7 @@ std::vector<ItemInfo> Pool::ListItems(uint64_t region_id) {
 }
 
 rpc::ClusterStatus Pool::Status() {
-    if (client_) return client_->Status();
+    if (client_) return client_->Status(caller_);
     rpc::ClusterStatus status;
     auto *store = store_ ? static_cast<MetadataStore *>(store_->metadata.get()) : nullptr;
     std::vector<uint64_t> usage = store ? store->ServerUsage() : std::vector<uint64_t>();

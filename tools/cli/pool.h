@@ -101,7 +101,7 @@ class Pool {
   private:
     std::string command_;
     Model model_;
-    Caller caller_{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
+    Caller caller_ = ThisProcess();
     std::unique_ptr<ShardedMetadata> client_;  // memory-server model
     std::shared_ptr<Session> store_;           // embedded model, once a program made the store
     bool volatile_lost_ = false;

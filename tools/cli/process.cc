@@ -4,13 +4,16 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -62,8 +65,10 @@ pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log
     // `fampool up` on the same run directory would otherwise erase what the server said.
     std::error_code ignored;
     if (fs::file_size(log, ignored) > 0 && !ignored) fs::rename(log, log + ".1", ignored);
-    int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // Logs name regions, items and users: the cluster user's to read.
+    int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (log_fd < 0) Die(1, "fampool up: cannot create log file {}: {}", log, std::strerror(errno));
+    fchmod(log_fd, 0600);
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd < 0) {
         close(log_fd);
@@ -294,6 +299,75 @@ std::string Tail(const std::string &path, int lines) {
     std::string text;
     for (const std::string &l : last) text += (text.empty() ? "    " : "\n    ") + l;
     return text;
+}
+
+std::string ToolPath(const std::string &name) {
+    for (const char *dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
+        std::string path = dir + name;
+        if (access(path.c_str(), X_OK) == 0) return path;
+    }
+    return "";
+}
+
+ToolResult RunTool(const std::vector<std::string> &argv, int timeout_ms) {
+    ToolResult result;
+    std::string program = ToolPath(argv[0]);
+    if (program.empty()) {
+        result.output = argv[0] + " not found in /usr/sbin, /sbin, /usr/bin or /bin";
+        return result;
+    }
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+        result.output = std::string("pipe: ") + std::strerror(errno);
+        return result;
+    }
+    std::vector<char *> args;
+    for (const std::string &arg : argv) args.push_back(const_cast<char *>(arg.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pipe_fds[1], STDOUT_FILENO);
+        dup2(pipe_fds[1], STDERR_FILENO);
+        int null_fd = open("/dev/null", O_RDONLY);
+        if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+        execv(program.c_str(), args.data());
+        _exit(127);
+    }
+    close(pipe_fds[1]);
+    if (pid < 0) {
+        close(pipe_fds[0]);
+        result.output = std::string("fork: ") + std::strerror(errno);
+        return result;
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    char buffer[4096];
+    bool timed_out = false;
+    while (true) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now())
+                        .count();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        pollfd fd{pipe_fds[0], POLLIN, 0};
+        if (poll(&fd, 1, static_cast<int>(left)) <= 0) continue;
+        ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
+        if (n <= 0) break;
+        result.output.append(buffer, n);
+    }
+    close(pipe_fds[0]);
+    if (timed_out) kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (timed_out) {
+        result.output += fmt::format("(killed after {} s)", timeout_ms / 1000);
+    } else if (WIFEXITED(status)) {
+        result.status = WEXITSTATUS(status);
+    }
+    while (!result.output.empty() && std::isspace(static_cast<unsigned char>(result.output.back())))
+        result.output.pop_back();
+    return result;
 }
 
 }  // namespace fampool::cli

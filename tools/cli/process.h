@@ -55,6 +55,17 @@ pid_t PortHolder(int port);
 // Whether a TCP connection to host:port is accepted right now.
 bool Accepts(const std::string &address);
 
+// A system tool (ip, tc, iptables, openssl) from /usr/sbin, /sbin, /usr/bin or /bin; "" when
+// none is there.
+std::string ToolPath(const std::string &name);
+struct ToolResult {
+    int status = -1;  // exit status; -1 when it did not run or was killed
+    std::string output;
+};
+// Runs a tool (argv[0] found by ToolPath), its output (stdout and stderr) captured, for at most
+// `timeout_ms` (then killed).
+ToolResult RunTool(const std::vector<std::string> &argv, int timeout_ms = 10000);
+
 // The last `lines` lines of a file, each indented; a note when it cannot be read.
 std::string Tail(const std::string &path, int lines);
 

@@ -382,9 +382,11 @@ void PrintItem(const Pool &pool, const ItemInfo &item) {
     for (const ServerAccess &access : item.access) {
         if (access.fabric_address.empty()) continue;
         granted = true;
+        // The key itself is a capability (docs/security.md): it is not shown.
         Field("fabric access:",
-              fmt::format("server {}: key 0x{:x}, base 0x{:x}, endpoint {}", access.server_id,
-                          access.key, access.base, Hex(access.fabric_address)));
+              fmt::format("server {}: {} key granted, endpoint {}", access.server_id,
+                          item.can_write ? "read-write" : "read-only",
+                          Hex(access.fabric_address)));
     }
     if (pool.embedded()) {
         Field("fabric access:", "none (embedded model: loads and stores on the mapped heap)");

@@ -21,11 +21,14 @@
 
 #include "common/cluster_config.h"
 #include "common/error.h"
+#include "common/file_access.h"
 #include "common/network.h"
 #include "memserver/fabric_peers.h"
 #include "memserver/fabric_server.h"
+#include "memserver/heap_socket.h"
 #include "memserver/local_memory_server.h"
 #include "rpc/authentication.h"
+#include "rpc/convert.h"
 #include "rpc/memory_server_client.h"
 #include "rpc/munge.h"
 #include "memserver/memory_server_service.h"
@@ -61,6 +64,11 @@ void CheckMunged(const ClusterConfig &cluster, const std::string &who) {
     MungeEncode(cluster.munge_socket, "fampool-server start-up check", who.c_str());
 }
 
+// Who shares the servers' files (heaps, stores, archives) with the user running them.
+FileAccess ServerFiles(const ClusterConfig &cluster) {
+    return FileAccess::Sharing(cluster.sharing_group, cluster.path + ": sharing_group");
+}
+
 // The pieces of a memory server: heaps, its fabric endpoint, its gRPC service.
 struct MemoryRole {
     std::unique_ptr<LocalMemoryServer> heaps;
@@ -70,6 +78,8 @@ struct MemoryRole {
     std::shared_ptr<std::vector<std::unique_ptr<MemoryServerClient>>> others;
     std::unique_ptr<RedundancyService> redundancy;
     std::unique_ptr<MemoryServerService> service;
+    // Hands heap descriptors to permitted clients of this node (memserver/heap_socket.h).
+    std::unique_ptr<HeapSocketServer> socket;
 };
 
 MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
@@ -79,11 +89,13 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     }
     const MemoryServerConfig &me = cluster.memservers[id];
     std::string prefix = fmt::format("fampool-ms{}", id);
-    std::filesystem::create_directories(me.shm_dir);
+    FileAccess access = ServerFiles(cluster);
+    // Others pass through it to the server's same-node socket, not list or open its heaps.
+    access.MakeDirectory(me.shm_dir, FileAccess::Dir::kShared, /*reachable=*/true);
     RemoveVolatileHeaps(me.shm_dir, prefix);
     MemoryRole role;
-    role.heaps = std::make_unique<LocalMemoryServer>(id, HeapLocation{me.shm_dir, me.heap_dir, prefix},
-                                                     cluster.archive_dir);
+    role.heaps = std::make_unique<LocalMemoryServer>(
+        id, HeapLocation{me.shm_dir, me.heap_dir, prefix, access}, cluster.archive_dir);
     FabricConfig fabric;
     fabric.provider = cluster.provider;
     fabric.node = me.fabric_host;
@@ -113,13 +125,24 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     role.heaps->SetProfile(DeclaredProfile(kind, me.bandwidth, me.latency_ns));
     role.heaps->Profile();
     role.heaps->AttachFabric(role.fabric.get());
+    // Clients of this node reach items with loads and stores through heap descriptors this
+    // socket hands out; without it (a path too long for a socket) they stay on the fabric.
+    std::string socket = fmt::format("{}/{}.sock", me.shm_dir, prefix);
+    try {
+        role.socket = std::make_unique<HeapSocketServer>(role.heaps.get(), socket);
+        role.heaps->SetSocket(socket);
+    } catch (const Failure &failure) {
+        std::fprintf(stderr, "fampool-server: memory server %llu: no same-node socket: %s\n",
+                     static_cast<unsigned long long>(id), failure.fam_error_msg());
+    }
     role.peers = std::make_unique<FabricPeers>(fabric);
     role.heaps->AttachPeers(role.peers.get());
     // Shared with the lambda below: the role is moved out of this function.
     role.others = std::make_shared<std::vector<std::unique_ptr<MemoryServerClient>>>();
     for (const MemoryServerConfig &server : cluster.memservers) {
         role.others->push_back(std::make_unique<MemoryServerClient>(
-            server.id, server.rpc_address, std::chrono::milliseconds(cluster.rpc_timeout_ms)));
+            server.id, server.rpc_address, std::chrono::milliseconds(cluster.rpc_timeout_ms),
+            ServerTls(cluster)));
     }
     auto peer = [others = role.others](uint64_t id) -> MemoryServerClient & {
         if (id >= others->size()) {
@@ -130,14 +153,18 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     role.redundancy = std::make_unique<RedundancyService>(role.heaps.get(), role.peers.get(), peer);
     role.service = std::make_unique<MemoryServerService>(role.heaps.get(), NewIncarnation(),
                                                          role.redundancy.get());
+    // The user running the cluster may see and delete every backup.
+    role.heaps->SetClusterUser(static_cast<uint32_t>(geteuid()));
     if (cluster.authentication == "munge") {
         // Extents and keys are the metadata service's to manage; it runs as the user that
         // runs this server.
         std::string name = fmt::format("memory server {}", id);
         CheckMunged(cluster, name);
-        role.service->RequireAuthentication(std::make_unique<SessionTable>(
-            cluster.munge_socket, MemoryServerAudience(id), name,
-            static_cast<uint32_t>(geteuid())));
+        role.service->RequireAuthentication(
+            std::make_unique<SessionTable>(cluster.munge_socket, MemoryServerAudience(id), name),
+            static_cast<uint32_t>(geteuid()));
+        // RAID1 atomics this server forwards to the copy's server go as the cluster user.
+        for (auto &other : *role.others) other->UseMunge(cluster.munge_socket);
     }
     return role;
 }
@@ -170,14 +197,16 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     }
     MetadataRole role;
     std::string store_dir = ShardStoreDir(cluster, shard);
-    std::filesystem::create_directories(store_dir);
-    role.env = LmdbEnv::Open(store_dir, /*sync_commits=*/false);
+    FileAccess access = ServerFiles(cluster);
+    access.MakeDirectory(cluster.metadata_dir);
+    role.env = LmdbEnv::Open(store_dir, /*sync_commits=*/false, access);
     MetadataStore::Prepare(*role.env, shard, static_cast<uint32_t>(shards.size()));
     std::vector<MemoryServer *> servers;
     std::vector<MemoryServerClient *> clients;
     for (const MemoryServerConfig &server : cluster.memservers) {
         role.clients.push_back(std::make_unique<MemoryServerClient>(
-            server.id, server.rpc_address, std::chrono::milliseconds(cluster.rpc_timeout_ms)));
+            server.id, server.rpc_address, std::chrono::milliseconds(cluster.rpc_timeout_ms),
+            ServerTls(cluster)));
         if (colocated && colocated->id() == server.id) {
             servers.push_back(colocated);
         } else {
@@ -216,7 +245,13 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
             cluster.munge_socket, kMetadataAudience, name));
         for (MemoryServerClient *client : clients) client->UseMunge(cluster.munge_socket);
     }
-    if (cluster.metadata_fabric) {
+    // With TLS, session tokens must not travel in clear: metadata calls stay on gRPC.
+    if (cluster.metadata_fabric && !cluster.tls_ca.empty()) {
+        std::fprintf(stderr,
+                     "fampool-server: metadata calls over the fabric are off: TLS is on, and "
+                     "fabric messages (with their session tokens) would travel in clear\n");
+    }
+    if (cluster.metadata_fabric && cluster.tls_ca.empty()) {
         FabricConfig fabric;
         fabric.provider = cluster.provider;
         fabric.node = HostOf(shards[shard]);
@@ -236,10 +271,11 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     return role;
 }
 
-std::unique_ptr<grpc::Server> Listen(const std::string &address, grpc::Service *service) {
+std::unique_ptr<grpc::Server> Listen(const std::string &address, grpc::Service *service,
+                                     const TlsSettings &tls) {
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort(address, ServerCredentials(tls), &port);
     builder.SetMaxReceiveMessageSize(64 << 20);
     // gRPC binds with SO_REUSEPORT by default: a second server on a taken port would start
     // and share the port's calls with the first instead of failing.
@@ -284,7 +320,8 @@ int Run(int argc, char **argv) {
     std::vector<std::unique_ptr<grpc::Server>> servers;
     if (role == "memory" || role == "all") {
         memory = StartMemoryRole(cluster, id);
-        servers.push_back(Listen(cluster.memservers[id].rpc_address, memory.service.get()));
+        servers.push_back(Listen(cluster.memservers[id].rpc_address, memory.service.get(),
+                                 ServerTls(cluster)));
         std::printf("fampool-server: memory server %llu on %s (fabric %s port %s)\n",
                     static_cast<unsigned long long>(id), cluster.memservers[id].rpc_address.c_str(),
                     memory.fabric->provider().c_str(), cluster.memservers[id].fabric_port.c_str());
@@ -298,7 +335,7 @@ int Run(int argc, char **argv) {
         }
         metadata = StartMetadataRole(cluster, memory.heaps.get(), shard);
         const std::vector<std::string> shards = MetadataShards(cluster);
-        servers.push_back(Listen(shards[shard], metadata.service.get()));
+        servers.push_back(Listen(shards[shard], metadata.service.get(), ServerTls(cluster)));
         metadata.service->StartMonitor(std::chrono::milliseconds(100));
         std::string which = shards.size() == 1 ? std::string("metadata service")
                                                : fmt::format("metadata shard {} of {}", shard,

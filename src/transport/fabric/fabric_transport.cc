@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "fabric/fabric_channel.h"
+#include "memserver/heap_socket.h"
 #include "transport/thread_channels.h"
 
 namespace fampool {
@@ -18,6 +19,36 @@ FabricTransport::FabricTransport(const FabricConfig &config,
     : context_(std::make_shared<FabricContext>(config, std::move(servers_for_fallback))) {
     direct_ = config.direct && !config.checked_reads &&
               std::string(context_->domain().provider_reported()) == "shm";
+    by_path_ = config.direct_by_path;
+}
+
+std::shared_ptr<HeapMapping> FabricTransport::HeapOf(const FabricBinding &binding,
+                                                     const FabricBinding::Server &server,
+                                                     uint64_t end) {
+    const std::string &where = by_path_ ? server.heap_path : server.socket;
+    if (where.empty()) {
+        Fail(openfam::FAM_ERR_INVALIDOP, "memory server {} offers no same-node {}", server.id,
+             by_path_ ? "heap path" : "socket");
+    }
+    std::string name = fmt::format("{}#{}#{}#{}", where, binding.region_id, server.key,
+                                   binding.writable);
+    std::lock_guard<std::mutex> lock(heaps_mutex_);
+    std::shared_ptr<HeapMapping> heap = heaps_[name].lock();
+    if (heap && heap->length() >= end) return heap;
+    if (by_path_) {
+        heap = heap::Map(server.heap_path);  // another user's heap fails: the fabric it is
+    } else {
+        int fd = RequestHeap(server.socket, binding.region_id, server.key, binding.writable);
+        heap = MapHeapDescriptor(fd, binding.writable,
+                                 fmt::format("heap of region {} from memory server {}",
+                                             binding.region_id, server.id));
+    }
+    if (heap->length() < end) {
+        Fail(openfam::FAM_ERR_RESOURCE, "heap of region {} on memory server {} is {} bytes, "
+             "{} expected", binding.region_id, server.id, heap->length(), end);
+    }
+    heaps_[name] = heap;
+    return heap;
 }
 
 void FabricTransport::MapDirect(FabricBinding &binding) {
@@ -34,20 +65,13 @@ void FabricTransport::MapDirect(FabricBinding &binding) {
     }
     const std::string here = NodeIdentity();
     std::vector<std::shared_ptr<void>> mapped;
-    std::lock_guard<std::mutex> lock(heaps_mutex_);
     for (const FabricBinding::Server &server : binding.servers) {
-        if (!server.reachable || server.heap_path.empty() || server.node != here) return;
-        std::shared_ptr<HeapMapping> heap = heaps_[server.heap_path].lock();
-        if (!heap || heap->length() < end) {
-            try {
-                heap = heap::Map(server.heap_path);  // another user's heap fails: fabric it is
-            } catch (const Failure &) {
-                return;
-            }
-            if (heap->length() < end) return;
-            heaps_[server.heap_path] = heap;
+        if (!server.reachable || server.node != here) return;
+        try {
+            mapped.push_back(HeapOf(binding, server, end));
+        } catch (const Failure &) {
+            return;  // refused (or no socket): the item stays on the fabric
         }
-        mapped.push_back(heap);
     }
     for (size_t i = 0; i < binding.servers.size(); ++i) {
         binding.servers[i].direct = static_cast<HeapMapping *>(mapped[i].get())->base();
@@ -60,6 +84,7 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
     auto binding = std::make_shared<FabricBinding>();
     binding->region_id = item.region_id;
     binding->persistent = item.region.attributes.memoryType == PERSISTENT;
+    binding->writable = item.can_write;
     binding->offset = item.offset;
     binding->size = item.size;
     binding->interleave = item.region.interleave_size;
@@ -76,6 +101,10 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
         for (const ServerAccess &access : item.access) ids.push_back(access.server_id);
     }
     binding->servers.resize(ids.size());
+    // shm reaches only servers of this process's user: another user's process reaches the
+    // heaps it may map through their descriptors, and the fabric not at all. A server the
+    // provider refuses fails the item only if it is not mapped below.
+    std::exception_ptr unreachable;
     for (size_t i = 0; i < ids.size(); ++i) {
         FabricBinding::Server &server = binding->servers[i];
         server.id = ids[i];
@@ -91,10 +120,15 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
         }
         if (!access) continue;
         server.reachable = true;
-        server.address = context_->Insert(access->fabric_address);
+        try {
+            server.address = context_->Insert(access->fabric_address);
+        } catch (const Failure &) {
+            if (!unreachable) unreachable = std::current_exception();
+        }
         server.key = access->key;
         server.base = access->base;
         server.heap_path = access->heap_path;
+        server.socket = access->socket;
         server.node = access->node;
     }
     if (binding->interleave == 0 && ServerIndexOf(item.offset) >= ids.size()) {
@@ -106,6 +140,7 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
              binding->Describe());
     }
     if (direct_) MapDirect(*binding);
+    if (unreachable && !binding->direct) std::rethrow_exception(unreachable);
     return binding;
 }
 
@@ -129,27 +164,35 @@ void *FabricTransport::Map(Binding &item, bool writable) {
              "use get/put",
              fabric.Describe(), fabric.servers.size());
     }
-    if (server->node != NodeIdentity() || server->heap_path.empty()) {
+    if (server->node != NodeIdentity() || (server->socket.empty() && !by_path_)) {
         Fail(openfam::FAM_ERR_INVALIDOP,
              "memory of {} is on memory server {} on another node; load/store reaches only "
              "memory servers of this node, use get/put",
              fabric.Describe(), server->id);
     }
-    // The same heap file the memory server serves: loads and stores see what RMA sees.
+    // The same heap the memory server serves: loads and stores see what RMA sees. Its
+    // descriptor comes from the server, read-only unless `writable` (which the permission check
+    // behind the key must allow).
+    int fd = -1;
+    if (by_path_) {
+        fd = open(server->heap_path.c_str(), writable ? O_RDWR | O_CLOEXEC : O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            Fail(openfam::FAM_ERR_INVALIDOP, "cannot open heap {} of memory server {}: {}",
+                 server->heap_path, server->id, std::strerror(errno));
+        }
+    } else {
+        fd = RequestHeap(server->socket, fabric.region_id, server->key, writable);
+    }
     const uint64_t page = 4096;
     uint64_t start = place.physical & ~(page - 1);
     size_t length = static_cast<size_t>(place.physical + fabric.size - start);
-    int fd = open(server->heap_path.c_str(), writable ? O_RDWR | O_CLOEXEC : O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        Fail(openfam::FAM_ERR_INVALIDOP, "cannot open heap {} of memory server {}: {}",
-             server->heap_path, server->id, std::strerror(errno));
-    }
     void *range = mmap(nullptr, length, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
                        fd, static_cast<off_t>(start));
+    int map_errno = errno;
     close(fd);
     if (range == MAP_FAILED) {
-        Fail(openfam::FAM_ERR_RESOURCE, "cannot map heap {}: {}", server->heap_path,
-             std::strerror(errno));
+        Fail(openfam::FAM_ERR_RESOURCE, "cannot map the heap of {} from memory server {}: {}",
+             fabric.Describe(), server->id, std::strerror(map_errno));
     }
     void *address = static_cast<char *>(range) + (place.physical - start);
     std::lock_guard<std::mutex> lock(maps_mutex_);
