@@ -1,6 +1,6 @@
-// auth_bench: what MUNGE authentication costs. Two clusters started alike but for
-// `authentication` (none and munge; scripts/bench-cluster starts them), measured in the same
-// run, alternating round by round:
+// auth_bench: what MUNGE authentication, or TLS, costs. Two clusters started alike but for
+// `authentication` (none and munge; scripts/bench-cluster starts them), or for TLS (plaintext
+// and --tls; scripts/bench-security), measured in the same run, alternating round by round:
 //
 //   lookup rate      fam_lookup of a named item for S seconds, over the fabric messages (the
 //                    default path) and over gRPC (metadata_fabric off): calls per second
@@ -10,8 +10,10 @@
 //                    (munge_encode + the service's munge_decode + the gRPC round trip)
 //
 //   auth_bench --none FILE --munge FILE [--seconds 2] [--rounds 5] [--csv PATH]
+//   auth_bench --plain FILE --tls FILE [...]
 //
-// Each figure is the median over the rounds; the ratio column is munge / none.
+// Each figure is the median over the rounds; the ratio column is munge / none (tls / plain).
+// With TLS the metadata service takes no fabric calls: its "fabric" rows are gRPC over TLS.
 #include <fam/fam.h>
 #include <unistd.h>
 
@@ -104,7 +106,9 @@ double MicrosPerCall(int rounds, int calls, Body &&body) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    // The two clusters: `none` and `munge`, or the plaintext and TLS ones under these names.
     std::string none, munge, csv = "auth_bench.csv";
+    std::string labels[2] = {"none", "munge"};
     double seconds = 2;
     int rounds = 5;
     for (int i = 1; i < argc; ++i) {
@@ -118,18 +122,22 @@ int main(int argc, char **argv) {
         };
         if (arg == "--none") none = value();
         else if (arg == "--munge") munge = value();
+        else if (arg == "--plain") none = value(), labels[0] = "plain";
+        else if (arg == "--tls") munge = value(), labels[1] = "tls";
         else if (arg == "--seconds") seconds = std::atof(value().c_str());
         else if (arg == "--rounds") rounds = std::atoi(value().c_str());
         else if (arg == "--csv") csv = value();
         else {
             std::fprintf(stderr,
-                         "usage: auth_bench --none FILE --munge FILE [--seconds S] [--rounds R] "
-                         "[--csv PATH]\n");
+                         "usage: auth_bench --none FILE --munge FILE | --plain FILE --tls FILE "
+                         "[--seconds S] [--rounds R] [--csv PATH]\n");
             return 1;
         }
     }
     if (none.empty() || munge.empty()) {
-        std::fprintf(stderr, "auth_bench: --none and --munge name the two clusters' files\n");
+        std::fprintf(stderr,
+                     "auth_bench: --none and --munge (or --plain and --tls) name the two "
+                     "clusters' files\n");
         return 1;
     }
     try {
@@ -153,8 +161,9 @@ int main(int argc, char **argv) {
             }
         }
         std::ofstream out(csv);
-        out << "metric,none,munge,unit,ratio\n";
-        std::printf("%-28s %12s %12s  %s\n", "metric (median)", "none", "munge", "munge/none");
+        out << "metric," << labels[0] << "," << labels[1] << ",unit,ratio\n";
+        std::printf("%-28s %12s %12s  %s/%s\n", "metric (median)", labels[0].c_str(),
+                    labels[1].c_str(), labels[1].c_str(), labels[0].c_str());
         for (const auto &[metric, pair] : samples) {
             double a = Median(pair.first), b = Median(pair.second);
             std::string unit = metric.ends_with("_ms") ? "ms" : "per_s";
@@ -164,10 +173,12 @@ int main(int argc, char **argv) {
         std::fflush(stdout);
 
         fampool::ClusterConfig cluster = fampool::LoadClusterConfig(munge);
+        if (cluster.authentication != "munge") return 0;
         double encode_us = MicrosPerCall(rounds, 200, [&] {
             fampool::MakeCredential(cluster.munge_socket, fampool::kMetadataAudience, "bench");
         });
-        fampool::MetadataClient client(cluster.metadata_address, std::chrono::seconds(10));
+        fampool::MetadataClient client(cluster.metadata_address, std::chrono::seconds(10),
+                                       fampool::ClientTls(cluster));
         client.UseMunge(cluster.munge_socket);
         double authenticate_us = MicrosPerCall(rounds, 200, [&] { client.Authenticate(); });
         std::printf("%-28s %12s %12.1f  (us per credential)\n", "munge_encode_us", "-",

@@ -1,0 +1,154 @@
+// same_node_bench: what reaching a same-node memory server's heap through the descriptor it
+// hands out (fabric_direct: true, memserver/heap_socket.h) costs against opening the heap file
+// by name (fabric_direct: path, what every client did before heap files became private), on
+// one cluster over shm (FAMPOOL_CONFIG), in one process: two fam objects, one per path,
+// measured alternately round by round.
+//
+//   same_node_bench [--rounds 7] [--seconds 0.3] [--csv PATH]
+//
+// Rows (each the median over the rounds; ratio = descriptor / path):
+//   get256_per_s, put256_per_s   256 B blocking get / put on a mapped item, calls per second
+//   map_us                       fam_map + fam_unmap of the item: one descriptor request over
+//                                the socket (or one open) and one mmap, microseconds
+//   attach_us                    fam_lookup + the first 8-byte get of the fresh descriptor:
+//                                the metadata call, the keys and the mapping, microseconds
+// Run it as the cluster user (path needs to open the files).
+#include <fam/fam.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace openfam;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double Seconds(Clock::time_point from) {
+    return std::chrono::duration<double>(Clock::now() - from).count();
+}
+
+double Median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    size_t n = values.size();
+    return n == 0 ? 0 : n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// One fam object on one path, with its region and item.
+struct Side {
+    std::string name;
+    std::unique_ptr<fam> f = std::make_unique<fam>();
+    Fam_Region_Descriptor *region = nullptr;
+    Fam_Descriptor *item = nullptr;
+    std::string region_name;
+};
+
+void Open(Side &side, const char *direct) {
+    setenv("FAMPOOL_FABRIC_DIRECT", direct, 1);  // read at fam_initialize
+    side.f->fam_initialize("same_node_bench", nullptr);
+    side.region_name = "same_node_bench_" + side.name + "_" + std::to_string(getpid());
+    side.region = side.f->fam_create_region(side.region_name.c_str(), 16 << 20, 0700, nullptr);
+    side.item = side.f->fam_allocate("item", 64 << 10, 0600, side.region);
+}
+
+void Close(Side &side) {
+    side.f->fam_deallocate(side.item);
+    delete side.item;
+    side.f->fam_destroy_region(side.region);
+    delete side.region;
+    side.f->fam_finalize("same_node_bench");
+}
+
+// Calls of `body` per second for about `seconds`, in batches of 256.
+template <typename Body>
+double PerSecond(double seconds, Body &&body) {
+    uint64_t calls = 0;
+    auto start = Clock::now();
+    while (Seconds(start) < seconds) {
+        for (int i = 0; i < 256; ++i) body();
+        calls += 256;
+    }
+    return calls / Seconds(start);
+}
+
+// Microseconds per call of `body`, `calls` times.
+template <typename Body>
+double MicrosEach(int calls, Body &&body) {
+    auto start = Clock::now();
+    for (int i = 0; i < calls; ++i) body();
+    return Seconds(start) * 1e6 / calls;
+}
+
+std::map<std::string, double> Round(Side &side, double seconds) {
+    std::map<std::string, double> row;
+    char buffer[256] = {};
+    fam &f = *side.f;
+    row["get256_per_s"] =
+        PerSecond(seconds, [&] { f.fam_get_blocking(buffer, side.item, 0, 256); });
+    row["put256_per_s"] =
+        PerSecond(seconds, [&] { f.fam_put_blocking(buffer, side.item, 256, 256); });
+    row["map_us"] = MicrosEach(200, [&] { f.fam_unmap(f.fam_map(side.item), side.item); });
+    row["attach_us"] = MicrosEach(200, [&] {
+        Fam_Descriptor *fresh = f.fam_lookup("item", side.region_name.c_str());
+        uint64_t value;
+        f.fam_get_blocking(&value, fresh, 0, sizeof value);
+        delete fresh;
+    });
+    return row;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    int rounds = 7;
+    double seconds = 0.3;
+    std::string csv = "same_node_bench.csv";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string arg = argv[i];
+        if (arg == "--rounds") rounds = std::atoi(argv[i + 1]);
+        else if (arg == "--seconds") seconds = std::atof(argv[i + 1]);
+        else if (arg == "--csv") csv = argv[i + 1];
+        else {
+            std::fprintf(stderr,
+                         "usage: same_node_bench [--rounds N] [--seconds S] [--csv PATH]\n");
+            return 1;
+        }
+    }
+    Side sides[2];
+    sides[0].name = "descriptor";
+    sides[1].name = "path";
+    try {
+        Open(sides[0], "true");
+        Open(sides[1], "path");
+        std::map<std::string, std::vector<double>> samples[2];
+        for (int round = 0; round < rounds; ++round) {
+            for (int k = 0; k < 2; ++k) {
+                int which = (k + round) % 2;  // neither always goes first
+                for (auto &[metric, value] : Round(sides[which], seconds)) {
+                    samples[which][metric].push_back(value);
+                }
+            }
+        }
+        std::ofstream out(csv);
+        out << "metric,descriptor,path,ratio\n";
+        std::printf("%-14s %14s %14s  %s\n", "metric", "descriptor", "path", "descriptor/path");
+        for (const auto &[metric, values] : samples[0]) {
+            double a = Median(values), b = Median(samples[1][metric]);
+            std::printf("%-14s %14.1f %14.1f  %.3f\n", metric.c_str(), a, b, a / b);
+            out << metric << "," << a << "," << b << "," << a / b << "\n";
+        }
+        Close(sides[0]);
+        Close(sides[1]);
+        return 0;
+    } catch (const Fam_Exception &e) {
+        std::fprintf(stderr, "same_node_bench: %s\n", e.fam_error_msg());
+        return 1;
+    }
+}
