@@ -26,25 +26,18 @@
 #include <string>
 #include <vector>
 
+#include "bench_stats.h"
 #include "common/cluster_config.h"
 #include "meta/metadata_client.h"
 #include "rpc/authentication.h"
 #include "rpc/munge.h"
 
 using namespace openfam;
-using Clock = std::chrono::steady_clock;
+using bench_stats::Clock;
+using bench_stats::Median;
+using bench_stats::Seconds;
 
 namespace {
-
-double Seconds(Clock::time_point from) {
-    return std::chrono::duration<double>(Clock::now() - from).count();
-}
-
-double Median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    size_t n = values.size();
-    return n == 0 ? 0 : n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 struct Sample {
     double init_ms, lookups_per_s, pairs_per_s;

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "memserver/fabric_server.h"
+#include "memserver/heap_guard.h"
 #include "memserver/heap_socket.h"
 #include "memserver/local_memory_server.h"
 #include "test_support.h"
@@ -57,6 +58,12 @@ class HeapSocketTest : public ::testing::Test {
         return server_->GrantKey(extent_, 0, 0, writable, Permissions{0, 0, mode, true});
     }
 
+    // Asks this test's socket for the heap with `key` and closes what it gets: throws what
+    // RequestHeap throws.
+    void AskAndClose(uint64_t key, bool writable, uid_t server_uid = geteuid()) {
+        close(fampool::RequestHeap(socket_path_, kRegion, key, writable, server_uid));
+    }
+
     TempDir dir_{"/tmp", "fampool-heap-socket-"};
     ExtentRef extent_{kRegion, false, false};
     std::unique_ptr<fampool::FabricServer> fabric_;
@@ -77,7 +84,7 @@ TEST_F(HeapSocketTest, GrantNamesTheSocketAndHeapFilesArePrivate) {
 
 TEST_F(HeapSocketTest, OwnerGetsAWritableDescriptorOfTheSameBytes) {
     KeyGrant grant = WholeKey(0600);
-    int fd = fampool::RequestHeap(socket_path_, kRegion, grant.key, true);
+    int fd = fampool::RequestHeap(socket_path_, kRegion, grant.key, true, geteuid());
     auto heap = fampool::MapHeapDescriptor(fd, true, "test heap");
     ASSERT_GE(heap->length(), kHeapBytes);
     std::memcpy(heap->base() + 100, "fampool", 7);
@@ -88,7 +95,7 @@ TEST_F(HeapSocketTest, OwnerGetsAWritableDescriptorOfTheSameBytes) {
 
 TEST_F(HeapSocketTest, ReadOnlyDescriptorCannotBeMadeWritable) {
     KeyGrant grant = WholeKey(0400, /*writable=*/false);
-    int fd = fampool::RequestHeap(socket_path_, kRegion, grant.key, false);
+    int fd = fampool::RequestHeap(socket_path_, kRegion, grant.key, false, geteuid());
     EXPECT_EQ(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);
     void *writable = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     EXPECT_EQ(writable, MAP_FAILED) << "a shared writable mapping of an O_RDONLY descriptor";
@@ -100,7 +107,7 @@ TEST_F(HeapSocketTest, ReadOnlyDescriptorCannotBeMadeWritable) {
 TEST_F(HeapSocketTest, WritableDescriptorThroughAReadOnlyKeyIsRefused) {
     KeyGrant grant = WholeKey(0600, /*writable=*/false);
     CaughtError caught = CatchFamError(
-        [&] { close(fampool::RequestHeap(socket_path_, kRegion, grant.key, true)); });
+        [&] { AskAndClose(grant.key, true); });
     EXPECT_EQ(caught.code, FAM_ERR_NOPERM);
     EXPECT_NE(caught.message.find("read-only"), std::string::npos) << caught.message;
     EXPECT_EQ(socket_->refused(), 1u);
@@ -109,19 +116,29 @@ TEST_F(HeapSocketTest, WritableDescriptorThroughAReadOnlyKeyIsRefused) {
 TEST_F(HeapSocketTest, UnknownOrRevokedKeyIsRefused) {
     KeyGrant grant = WholeKey(0600);
     CaughtError guessed = CatchFamError(
-        [&] { close(fampool::RequestHeap(socket_path_, kRegion, grant.key ^ 1, false)); });
+        [&] { AskAndClose(grant.key ^ 1, false); });
     EXPECT_EQ(guessed.code, FAM_ERR_NOPERM);
     EXPECT_NE(guessed.message.find("grants nothing"), std::string::npos) << guessed.message;
     server_->RevokeKeys(extent_, fampool::kAllGrants);
     CaughtError revoked = CatchFamError(
-        [&] { close(fampool::RequestHeap(socket_path_, kRegion, grant.key, false)); });
+        [&] { AskAndClose(grant.key, false); });
     EXPECT_EQ(revoked.code, FAM_ERR_NOPERM) << revoked.message;
+}
+
+TEST_F(HeapSocketTest, KeyIsNotSentToASocketOfAnotherUid) {
+    KeyGrant grant = WholeKey(0600);
+    // As if another user had bound the socket's name: the client asks who answers first.
+    CaughtError caught = CatchFamError([&] { AskAndClose(grant.key, false, geteuid() + 1); });
+    EXPECT_EQ(caught.code, FAM_ERR_RESOURCE);
+    EXPECT_NE(caught.message.find("the key is not sent there"), std::string::npos)
+        << caught.message;
+    EXPECT_EQ(socket_->granted() + socket_->refused(), 0u) << "no request reached the server";
 }
 
 TEST_F(HeapSocketTest, ItemLevelKeyGetsNoHeapDescriptor) {
     KeyGrant grant = server_->GrantKey(extent_, 4096, 4096, true, Permissions{0, 0, 0600, true});
     CaughtError caught = CatchFamError(
-        [&] { close(fampool::RequestHeap(socket_path_, kRegion, grant.key, false)); });
+        [&] { AskAndClose(grant.key, false); });
     EXPECT_EQ(caught.code, FAM_ERR_INVALIDOP);
     EXPECT_NE(caught.message.find("DATAITEM"), std::string::npos) << caught.message;
 }
@@ -129,8 +146,21 @@ TEST_F(HeapSocketTest, ItemLevelKeyGetsNoHeapDescriptor) {
 TEST_F(HeapSocketTest, KeyWithoutRecordedPermissionsGetsNoDescriptor) {
     KeyGrant grant = server_->GrantKey(extent_, 0, 0, true, Permissions{});
     CaughtError caught = CatchFamError(
-        [&] { close(fampool::RequestHeap(socket_path_, kRegion, grant.key, false)); });
+        [&] { AskAndClose(grant.key, false); });
     EXPECT_EQ(caught.code, FAM_ERR_NOPERM) << caught.message;
+}
+
+// A client holding a writable descriptor cuts the heap short: the server touching the cut
+// pages goes on (its guard maps zero pages there) instead of dying of SIGBUS.
+TEST_F(HeapSocketTest, TruncatedHeapDoesNotEndTheServer) {
+    fampool::GuardHeapMappings();
+    KeyGrant grant = WholeKey(0600);
+    int fd = fampool::RequestHeap(socket_path_, kRegion, grant.key, true, geteuid());
+    uint64_t before = fampool::GuardedFaults();
+    ASSERT_EQ(ftruncate(fd, 0), 0);
+    close(fd);
+    server_->Zero(extent_, 4096, 64);  // a memset on the cut mapping
+    EXPECT_GT(fampool::GuardedFaults(), before);
 }
 
 // Another user presenting the very key (a key leaks: it travels in clear): the kernel says who
@@ -139,14 +169,17 @@ TEST_F(HeapSocketTest, AnotherUserIsJudgedByTheKernelsUidNotTheKey) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as uid 65534";
     chmod(dir_.path().c_str(), 0755);  // the child reaches the socket
     const uint64_t private_key = WholeKey(0600).key;
+    const uid_t server = geteuid();  // the child's own uid is another
     auto ask = [&](uint64_t key, bool writable) {
         // A forked child: it uses no state of this process but the socket's path.
         return detail::RunAsUserForked(kNobodyUid, kNobodyGid, [&, key, writable] {
             try {
-                close(fampool::RequestHeap(socket_path_, kRegion, key, writable));
+                close(fampool::RequestHeap(socket_path_, kRegion, key, writable, server));
                 return 0;
             } catch (const Fam_Exception &e) {
-                return e.fam_error() == FAM_ERR_NOPERM ? 3 : 4;
+                if (e.fam_error() == FAM_ERR_NOPERM) return 3;
+                std::fprintf(stderr, "child: %s\n", e.fam_error_msg());
+                return 4;
             }
         }, 30);
     };

@@ -275,7 +275,8 @@ Config ReadConfig(const Fam_Options *options) {
     }
     if (c.tls_client_certificate.empty() != c.tls_client_key.empty()) {
         Fail(openfam::FAM_ERR_INVALID,
-             "tls_client_certificate and tls_client_key go together: set both or neither");
+             "tls_client_certificate and tls_client_key (FAMPOOL_TLS_CLIENT_CERTIFICATE, "
+             "FAMPOOL_TLS_CLIENT_KEY) go together: set both or neither");
     }
     c.metadata_fabric = LayerSwitch(yaml, "metadata_fabric", "FAMPOOL_METADATA_FABRIC", true);
     c.fabric_checked_reads =

@@ -128,6 +128,7 @@ struct ServerAccess {
     std::string heap_path;  // the extent's heap file on the server's host
     std::string node;       // the server host's boot id (NodeIdentity)
     std::string socket;     // the server's same-node socket (KeyGrant::socket)
+    uint32_t server_uid = 0;  // who must answer there (KeyGrant::server_uid)
 };
 
 // An item's virtual offset in its region. Non-interleaved regions: the item lives on server

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -15,22 +17,33 @@
 namespace fampool {
 namespace {
 
-// The group `text` names (a name, or a number), or nullopt.
+// The group `text` names (a name, or a number): true and its gid and name, or false.
 bool FindGroup(const std::string &text, gid_t *gid, std::string *name) {
-    std::vector<char> buffer(16384);
-    group entry{}, *found = nullptr;
-    bool numeric = !text.empty() && std::all_of(text.begin(), text.end(), ::isdigit);
+    bool numeric = !text.empty() && text.size() <= 10 &&
+                   std::all_of(text.begin(), text.end(),
+                               [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (numeric) {
-        *gid = static_cast<gid_t>(std::stoul(text));
-        getgrgid_r(*gid, &entry, buffer.data(), buffer.size(), &found);
-        *name = found ? found->gr_name : text;
-        return true;  // a number need not have a name
+        unsigned long value = std::strtoul(text.c_str(), nullptr, 10);
+        if (value > 0xfffffffeul) return false;
+        *gid = static_cast<gid_t>(value);
     }
-    getgrnam_r(text.c_str(), &entry, buffer.data(), buffer.size(), &found);
-    if (!found) return false;
-    *gid = found->gr_gid;
-    *name = found->gr_name;
-    return true;
+    // A large group needs a larger buffer (ERANGE): grow it, up to 16 MiB.
+    for (size_t size = 16384; size <= (16u << 20); size *= 4) {
+        std::vector<char> buffer(size);
+        group entry{}, *found = nullptr;
+        int rc = numeric ? getgrgid_r(*gid, &entry, buffer.data(), buffer.size(), &found)
+                         : getgrnam_r(text.c_str(), &entry, buffer.data(), buffer.size(), &found);
+        if (rc == ERANGE) continue;
+        if (numeric) {
+            *name = found ? found->gr_name : text;
+            return true;  // a number need not have a name
+        }
+        if (!found) return false;
+        *gid = found->gr_gid;
+        *name = found->gr_name;
+        return true;
+    }
+    return false;
 }
 
 bool MemberOf(gid_t gid) {
@@ -71,40 +84,57 @@ void FileAccess::MakeDirectory(const std::string &dir, Dir kind, bool reachable,
                                openfam::Fam_Error error) const {
     std::filesystem::path path(dir);
     std::error_code ec;
-    bool existed = std::filesystem::is_directory(path, ec);
-    if (!existed) {
-        if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-        if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-            Fail(error, "cannot create directory {}: {}", dir, std::strerror(errno));
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+    const bool made = mkdir(dir.c_str(), 0700) == 0;
+    if (!made && errno != EEXIST) {
+        Fail(error, "cannot create directory {}: {}", dir, std::strerror(errno));
+    }
+    // Checked whether this call made it or found it: another user may have made it (or a
+    // link of that name) between any check and the mkdir.
+    struct stat st;
+    if (lstat(dir.c_str(), &st) != 0) {
+        Fail(error, "cannot read directory {}: {}", dir, std::strerror(errno));
+    }
+    auto trusted = [](uid_t owner) { return owner == geteuid() || owner == 0; };
+    if (S_ISLNK(st.st_mode)) {
+        if (!trusted(st.st_uid)) {
+            Fail(error, "{} is a symbolic link of uid {}: another user chose where it leads", dir,
+                 st.st_uid);
         }
-    } else if (kind == Dir::kShared) {
-        // /dev/shm, /tmp, a site's shared directory: not ours to change, but one where anyone
-        // may remove or replace a file of ours is no place for heaps.
-        struct stat st;
-        if (stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+        if (stat(dir.c_str(), &st) != 0) {
+            Fail(error, "cannot read directory {}: {}", dir, std::strerror(errno));
+        }
+    }
+    if (!S_ISDIR(st.st_mode)) Fail(error, "{} exists and is not a directory", dir);
+    const bool group_ours = shared_ && st.st_gid == group_;
+    const bool replaceable = !(st.st_mode & S_ISVTX) &&
+                             ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && !group_ours));
+    if (!made && kind == Dir::kShared) {
+        // /dev/shm, /tmp, a site's shared directory: not ours to change, but one another user
+        // owns, or where others may remove or replace a file of ours, is no place for heaps and
+        // sockets.
+        if (!trusted(st.st_uid)) {
             Fail(error,
-                 "directory {} (mode {:04o}) lets every user remove or replace the files in it "
-                 "(writable by others, no sticky bit): choose another, or `chmod +t {}`",
+                 "directory {} belongs to uid {}: another user could replace fampool's files "
+                 "and sockets in it; choose a directory of root's or of this user's",
+                 dir, st.st_uid);
+        }
+        if (replaceable) {
+            Fail(error,
+                 "directory {} (mode {:04o}) lets other users remove or replace the files in "
+                 "it (writable by them, no sticky bit): choose another, or `chmod +t {}`",
                  dir, st.st_mode & 07777, dir);
         }
         return;
     }
-    struct stat st;
-    if (stat(dir.c_str(), &st) != 0) {
-        Fail(error, "cannot read directory {}: {}", dir, std::strerror(errno));
-    }
-    if (!S_ISDIR(st.st_mode)) Fail(error, "{} exists and is not a directory", dir);
     if (st.st_uid != geteuid()) {
         // Another member of the sharing group made it: theirs to set, and set already.
-        if (shared_ && st.st_gid == group_) return;
-        if (existed && kind == Dir::kOwn) {
-            Fail(error,
-                 "directory {} belongs to uid {}, not to this user (uid {}): fampool keeps its "
-                 "files in directories of the user who runs it, and users share an embedded "
-                 "store only through a sharing_group (docs/security.md)",
-                 dir, st.st_uid, geteuid());
-        }
-        return;
+        if (group_ours && !replaceable) return;
+        Fail(error,
+             "directory {} belongs to uid {}, not to this user (uid {}): fampool keeps its "
+             "files in directories of the user who runs it, and users share an embedded "
+             "store only through a sharing_group (docs/security.md)",
+             dir, st.st_uid, geteuid());
     }
     if (shared_ && st.st_gid != group_ &&
         chown(dir.c_str(), static_cast<uid_t>(-1), group_) != 0) {

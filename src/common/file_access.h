@@ -41,8 +41,12 @@ class FileAccess {
     enum class Dir { kOwn, kShared };
     // Makes `dir` (missing parents with the process's defaults) and gives it dir_mode() and
     // the group. A kOwn directory that exists already gets them too (an earlier version of
-    // fampool made some 0777); it must belong to this user. Throws Failure(`error`) naming
-    // the directory and the cause.
+    // fampool made some 0777); it must belong to this user (or, shared, to the group). An
+    // existing kShared one is left as it is, but must belong to root or this user and not let
+    // others remove files in it (writable without the sticky bit). Whether made or found, it
+    // is checked after the mkdir (lstat: a link must be root's or this user's), so another
+    // user cannot slip in a directory of theirs. Throws Failure(`error`) naming the directory
+    // and the cause.
     void MakeDirectory(const std::string &dir, Dir kind = Dir::kOwn, bool reachable = false,
                        openfam::Fam_Error error = openfam::FAM_ERR_RESOURCE) const;
     // Gives a file this process made file_mode() (or `mode`) and the group, through its

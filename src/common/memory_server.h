@@ -81,6 +81,8 @@ struct KeyGrant {
     // The server's same-node socket, where a client of its node presenting the key gets the
     // heap's descriptor for loads and stores (memserver/heap_socket.h); "": none.
     std::string socket;
+    // The uid the server runs as: a client sends its key only to a socket that uid answers.
+    uint32_t server_uid = 0;
 };
 
 // The owner, group and mode behind a grant: the region's in a REGION-level region, the item's

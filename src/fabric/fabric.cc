@@ -177,7 +177,9 @@ FidPtr<fid_av> FabricDomain::OpenAddressVector() {
 }
 
 uint64_t FabricDomain::RandomKey() const {
-    size_t width = std::clamp<size_t>(info_->domain_attr->mr_key_size, 1, sizeof(uint64_t));
+    // 0 means the provider did not say: its keys are then 64-bit (fi_domain(3)).
+    size_t width = info_->domain_attr->mr_key_size;
+    width = width == 0 ? sizeof(uint64_t) : std::min(width, sizeof(uint64_t));
     uint64_t mask = width == sizeof(uint64_t) ? ~uint64_t{0} : (uint64_t{1} << (8 * width)) - 1;
     for (;;) {
         uint64_t key = 0;

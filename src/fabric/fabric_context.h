@@ -32,6 +32,7 @@ struct FabricBinding : Binding {
         uint64_t base = 0;
         std::string heap_path;  // the heap file on the server's node (fabric_direct: path)
         std::string socket;     // the server's same-node socket (memserver/heap_socket.h)
+        uint32_t server_uid = 0;  // who must answer on it
         std::string node;
         // The server's heap mapped in this process (byte `physical` of the item's extents on
         // it is direct[physical]), or null: see FabricBinding::direct.

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "memserver/heap_guard.h"
 
 namespace fampool {
 namespace {
@@ -37,8 +38,15 @@ class Fd {
 
 }  // namespace
 
+HeapMapping::HeapMapping(char *base, uint64_t length) : base_(base), length_(length) {
+    if (base_) RegisterHeapRange(base_, length_);
+}
+
 HeapMapping::~HeapMapping() {
-    if (base_) munmap(base_, length_);
+    if (base_) {
+        UnregisterHeapRange(base_);
+        munmap(base_, length_);
+    }
 }
 
 namespace heap {

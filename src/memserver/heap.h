@@ -18,7 +18,8 @@ namespace fampool {
 // uses it, so a remap after growth never pulls memory from under a running copy.
 class HeapMapping {
   public:
-    HeapMapping(char *base, uint64_t length) : base_(base), length_(length) {}
+    // Registered with the server's truncation guard (memserver/heap_guard.h) while it lives.
+    HeapMapping(char *base, uint64_t length);
     ~HeapMapping();
     HeapMapping(const HeapMapping &) = delete;
     HeapMapping &operator=(const HeapMapping &) = delete;

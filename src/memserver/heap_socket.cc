@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -72,6 +73,11 @@ HeapSocketServer::~HeapSocketServer() {
     char stop = 1;
     (void)!write(wake_[1], &stop, 1);
     if (thread_.joinable()) thread_.join();
+    {
+        // Connections still being answered end within their 1 s limits.
+        std::unique_lock<std::mutex> lock(answering_mutex_);
+        answered_.wait(lock, [this] { return answering_total_ == 0; });
+    }
     close(listener_);
     close(wake_[0]);
     close(wake_[1]);
@@ -87,26 +93,45 @@ void HeapSocketServer::Serve() {
         }
         if (fds[1].revents) return;
         int connection = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (connection < 0) continue;
-        Answer(connection);
-        close(connection);
+        if (connection < 0) {
+            // Out of descriptors (EMFILE): let the connections being answered end first.
+            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            continue;
+        }
+        ucred peer{};
+        socklen_t length = sizeof peer;
+        bool known = getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0;
+        {
+            std::lock_guard<std::mutex> lock(answering_mutex_);
+            if (!known || answering_total_ >= kMostAnswering ||
+                answering_[peer.uid] >= kMostPerUser) {
+                close(connection);  // too many at once: that client stays on the fabric
+                refused_.fetch_add(1);
+                continue;
+            }
+            ++answering_[peer.uid];
+            ++answering_total_;
+        }
+        std::thread([this, connection, peer] {
+            Answer(connection, peer);
+            std::lock_guard<std::mutex> lock(answering_mutex_);
+            if (--answering_[peer.uid] == 0) answering_.erase(peer.uid);
+            --answering_total_;
+            answered_.notify_all();
+        }).detach();
     }
 }
 
-void HeapSocketServer::Answer(int connection) {
+void HeapSocketServer::Answer(int connection, const ucred &peer) {
     SetTimeout(connection, SO_RCVTIMEO, kRequestTimeoutMs);
     SetTimeout(connection, SO_SNDTIMEO, kRequestTimeoutMs);
     HeapReply reply;
     int fd = -1;
-    ucred peer{};
-    socklen_t length = sizeof peer;
     HeapRequest request;
     ssize_t got = recv(connection, &request, sizeof request, 0);
-    if (getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
-        reply.code = openfam::FAM_ERR_RESOURCE;
-        CopyMessage(&reply, "the server cannot tell who connected (SO_PEERCRED)");
-    } else if (got != static_cast<ssize_t>(sizeof request) ||
-               request.magic != HeapRequest::kMagic) {
+    if (got != static_cast<ssize_t>(sizeof request) || request.magic != HeapRequest::kMagic) {
         reply.code = openfam::FAM_ERR_INVALID;
         CopyMessage(&reply, "malformed heap request");
     } else {
@@ -116,6 +141,9 @@ void HeapSocketServer::Answer(int connection) {
         } catch (const Failure &failure) {
             reply.code = failure.fam_error();
             CopyMessage(&reply, failure.fam_error_msg());
+        } catch (const std::exception &e) {  // nothing a client sends may end the server
+            reply.code = openfam::FAM_ERR_RESOURCE;
+            CopyMessage(&reply, e.what());
         }
     }
     iovec data{&reply, sizeof reply};
@@ -132,17 +160,14 @@ void HeapSocketServer::Answer(int connection) {
         header->cmsg_len = CMSG_LEN(sizeof(int));
         std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
     }
+    (fd >= 0 ? granted_ : refused_).fetch_add(1);  // counted before the client hears
     (void)!sendmsg(connection, &message, MSG_NOSIGNAL);
-    if (fd >= 0) {
-        close(fd);
-        granted_.fetch_add(1);
-    } else {
-        refused_.fetch_add(1);
-    }
+    if (fd >= 0) close(fd);
+    close(connection);
 }
 
-int RequestHeap(const std::string &socket_path, uint64_t region_id, uint64_t key,
-                bool writable) {
+int RequestHeap(const std::string &socket_path, uint64_t region_id, uint64_t key, bool writable,
+                uint32_t server_uid) {
     sockaddr_un address = AddressOf(socket_path);
     int connection = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (connection < 0) {
@@ -164,29 +189,52 @@ int RequestHeap(const std::string &socket_path, uint64_t region_id, uint64_t key
     message.msg_control = control;
     message.msg_controllen = sizeof control;
     ssize_t got = -1;
-    if (connect(connection, reinterpret_cast<sockaddr *>(&address), sizeof address) == 0 &&
-        send(connection, &request, sizeof request, MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(sizeof request)) {
+    ucred peer{};
+    socklen_t length = sizeof peer;
+    int err = 0;
+    if (connect(connection, reinterpret_cast<sockaddr *>(&address), sizeof address) != 0) {
+        err = errno;
+    } else if (getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 ||
+               peer.uid != server_uid) {
+        close(connection);
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "same-node socket {} is answered by uid {}, not by the memory server's uid {}: "
+             "the key is not sent there",
+             socket_path, peer.uid, server_uid);
+    } else if (send(connection, &request, sizeof request, MSG_NOSIGNAL) ==
+               static_cast<ssize_t>(sizeof request)) {
         got = recvmsg(connection, &message, MSG_CMSG_CLOEXEC);
+        err = errno;
+    } else {
+        err = errno;
     }
-    int err = errno;
     close(connection);
-    if (got != static_cast<ssize_t>(sizeof reply)) {
-        Fail(openfam::FAM_ERR_RESOURCE, "same-node socket {} does not answer: {}", socket_path,
-             got < 0 ? std::strerror(err) : "a short reply");
-    }
     int fd = -1;
-    for (cmsghdr *header = CMSG_FIRSTHDR(&message); header;
+    for (cmsghdr *header = got > 0 ? CMSG_FIRSTHDR(&message) : nullptr; header;
          header = CMSG_NXTHDR(&message, header)) {
         if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS) {
             std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
         }
+    }
+    if (got != static_cast<ssize_t>(sizeof reply)) {
+        if (fd >= 0) close(fd);
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "same-node socket {} does not answer for region {}: {}", socket_path, region_id,
+             got < 0 ? std::strerror(err) : "a short reply (the server is busy)");
     }
     reply.message[sizeof reply.message - 1] = '\0';
     if (reply.code != 0 || fd < 0) {
         if (fd >= 0) close(fd);
         throw Failure(static_cast<Fam_Error>(reply.code ? reply.code : openfam::FAM_ERR_RESOURCE),
                       reply.code ? reply.message : "the server sent no descriptor");
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != server_uid) {
+        close(fd);
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "same-node socket {} sent for region {} a descriptor that is not a heap file of "
+             "the memory server's uid {}",
+             socket_path, region_id, server_uid);
     }
     return fd;
 }

@@ -13,8 +13,13 @@
 #ifndef FAMPOOL_MEMSERVER_HEAP_SOCKET_H_
 #define FAMPOOL_MEMSERVER_HEAP_SOCKET_H_
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -37,7 +42,11 @@ struct HeapReply {
     char message[500] = {};
 };
 
-// Serves one memory server's socket on a thread of its own until destroyed.
+// Serves one memory server's socket until destroyed: a thread accepts, and each connection is
+// answered on a thread of its own, so that a client that connects and says nothing holds up
+// nobody else (a connection has 1 s to ask). At most kMostPerUser connections of one uid, and
+// kMostAnswering in all, are answered at once; more are closed at once (their clients stay on
+// the fabric).
 class HeapSocketServer {
   public:
     // Listens on `path` (a stale socket file there is replaced) for `server`'s heaps. The
@@ -53,22 +62,34 @@ class HeapSocketServer {
     uint64_t granted() const { return granted_.load(); }
     uint64_t refused() const { return refused_.load(); }
 
+    static constexpr int kMostPerUser = 4;
+    static constexpr int kMostAnswering = 32;
+
   private:
     void Serve();
-    void Answer(int connection);
+    // Answers one connection of `peer` and closes it.
+    void Answer(int connection, const ucred &peer);
 
     LocalMemoryServer *server_;
     std::string path_;
     int listener_ = -1;
     int wake_[2] = {-1, -1};  // a pipe: written to stop Serve
     std::atomic<uint64_t> granted_{0}, refused_{0};
+    std::mutex answering_mutex_;
+    std::condition_variable answered_;
+    std::map<uid_t, int> answering_;  // connections being answered, by uid
+    int answering_total_ = 0;
     std::thread thread_;
 };
 
 // The client's side: the heap descriptor `socket`'s server gives for region `region_id` to a
-// holder of `key`, read-only unless `writable`. Throws Failure with the server's reason
-// (FAM_ERR_NOPERM when refused; FAM_ERR_RESOURCE when the socket cannot be reached).
-int RequestHeap(const std::string &socket, uint64_t region_id, uint64_t key, bool writable);
+// holder of `key`, read-only unless `writable`. The key is sent only when the process that
+// answers on the socket runs as `server_uid` (SO_PEERCRED; another user could have bound the
+// name), and the descriptor taken only when it is a regular file of that uid. Throws Failure
+// with the server's reason (FAM_ERR_NOPERM when refused; FAM_ERR_RESOURCE when the socket
+// cannot be reached or is not the server's).
+int RequestHeap(const std::string &socket, uint64_t region_id, uint64_t key, bool writable,
+                uint32_t server_uid);
 
 // A mapping of the whole file behind `fd` (read-only unless `writable`); closes `fd`.
 std::shared_ptr<HeapMapping> MapHeapDescriptor(int fd, bool writable, const std::string &what);

@@ -146,7 +146,10 @@ LocalMemoryServer::LocalMemoryServer(uint64_t id, HeapLocation location, std::st
       location_(std::move(location)),
       archive_(std::move(archive_dir), location_.access) {
     location_.access.MakeDirectory(location_.volatile_dir, FileAccess::Dir::kShared);
-    location_.access.MakeDirectory(location_.persistent_dir);
+    // One directory for both (a server of volatile regions only): clients still pass through
+    // it to the server's same-node socket.
+    location_.access.MakeDirectory(location_.persistent_dir, FileAccess::Dir::kOwn,
+                                   location_.persistent_dir == location_.volatile_dir);
 }
 
 std::string LocalMemoryServer::HeapPath(ExtentRef extent) const {
@@ -279,10 +282,18 @@ void LocalMemoryServer::Copy(const ItemLayout &src, uint64_t src_offset, const I
     to.Finish();
 }
 
-BackupInfo LocalMemoryServer::Backup(const ItemLayout &item, const BackupInfo &info) {
-    if (info.size > item.size) {
+BackupInfo LocalMemoryServer::Backup(const ItemLayout &item, const BackupInfo &asked) {
+    if (asked.size > item.size) {
         Fail(openfam::FAM_ERR_OUTOFRANGE, "backup \"{}\" of {} bytes from {} of {} bytes",
-             info.name, info.size, Describe(item), item.size);
+             asked.name, asked.size, Describe(item), item.size);
+    }
+    // The permissions the backup keeps are the metadata service's, recorded with the key that
+    // reads the item here, not what the client says they are.
+    BackupInfo info = asked;
+    if (std::optional<Permissions> recorded = RecordedPermissions(item)) {
+        info.uid = recorded->uid;
+        info.gid = recorded->gid;
+        info.mode = recorded->mode;
     }
     ItemBytes bytes(*this, item);
     return archive_.Write(info, [&](uint64_t start, char *buffer, size_t n) {
@@ -427,7 +438,8 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
             g.mapping == mapping) {
             if (permissions.known) g.permissions = permissions;
             return KeyGrant{g.registration.key, g.registration.base - offset,
-                            registrar_->address(), HeapPath(extent), NodeIdentity(), socket_};
+                            registrar_->address(), HeapPath(extent), NodeIdentity(), socket_,
+                            static_cast<uint32_t>(geteuid())};
         }
     }
     Grant g{offset, size, writable, mapping,
@@ -435,7 +447,21 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
             HeapPath(extent)};
     grants_.emplace(GrantsOf(extent), g);
     return KeyGrant{g.registration.key, g.registration.base - offset, registrar_->address(),
-                    HeapPath(extent), NodeIdentity(), socket_};
+                    HeapPath(extent), NodeIdentity(), socket_, static_cast<uint32_t>(geteuid())};
+}
+
+std::optional<Permissions> LocalMemoryServer::RecordedPermissions(const ItemLayout &item) {
+    std::lock_guard<std::mutex> lock(grants_mutex_);
+    for (const ItemLayout::Server &server : item.servers) {
+        if (server.id != id_) continue;
+        ExtentRef extent{item.extent.region_id, item.extent.persistent, server.copy};
+        auto range = grants_.equal_range(GrantsOf(extent));
+        for (auto it = range.first; it != range.second; ++it) {
+            const Grant &g = it->second;
+            if (g.registration.key == server.key && g.permissions.known) return g.permissions;
+        }
+    }
+    return std::nullopt;
 }
 
 int LocalMemoryServer::OpenHeapFor(const Caller &peer, uint64_t region_id, uint64_t key,

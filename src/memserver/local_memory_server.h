@@ -125,7 +125,10 @@ class LocalMemoryServer : public MemoryServer {
     std::mutex capacity_mutex_;  // a check and the extent it admits, one at a time
     // Throws FAM_ERR_NO_SPACE unless `more` bytes of extents fit (capacity_mutex_ held).
     void RequireRoom(uint64_t more, const char *call) const;
-    // Throws FAM_ERR_NOPERM unless `caller` may read the backup (`write`: delete it).
+    // The permissions the metadata service recorded with the key `item` names for this server
+    // (nullopt: none known, as on the embedded model).
+    std::optional<Permissions> RecordedPermissions(const ItemLayout &item);
+    // Throws FAM_ERR_NOPERM unless `caller` may read the backup (`remove`: delete it).
     void RequireBackupAccess(const BackupInfo &info, const Caller &caller, bool remove) const;
 
     HeapLocation location_;

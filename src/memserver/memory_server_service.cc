@@ -247,6 +247,7 @@ grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *context,
         reply->set_heap_path(grant.heap_path);
         reply->set_node(grant.node);
         reply->set_socket(grant.socket);
+        reply->set_server_uid(grant.server_uid);
     });
 }
 

@@ -56,8 +56,8 @@ ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
             grants_[key] = grant;
         }
         access[each.member] =
-            ServerAccess{each.server,     grant.fabric_address, grant.key,   grant.base,
-                         grant.heap_path, grant.node,           grant.socket};
+            ServerAccess{each.server,     grant.fabric_address, grant.key,    grant.base,
+                         grant.heap_path, grant.node,           grant.socket, grant.server_uid};
     }
     return item;
 }

@@ -206,10 +206,11 @@ void MetadataStore::AbortRebuild(uint64_t region_id, size_t member, uint64_t tar
 
 ServerAccess MetadataStore::MemberKey(const RegionInfo &region, size_t member) {
     PlacedExtent placed = ExtentsOf(region)[member];
-    // The service's own key (a rebuild): no client gets it, nor a descriptor through it.
+    // The key a rebuild reads and writes the member with: no permissions are recorded with it
+    // here (a client's grant of the same range shares it and records its own).
     KeyGrant grant = Server(placed.server).GrantKey(placed.extent, 0, 0, true, Permissions{});
-    return ServerAccess{placed.server,   grant.fabric_address, grant.key,   grant.base,
-                        grant.heap_path, grant.node,           grant.socket};
+    return ServerAccess{placed.server,   grant.fabric_address, grant.key,    grant.base,
+                        grant.heap_path, grant.node,           grant.socket, grant.server_uid};
 }
 
 }  // namespace fampool

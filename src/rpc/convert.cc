@@ -76,11 +76,12 @@ void ToProto(const ServerAccess &in, rpc::ServerAccess *out) {
     out->set_heap_path(in.heap_path);
     out->set_node(in.node);
     out->set_socket(in.socket);
+    out->set_server_uid(in.server_uid);
 }
 
 ServerAccess FromProto(const rpc::ServerAccess &in) {
     return ServerAccess{in.server_id(), in.fabric_address(), in.key(),   in.base(),
-                        in.heap_path(), in.node(),           in.socket()};
+                        in.heap_path(), in.node(),           in.socket(), in.server_uid()};
 }
 
 void ToProto(const ItemInfo &in, rpc::Item *out) {

@@ -268,7 +268,7 @@ KeyGrant MemoryServerClient::GrantKey(ExtentRef extent, uint64_t offset, uint64_
     rpc::KeyGrant reply;
     Call(&rpc::MemoryServer::Stub::GrantKey, "MemoryServer.GrantKey", request, &reply, timeout_);
     return KeyGrant{reply.key(),       reply.base(), reply.fabric_address(),
-                    reply.heap_path(), reply.node(), reply.socket()};
+                    reply.heap_path(), reply.node(), reply.socket(), reply.server_uid()};
 }
 
 void MemoryServerClient::RevokeKeys(ExtentRef extent, uint64_t offset) {

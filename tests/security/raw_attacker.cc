@@ -115,6 +115,7 @@ std::string Unhex(const std::string &text) {
 // One item as its holder sees it on the memory server holding its first byte.
 struct Target {
     uint64_t region_id = 0, offset = 0, size = 0, server = 0, key = 0, base = 0, physical = 0;
+    uint32_t server_uid = 0;
     std::string address, socket;
 };
 
@@ -122,7 +123,7 @@ void Save(const Target &t, const std::string &path) {
     std::ofstream out(path);
     out << t.region_id << ' ' << t.offset << ' ' << t.size << ' ' << t.server << ' ' << t.key
         << ' ' << t.base << ' ' << t.physical << ' ' << Hex(t.address) << ' '
-        << (t.socket.empty() ? "-" : t.socket) << '\n';
+        << (t.socket.empty() ? "-" : t.socket) << ' ' << t.server_uid << '\n';
     if (!out.flush()) throw std::runtime_error("cannot write " + path);
 }
 
@@ -131,7 +132,7 @@ Target Load(const std::string &path) {
     Target t;
     std::string address;
     in >> t.region_id >> t.offset >> t.size >> t.server >> t.key >> t.base >> t.physical >>
-        address >> t.socket;
+        address >> t.socket >> t.server_uid;
     if (!in) throw std::runtime_error("cannot read " + path);
     t.address = Unhex(address);
     if (t.socket == "-") t.socket.clear();
@@ -222,6 +223,7 @@ int KeyOf(const std::string &region, const std::string &item, const std::string 
         t.base = access.base;
         t.address = access.fabric_address;
         t.socket = access.socket;
+        t.server_uid = access.server_uid;
         break;
     }
     t.physical = info.region.interleave_size ? 0 : PhysicalOf(info.offset);
@@ -402,7 +404,7 @@ int Socket(const std::string &file, bool writable) {
     Target t = Load(file);
     Try(writable ? "SocketWrite" : "SocketRead", [&] {
         if (t.socket.empty()) Fail(openfam::FAM_ERR_RESOURCE, "the server names no socket");
-        int fd = RequestHeap(t.socket, t.region_id, t.key, writable);
+        int fd = RequestHeap(t.socket, t.region_id, t.key, writable, t.server_uid);
         auto heap = MapHeapDescriptor(fd, writable, "heap");
         std::string bytes(heap->base() + t.physical, 16);
         Report("SocketBytes", 0, bytes.c_str());

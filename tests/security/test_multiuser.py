@@ -418,7 +418,8 @@ def test_tls_cluster_refuses_plaintext_and_foreign_certificates(users, scratch):
                 os.chmod(path, 0o600)
             return pem, key
         alice_pem, alice_key = certificate("alice", tls + "/ca.pem", tls + "/ca.key", alice)
-        other_ca, other_key = os.path.join(scratch, "other-ca.pem"), os.path.join(scratch, "other-ca.key")
+        other_ca = os.path.join(scratch, "other-ca.pem")
+        other_key = os.path.join(scratch, "other-ca.key")
         openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                 "-nodes", "-keyout", other_key, "-out", other_ca, "-days", "2", "-subj",
                 "/CN=another CA")

@@ -1,4 +1,5 @@
 // The run directory of `fampool up`: its directories and their modes, the cluster file.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cli.h"
@@ -121,11 +123,15 @@ TlsFiles MakeThrowawayTls(const std::string &dir, const std::vector<std::string>
             "the CA");
     chmod((tls + "/ca.key").c_str(), 0600);
     chmod((tls + "/ca.pem").c_str(), 0644);
+    // Each address once: an IP address as IP:, a host name as DNS:.
+    std::set<std::string> seen = {"DNS:localhost", "IP:127.0.0.1"};
     std::string names = "DNS:localhost,IP:127.0.0.1";
     for (const std::string &host : hosts) {
-        if (host != "127.0.0.1" && names.find("IP:" + host + ",") == std::string::npos) {
-            names += ",IP:" + host;
-        }
+        in6_addr any;
+        bool ip = inet_pton(AF_INET, host.c_str(), &any) == 1 ||
+                  inet_pton(AF_INET6, host.c_str(), &any) == 1;
+        std::string name = (ip ? "IP:" : "DNS:") + host;
+        if (seen.insert(name).second) names += "," + name;
     }
     SignedCertificate(tls, "server", "/CN=fampool servers",
                       "basicConstraints=CA:FALSE\nsubjectAltName=" + names +

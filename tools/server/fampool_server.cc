@@ -25,6 +25,7 @@
 #include "common/network.h"
 #include "memserver/fabric_peers.h"
 #include "memserver/fabric_server.h"
+#include "memserver/heap_guard.h"
 #include "memserver/heap_socket.h"
 #include "memserver/local_memory_server.h"
 #include "rpc/authentication.h"
@@ -314,6 +315,9 @@ int Run(int argc, char **argv) {
     sigaddset(&signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+    // A client with a writable heap descriptor may truncate the heap: its cut pages must not
+    // end this server (memserver/heap_guard.h).
+    GuardHeapMappings();
     ClusterConfig cluster = LoadClusterConfig(config_path);
     MemoryRole memory;
     MetadataRole metadata;

@@ -38,7 +38,8 @@ std::shared_ptr<HeapMapping> FabricTransport::HeapOf(const FabricBinding &bindin
     if (by_path_) {
         heap = heap::Map(server.heap_path);  // another user's heap fails: the fabric it is
     } else {
-        int fd = RequestHeap(server.socket, binding.region_id, server.key, binding.writable);
+        int fd = RequestHeap(server.socket, binding.region_id, server.key, binding.writable,
+                             server.server_uid);
         heap = MapHeapDescriptor(fd, binding.writable,
                                  fmt::format("heap of region {} from memory server {}",
                                              binding.region_id, server.id));
@@ -129,6 +130,7 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
         server.base = access->base;
         server.heap_path = access->heap_path;
         server.socket = access->socket;
+        server.server_uid = access->server_uid;
         server.node = access->node;
     }
     if (binding->interleave == 0 && ServerIndexOf(item.offset) >= ids.size()) {
@@ -181,7 +183,8 @@ void *FabricTransport::Map(Binding &item, bool writable) {
                  server->heap_path, server->id, std::strerror(errno));
         }
     } else {
-        fd = RequestHeap(server->socket, fabric.region_id, server->key, writable);
+        fd = RequestHeap(server->socket, fabric.region_id, server->key, writable,
+                         server->server_uid);
     }
     const uint64_t page = 4096;
     uint64_t start = place.physical & ~(page - 1);
