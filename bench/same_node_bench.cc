@@ -4,9 +4,12 @@
 // one cluster over shm (FAMPOOL_CONFIG), in one process: two fam objects, one per path,
 // measured alternately round by round.
 //
-//   same_node_bench [--rounds 7] [--seconds 0.3] [--csv PATH]
+//   same_node_bench [--rounds 21] [--seconds 0.2] [--csv PATH]
 //
-// Rows (each the median over the rounds; ratio = descriptor / path):
+// Columns: descriptor and path, the median over the rounds; ratio, the median over the rounds
+// of descriptor / path within the round (the two sides run back to back, so a slow spell of the
+// machine that spans a round cancels out); ratio_q1 and ratio_q3, the quartiles of those
+// per-round ratios (the middle half of the rounds lies between them). Rows:
 //   get256_per_s, put256_per_s   256 B blocking get / put on a mapped item, calls per second
 //   map_us                       fam_map + fam_unmap of the item: one descriptor request over
 //                                the socket (or one open) and one mmap, microseconds
@@ -101,8 +104,8 @@ std::map<std::string, double> Round(Side &side, double seconds) {
 }  // namespace
 
 int main(int argc, char **argv) {
-    int rounds = 7;
-    double seconds = 0.3;
+    int rounds = 21;
+    double seconds = 0.2;
     std::string csv = "same_node_bench.csv";
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string arg = argv[i];
@@ -115,28 +118,43 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    if (rounds < 1 || seconds <= 0) {
+        std::fprintf(stderr, "same_node_bench: --rounds needs 1 or more, --seconds more than 0\n");
+        return 1;
+    }
     Side sides[2];
     sides[0].name = "descriptor";
     sides[1].name = "path";
     try {
         Open(sides[0], "true");
         Open(sides[1], "path");
-        std::map<std::string, std::vector<double>> samples[2];
+        std::map<std::string, std::vector<double>> samples[2], ratios;
         for (int round = 0; round < rounds; ++round) {
+            std::map<std::string, double> row[2];
             for (int k = 0; k < 2; ++k) {
                 int which = (k + round) % 2;  // neither always goes first
-                for (auto &[metric, value] : Round(sides[which], seconds)) {
-                    samples[which][metric].push_back(value);
-                }
+                row[which] = Round(sides[which], seconds);
+            }
+            for (const auto &[metric, value] : row[0]) {
+                samples[0][metric].push_back(value);
+                samples[1][metric].push_back(row[1][metric]);
+                ratios[metric].push_back(value / row[1][metric]);
             }
         }
         std::ofstream out(csv);
-        out << "metric,descriptor,path,ratio\n";
-        std::printf("%-14s %14s %14s  %s\n", "metric", "descriptor", "path", "descriptor/path");
+        out << "metric,descriptor,path,ratio,ratio_q1,ratio_q3\n";
+        std::printf("%-14s %14s %14s  %9s %9s %9s\n", "metric", "descriptor", "path", "ratio",
+                    "ratio_q1", "ratio_q3");
         for (const auto &[metric, values] : samples[0]) {
             double a = Median(values), b = Median(samples[1][metric]);
-            std::printf("%-14s %14.1f %14.1f  %.3f\n", metric.c_str(), a, b, a / b);
-            out << metric << "," << a << "," << b << "," << a / b << "\n";
+            std::vector<double> r = ratios[metric];
+            std::sort(r.begin(), r.end());
+            double q1 = r[r.size() / 4], q3 = r[(3 * r.size()) / 4];
+            double ratio = Median(r);
+            std::printf("%-14s %14.1f %14.1f  %9.3f %9.3f %9.3f\n", metric.c_str(), a, b, ratio,
+                        q1, q3);
+            out << metric << "," << a << "," << b << "," << ratio << "," << q1 << "," << q3
+                << "\n";
         }
         Close(sides[0]);
         Close(sides[1]);
