@@ -3,10 +3,17 @@
 // The first half is plain C (enums and structs shared with fam/fam_c.h); the second half, for
 // C++ only, declares the descriptors and the openfam::fam class whose methods are the API.
 // Errors are reported by throwing openfam::Fam_Exception (fam/fam_exception.h).
+//
+// Names, as in OpenFAM 3.2: in C++ every type and enumerator below lives in namespace openfam
+// (openfam::Fam_Options, openfam::RAID1, openfam::int128_t), so that programs written for
+// OpenFAM compile and link unchanged; each is also declared at global scope, so that code that
+// names them unqualified, with or without `using namespace openfam`, compiles too. In C they
+// are global. Like OpenFAM's, this header includes <sys/stat.h> (mode_t, S_IRUSR, ...).
 #ifndef FAM_FAM_H_
 #define FAM_FAM_H_
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #ifdef __SIZEOF_INT128__
@@ -16,6 +23,10 @@ __extension__ typedef __int128 int128_t;
 #define FAM_SUCCESS 0
 
 #ifdef __cplusplus
+namespace openfam {
+#ifdef __SIZEOF_INT128__
+typedef ::int128_t int128_t;
+#endif
 extern "C" {
 #endif
 
@@ -147,6 +158,60 @@ typedef struct Fam_Options {
 
 #ifdef __cplusplus
 }  // extern "C"
+}  // namespace openfam
+
+// The global names of the types and enumerators above (OpenFAM 3.2 declares nine of these; the
+// rest keep programs written for earlier fampool versions compiling).
+using openfam::Fam_Interleave_Enable;
+using openfam::INTERLEAVE_DEFAULT;
+using openfam::ENABLE;
+using openfam::DISABLE;
+using openfam::Fam_Memory_Type;
+using openfam::MEMORY_TYPE_DEFAULT;
+using openfam::VOLATILE;
+using openfam::PERSISTENT;
+using openfam::Fam_Redundancy_Level;
+using openfam::REDUNDANCY_LEVEL_DEFAULT;
+using openfam::NONE;
+using openfam::RAID1;
+using openfam::RAID5;
+using openfam::Fam_Permission_Level;
+using openfam::PERMISSION_LEVEL_DEFAULT;
+using openfam::REGION;
+using openfam::DATAITEM;
+using openfam::Fam_Region_Attributes;
+using openfam::Fam_Descriptor_Status;
+using openfam::DESC_INVALID;
+using openfam::DESC_INIT_DONE;
+using openfam::DESC_INIT_DONE_BUT_KEY_NOT_VALID;
+using openfam::DESC_UNINITIALIZED;
+using openfam::Fam_Global_Descriptor;
+using openfam::Fam_Stat;
+using openfam::Fam_Intent_Hint;
+using openfam::FAM_HINT_NONE;
+using openfam::FAM_HINT_BANDWIDTH;
+using openfam::FAM_HINT_LATENCY;
+using openfam::FAM_HINT_NEAR_PE;
+using openfam::FAM_HINT_CAPACITY;
+using openfam::FAM_HINT_JOB;
+using openfam::FAM_HINT_ACROSS_JOBS;
+using openfam::FAM_HINT_VOLATILE;
+using openfam::FAM_HINT_PERSISTENT;
+using openfam::FAM_HINT_SURVIVE_FAILURE;
+using openfam::Fam_Memory_Kind;
+using openfam::FAM_KIND_ANY;
+using openfam::FAM_KIND_DRAM;
+using openfam::FAM_KIND_PERSISTENT;
+using openfam::FAM_KIND_FAR;
+using openfam::Fam_Region_Intent;
+using openfam::Fam_Region_Intent_Attributes;
+using openfam::Fam_Placement;
+using openfam::FAM_QUEUE_OP;
+using openfam::OP_ADD_INDEXED;
+using openfam::OP_SCATTER;
+using openfam::OP_GATHER;
+using openfam::Fam_Backup_Options;
+using openfam::Fam_Options;
 
 #include <fam/fam_exception.h>
 
@@ -173,15 +238,45 @@ class Fam_Descriptor {
     void set_global_descriptor(Fam_Global_Descriptor gDescriptor);
     uint64_t get_size();
     void set_size(uint64_t itemSize);
-    const char *get_name();
+    char *get_name();
     mode_t get_perm();
     uint32_t get_uid();
     uint32_t get_gid();
     uint64_t get_interleave_size();
     uint64_t get_used_memsrv_cnt();
     uint64_t *get_memserver_ids();
+    uint64_t get_first_memserver_id();
+    Fam_Permission_Level get_permissionLevel();
     Fam_Descriptor_Status get_desc_status();
     void set_desc_status(Fam_Descriptor_Status status);
+    void set_desc_status(int status);
+
+    // The item's fabric keys and base addresses, one per memory server holding its bytes (in
+    // get_memserver_ids order), as the metadata service granted them to this process; valid
+    // until the next call of the same getter. NULL before the descriptor's first use, on the
+    // embedded model and for RAID1/RAID5 items (whose members' keys fampool keeps apart).
+    uint64_t *get_keys();
+    uint64_t *get_base_address_list();
+
+    // The descriptor's own copy of the item's attributes, as in OpenFAM: set_perm, set_name,
+    // set_uid, set_gid and set_permissionLevel change what this descriptor's getters return,
+    // not the item (fam_change_permissions does that) and not what fampool does with it.
+    // get_context returns what set_context stored (fampool's data path does not use it).
+    void set_perm(mode_t perm);
+    void set_name(char *name);
+    void set_uid(uint32_t uid);
+    void set_gid(uint32_t gid);
+    void set_permissionLevel(Fam_Permission_Level permissionLevel);
+    void *get_context();
+    void set_context(void *context);
+
+    // Where the data path reaches the item is the metadata service's to say: these throw
+    // FAM_ERR_INVALIDOP, naming the call (OpenFAM's library uses them to fill descriptors in).
+    void bind_keys(uint64_t *keys, uint64_t count);
+    void set_base_address_list(uint64_t *addresses, uint64_t count);
+    void set_interleave_size(uint64_t interleaveSize);
+    void set_used_memsrv_cnt(uint64_t count);
+    void set_memserver_ids(uint64_t *ids);
 
     // fampool-private state; not part of the OpenFAM contract.
     fampool::DescriptorState *state() { return state_; }
@@ -204,7 +299,7 @@ class Fam_Region_Descriptor {
     void set_global_descriptor(Fam_Global_Descriptor gDescriptor);
     uint64_t get_size();
     void set_size(uint64_t regionSize);
-    const char *get_name();
+    char *get_name();
     mode_t get_perm();
     uint32_t get_uid();
     uint32_t get_gid();
@@ -215,8 +310,24 @@ class Fam_Region_Descriptor {
     uint64_t get_interleave_size();
     uint64_t get_used_memsrv_cnt();
     uint64_t *get_memserver_ids();
+    // The first memory server of the region (its only one unless it spans several).
+    uint64_t get_memserver_id();
     Fam_Descriptor_Status get_desc_status();
     void set_desc_status(Fam_Descriptor_Status status);
+    void set_desc_status(int status);
+
+    // The descriptor's own copy of the region's attributes, as in OpenFAM: the setters change
+    // what this descriptor's getters return, not the region (fam_change_permissions and
+    // fam_resize_region do that) and not what fampool does with it; get_context returns what
+    // set_context stored.
+    void set_perm(mode_t perm);
+    void set_name(char *name);
+    void set_redundancyLevel(Fam_Redundancy_Level level);
+    void set_memoryType(Fam_Memory_Type type);
+    void set_interleaveEnable(Fam_Interleave_Enable enable);
+    void set_permissionLevel(Fam_Permission_Level permissionLevel);
+    void *get_context();
+    void set_context(void *context);
 
     // fampool-private state; not part of the OpenFAM contract.
     fampool::RegionDescriptorState *state() { return state_; }

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "common/data_path.h"
 #include "common/fam_objects.h"
@@ -18,17 +20,33 @@ namespace fampool {
 using openfam::Fam_Descriptor;
 using openfam::Fam_Region_Descriptor;
 
+// What a program set through a descriptor's OpenFAM setters (set_perm, set_name, ...): the
+// descriptor's own copy, which its getters return. fampool acts only on what the metadata
+// service said (ItemInfo, RegionInfo), never on these.
+struct ShownAttributes {
+    std::optional<uint32_t> perm, uid, gid;
+    std::optional<std::string> name;
+    std::optional<Fam_Permission_Level> permission_level;
+    std::optional<Fam_Redundancy_Level> redundancy_level;
+    std::optional<Fam_Memory_Type> memory_type;
+    std::optional<Fam_Interleave_Enable> interleave_enable;
+    void *context = nullptr;
+    // get_keys / get_base_address_list: filled from ItemInfo at each call.
+    std::vector<uint64_t> keys, bases;
+};
+
 struct DescriptorState {
     Fam_Global_Descriptor global{};
     Fam_Descriptor_Status status = DESC_UNINITIALIZED;
     bool size_known = false;
     bool closed = false;  // DESC_INVALID by fam_close (not by fam_deallocate)
     ItemInfo item;  // valid once status is DESC_INIT_DONE
+    ShownAttributes shown;
 
     DescriptorState() = default;
     DescriptorState(const DescriptorState &other)
         : global(other.global), status(other.status), size_known(other.size_known),
-          closed(other.closed), item(other.item) {
+          closed(other.closed), item(other.item), shown(other.shown) {
         set_binding(other.binding());
     }
     DescriptorState &operator=(const DescriptorState &other) {
@@ -37,6 +55,7 @@ struct DescriptorState {
         size_known = other.size_known;
         closed = other.closed;
         item = other.item;
+        shown = other.shown;
         set_binding(other.binding());
         return *this;
     }
@@ -76,6 +95,7 @@ struct RegionDescriptorState {
     Fam_Descriptor_Status status = DESC_UNINITIALIZED;
     bool size_known = false;
     RegionInfo region;
+    ShownAttributes shown;
 };
 
 }  // namespace fampool

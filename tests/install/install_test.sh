@@ -4,8 +4,9 @@
 # package files are there and the binaries run from it; builds tests/install's unchanged
 # OpenFAM program out of tree against it both ways, with CMake (find_package(fampool 0.1
 # REQUIRED), target fampool::fampool) and with pkg-config (whose paths must name the prefix
-# installed into), and a C program with fam/fam_c.h; runs them on the embedded model; and
-# checks that find_package refuses a version the package is not.
+# installed into), a program that names OpenFAM's types qualified (openfam::...) and reaches
+# struct stat through fam/fam.h, and a C program with fam/fam_c.h; runs them on the embedded
+# model; and checks that find_package refuses a version the package is not.
 #   install_test.sh BUILD SOURCE
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -59,6 +60,10 @@ esac
 # shellcheck disable=SC2086
 g++ -std=c++17 "$source/tests/install/openfam_program.cpp" -o "$work/with-pkg-config" $flags ||
     fail "building with pkg-config's flags failed"
+# OpenFAM 3.2's qualified names and its header's <sys/stat.h>, with the same flags.
+# shellcheck disable=SC2086
+g++ -std=c++17 -Wall -Werror "$source/tests/install/openfam_qualified.cpp" \
+    -o "$work/qualified" $flags || fail "building the program of qualified OpenFAM names failed"
 cat > "$work/c_program.c" << 'PROGRAM'
 #include <fam/fam_c.h>
 #include <stdio.h>
@@ -83,4 +88,6 @@ export FAMPOOL_HOME=$work/home FAMPOOL_SHM_DIR=$work/shm LD_LIBRARY_PATH=$libdir
 "$work/with-cmake/openfam_program" || fail "the program built with CMake failed"
 "$work/with-pkg-config" || fail "the program built with pkg-config failed"
 "$work/c_program" || fail "the C program failed"
-echo "install_test: installed into $prefix, built and ran with CMake, pkg-config and C"
+"$work/qualified" || fail "the program of qualified OpenFAM names failed"
+echo "install_test: installed into $prefix, built and ran with CMake, pkg-config (two" \
+    "programs) and C"
