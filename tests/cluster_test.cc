@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -253,6 +254,81 @@ TEST_F(PlainClusterTest, InitializeGivesUpOnAnAbsentServiceAfterConnectTimeout) 
     EXPECT_NE(caught.message.find("connect_timeout_ms"), std::string::npos) << caught.message;
     EXPECT_GE(seconds, 1.0) << "gave up before trying again";
     EXPECT_LT(seconds, 6.0) << "kept trying past connect_timeout_ms";
+}
+
+// The cluster file's value of `key` (one "key: value" line).
+std::string ClusterKey(const TestCluster &cluster, const std::string &key) {
+    std::ifstream in(cluster.config_path());
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind(key + ": ", 0) == 0) return line.substr(key.size() + 2);
+    }
+    return "";
+}
+
+// PlainClusterTest with client configuration files of the test's own.
+class ClientFileTest : public PlainClusterTest {
+  protected:
+    // Writes `text` to `name` in the test's home; FAMPOOL_CONFIG names it from now on.
+    void UseClientFile(const std::string &name, const std::string &text) {
+        std::string path = home_dir() + "/" + name;
+        std::ofstream(path) << text;
+        SetEnv("FAMPOOL_CONFIG", path);
+    }
+};
+
+// A client that names another provider than the cluster's is refused at fam_initialize,
+// naming both, instead of timing out on its first transfer; one that names none takes the
+// cluster's.
+TEST_F(ClientFileTest, ProviderIsTheClustersOrRefusedNamingBoth) {
+    const std::string provider = ClusterKey(*cluster(), "provider");
+    const std::string address = ClusterKey(*cluster(), "metadata_address");
+    ASSERT_FALSE(provider.empty());
+    const std::string other = provider == "sockets" ? "tcp" : "sockets";
+    FinalizeFam();
+    SetEnv("FAMPOOL_PROVIDER", other);
+    auto refused = std::make_unique<openfam::fam>();
+    auto start = Clock::now();
+    CaughtError caught = CatchFamError([&] { refused->fam_initialize("default", nullptr); });
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_EQ(caught.code, FAM_ERR_INVALID) << caught.message;
+    EXPECT_NE(caught.message.find("\"" + other + "\""), std::string::npos) << caught.message;
+    EXPECT_NE(caught.message.find("\"" + provider + "\""), std::string::npos) << caught.message;
+    EXPECT_LT(seconds, 1.0);
+
+    SetEnv("FAMPOOL_PROVIDER", std::nullopt);
+    UseClientFile("unnamed.yaml",
+                  "openfam_model: memory_server\nmetadata_address: " + address + "\n");
+    InitializeFam();
+    auto *named = static_cast<const char *>(fam()->fam_get_option("LIBFABRIC_PROVIDER"));
+    EXPECT_EQ(std::string(named), provider);
+    free(const_cast<char *>(named));
+    auto region = CreateRegion("r", 4 << 20);
+    auto item = Allocate("x", 4096, region.get());
+    PutBytes(item.get(), 0, {1, 2, 3});
+    EXPECT_EQ(GetBytes(item.get(), 0, 3), (std::vector<uint8_t>{1, 2, 3}));
+}
+
+// cisServer / grpcPort in Fam_Options name the metadata service ahead of the file's
+// metadata_address (here a port nobody listens on).
+TEST_F(ClientFileTest, OptionsNameTheServiceAheadOfTheClusterFile) {
+    const std::string address = ClusterKey(*cluster(), "metadata_address");
+    const size_t colon = address.rfind(':');
+    ASSERT_NE(colon, std::string::npos) << address;
+    std::string host = address.substr(0, colon), port = address.substr(colon + 1);
+    FinalizeFam();
+    UseClientFile("elsewhere.yaml",
+                  "openfam_model: memory_server\nprovider: " +
+                      ClusterKey(*cluster(), "provider") + "\nmetadata_address: 127.0.0.1:" +
+                      std::to_string(FreePort()) + "\n");
+    SetEnv("FAMPOOL_CONNECT_TIMEOUT_MS", "2000");
+    Fam_Options options{};
+    options.cisServer = host.data();
+    options.grpcPort = port.data();
+    InitializeFam(&options);
+    auto region = CreateRegion("r", 4 << 20);
+    auto item = Allocate("x", 4096, region.get());
+    PutBytes(item.get(), 0, {9});
+    EXPECT_EQ(GetBytes(item.get(), 0, 1), (std::vector<uint8_t>{9}));
 }
 
 TEST_F(PlainClusterTest, IfDeviceThatIsNeitherInterfaceNorDomainFailsInitialize) {

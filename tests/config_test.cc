@@ -72,6 +72,53 @@ TEST_F(ConfigTest, OptionBeatsEnvironmentWhichBeatsTheFile) {
     EXPECT_EQ(fampool::LoadConfig(&options).default_region_name, "from_option");
 }
 
+// cisServer / grpcPort name the metadata service ahead of the environment and of a cluster
+// file's metadata_address and shards, as every option does (and as OpenFAM does).
+TEST_F(ConfigTest, MetadataAddressFollowsTheSamePrecedence) {
+    Set("FAMPOOL_CONFIG", File("cluster.yaml",
+                               "metadata_address: 127.0.0.1:7001\n"
+                               "metadata_shards: [127.0.0.1:7001, 127.0.0.1:7002]\n"
+                               "provider: tcp\n"));
+    Config from_file = fampool::LoadConfig(nullptr);
+    EXPECT_EQ(from_file.metadata_address, "127.0.0.1:7001");
+    EXPECT_EQ(from_file.metadata_shards.size(), 2u);
+
+    Set("FAMPOOL_METADATA_ADDRESS", "127.0.0.2:7101");
+    EXPECT_EQ(fampool::LoadConfig(nullptr).metadata_address, "127.0.0.2:7101");
+    Set("FAMPOOL_CIS_SERVER", "127.0.0.3");
+    Set("FAMPOOL_GRPC_PORT", "7201");
+    EXPECT_EQ(fampool::LoadConfig(nullptr).metadata_address, "127.0.0.2:7101")
+        << "FAMPOOL_METADATA_ADDRESS is the more precise of the variables";
+    Unset("FAMPOOL_METADATA_ADDRESS");
+    Config from_env = fampool::LoadConfig(nullptr);
+    EXPECT_EQ(from_env.metadata_address, "127.0.0.3:7201");
+    EXPECT_TRUE(from_env.metadata_shards.empty()) << "another service's shards are its own";
+
+    Fam_Options options{};
+    options.cisServer = const_cast<char *>("127.0.0.4");
+    options.grpcPort = const_cast<char *>("7301");
+    Set("FAMPOOL_METADATA_ADDRESS", "127.0.0.2:7101");
+    Config from_options = fampool::LoadConfig(&options);
+    EXPECT_EQ(from_options.metadata_address, "127.0.0.4:7301");
+    EXPECT_TRUE(from_options.metadata_shards.empty());
+    EXPECT_EQ(from_options.model, "memory_server") << "the file still names a cluster";
+}
+
+TEST_F(ConfigTest, ProviderNamedOrNot) {
+    EXPECT_FALSE(fampool::LoadConfig(nullptr).libfabric_provider_set);
+    Set("FAMPOOL_CONFIG", File("cluster.yaml", "metadata_address: 127.0.0.1:7001\n"));
+    Config unnamed = fampool::LoadConfig(nullptr);
+    EXPECT_FALSE(unnamed.libfabric_provider_set);
+    Set("FAMPOOL_PROVIDER", "sockets");
+    EXPECT_TRUE(fampool::LoadConfig(nullptr).libfabric_provider_set);
+    Unset("FAMPOOL_PROVIDER");
+    Fam_Options options{};
+    options.libfabricProvider = const_cast<char *>("tcp");
+    EXPECT_TRUE(fampool::LoadConfig(&options).libfabric_provider_set);
+    Set("FAMPOOL_CONFIG", File("named.yaml", "metadata_address: 127.0.0.1:7001\nprovider: tcp\n"));
+    EXPECT_TRUE(fampool::LoadConfig(nullptr).libfabric_provider_set);
+}
+
 TEST_F(ConfigTest, OpenFamsOwnPeFileIsTaken) {
     std::string root = dir_.path() + "/root";
     std::filesystem::create_directories(root + "/config");

@@ -354,6 +354,22 @@ TEST_F(OpenFamCompatTest, ClientThatDoubleFreesMidRunDiesAtOnce) {
     }
 }
 
+// OpenFAM's examples call fam_abort in the catch block around fam_initialize: the process ends
+// with the status given, and what the program printed of the first error is the last word.
+TEST_F(OpenFamCompatTest, AbortWithoutASuccessfulInitializeExitsWithItsStatus) {
+    for (const char *mode : {"abort-uninitialized", "abort-failed-init"}) {
+        ProcessResult result = RunCrashWorker(mode, 60);
+        EXPECT_FALSE(result.timed_out) << mode;
+        EXPECT_EQ(result.term_signal, 0) << mode << "\n" << result.err;
+        EXPECT_EQ(result.exit_code, 3) << mode << "\n" << result.err;
+        EXPECT_EQ(result.err.find("not initialized"), std::string::npos) << mode << result.err;
+        EXPECT_EQ(result.err.find("terminate"), std::string::npos) << mode << result.err;
+        if (std::string(mode) == "abort-failed-init") {
+            EXPECT_NE(result.err.find("NO_SUCH_RUNTIME"), std::string::npos) << result.err;
+        }
+    }
+}
+
 TEST_F(OpenFamCompatTest, ClientKilledWithSigtermMidRunExitsWithinSeconds) {
     std::string ready = home_dir() + "/crash-worker.ready";
     ProgramSpec spec;

@@ -1,4 +1,5 @@
 // FamImpl: life cycle, options, contexts and ordering.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -136,6 +137,13 @@ void FamImpl::Finalize(const char * /*group*/) {
 }
 
 void FamImpl::Abort(int status) {
+    if (!session_ && !parent_) {
+        // Never initialized, or fam_initialize failed: OpenFAM programs call fam_abort in the
+        // catch block around it. End the process with the status, adding nothing to what the
+        // program printed of the first error (there is no job to tell).
+        std::fflush(nullptr);
+        std::_Exit(status);
+    }
     Session &session = Control();  // a context's fam_abort throws; it does not end the job
     session.runtime->Abort(status);
     std::_Exit(status);  // Runtime::Abort does not return; this keeps the promise visible

@@ -137,8 +137,22 @@ void OpenCluster(Session &session) {
              "authentication: none)",
              config.metadata_address);
     }
+    // The provider is the cluster's: a transfer over another would only time out.
+    std::string provider = config.libfabric_provider;
+    if (!list.provider().empty() && list.provider() != provider) {
+        if (config.libfabric_provider_set) {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "this process's libfabric provider is \"{}\" (libfabricProvider, "
+                 "FAMPOOL_PROVIDER or `provider` in {}), but the memory servers of the cluster "
+                 "at {} serve over \"{}\": name that provider or none",
+                 provider, config.config_file.empty() ? "no file" : config.config_file,
+                 config.metadata_address, list.provider());
+        }
+        provider = list.provider();
+        session.config.libfabric_provider = provider;  // what LIBFABRIC_PROVIDER says
+    }
     FabricConfig fabric;
-    fabric.provider = config.libfabric_provider;
+    fabric.provider = provider;
     fabric.timeout_ms = config.fabric_timeout_ms;
     fabric.checked_reads = config.fabric_checked_reads;
     fabric.direct = config.fabric_direct;

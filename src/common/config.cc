@@ -178,6 +178,9 @@ Config ReadConfig(const Fam_Options *options) {
           "FAMPOOL_GRPC_PORT", o.grpcPort);
     Layer(c.libfabric_provider, yaml, {"provider", "libfabric_provider"}, "FAMPOOL_PROVIDER",
           o.libfabricProvider);
+    c.libfabric_provider_set = o.libfabricProvider || Env("FAMPOOL_PROVIDER") ||
+                               (yaml && yaml.IsMap() &&
+                                (yaml["provider"] || yaml["libfabric_provider"]));
     Layer(c.thread_model, yaml, {"FamThreadModel", "fam_thread_model"}, "FAMPOOL_THREAD_MODEL",
           o.famThreadModel);
     Layer(c.cis_interface_type, yaml, {"client_interface_type"}, "FAMPOOL_CIS_INTERFACE",
@@ -223,19 +226,29 @@ Config ReadConfig(const Fam_Options *options) {
     c.metadata_address = c.cis_server.find(':') == std::string::npos
                              ? c.cis_server + ":" + c.grpc_port
                              : c.cis_server;
-    if (yaml && yaml.IsMap() && yaml["metadata_shards"]) {
-        const YAML::Node shards = yaml["metadata_shards"];
+    // Where the metadata service is, by the same precedence as every option: cisServer /
+    // grpcPort in Fam_Options, then FAMPOOL_METADATA_ADDRESS, FAMPOOL_CIS_SERVER and
+    // FAMPOOL_GRPC_PORT, then the file's metadata_address (or metadata_shards) over its
+    // fam_client_interface_service_address.
+    const bool named_by_caller = o.cisServer || o.grpcPort;
+    const bool named_by_env = Env("FAMPOOL_CIS_SERVER") || Env("FAMPOOL_GRPC_PORT");
+    const YAML::Node file_address = named_by_caller || named_by_env ? YAML::Node() : yaml;
+    if (file_address && file_address.IsMap() && file_address["metadata_shards"]) {
+        const YAML::Node shards = file_address["metadata_shards"];
         if (!shards.IsSequence()) {
             Fail(openfam::FAM_ERR_INVALID, "metadata_shards must be a list of host:port");
         }
         for (const YAML::Node &shard : shards) {
             c.metadata_shards.push_back(shard.as<std::string>());
         }
-        if (!yaml["metadata_address"] && !c.metadata_shards.empty()) {
+        if (!file_address["metadata_address"] && !c.metadata_shards.empty()) {
             c.metadata_address = c.metadata_shards.front();
         }
     }
-    Layer(c.metadata_address, yaml, {"metadata_address"}, "FAMPOOL_METADATA_ADDRESS", nullptr);
+    if (!named_by_caller) {
+        Layer(c.metadata_address, file_address, {"metadata_address"}, "FAMPOOL_METADATA_ADDRESS",
+              nullptr);
+    }
     // A metadata address set apart from the file's shards names another service: its shards
     // are learnt from it.
     if (!c.metadata_shards.empty() && c.metadata_shards.front() != c.metadata_address) {

@@ -18,6 +18,10 @@ struct Config {
     std::string cis_server = "127.0.0.1";
     std::string grpc_port = "8787";
     std::string libfabric_provider = "sockets";
+    // Whether Fam_Options, FAMPOOL_PROVIDER or the file named the provider: a client that did
+    // not takes the cluster's (the metadata service's ServerList); one that did is refused at
+    // fam_initialize when it differs.
+    bool libfabric_provider_set = false;
     std::string thread_model = "FAM_THREAD_SERIALIZE";
     std::string cis_interface_type = "rpc";
     std::string model = "shared_memory";

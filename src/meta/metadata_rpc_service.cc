@@ -239,6 +239,7 @@ grpc::Status MetadataRpcService::Servers(grpc::ServerContext *, const rpc::Empty
         }
         reply->set_authentication(sessions_ ? "munge" : "none");
         for (const std::string &shard : shards_) reply->add_metadata_shards(shard);
+        reply->set_provider(provider_);
     });
 }
 

@@ -56,6 +56,8 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     // and names every shard to clients in Servers. Set before serving; without it, the only
     // shard.
     void ServeAsShard(uint32_t shard, std::vector<std::string> addresses);
+    // The cluster's libfabric provider, told to clients in ServerList.
+    void SetProvider(std::string provider) { provider_ = std::move(provider); }
     // Authenticates callers with MUNGE: every call is made as the uid and gid of the session
     // its token names (the stated ones are not used). Set before serving.
     void RequireAuthentication(std::unique_ptr<SessionTable> sessions) {
@@ -126,6 +128,7 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     std::vector<MemoryServerClient *> servers_;
     uint32_t shard_ = 0;
     std::vector<std::string> shards_;  // every shard's address when there are several
+    std::string provider_;
     const MetadataFabricService *fabric_ = nullptr;
     std::unique_ptr<SessionTable> sessions_;  // null: no authentication
     uint32_t cluster_user_ = static_cast<uint32_t>(geteuid());

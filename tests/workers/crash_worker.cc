@@ -13,7 +13,11 @@
 //              until a signal ends it
 //   handlers   prints one line per signal, "<signal> default" or "<signal> handled by <library
 //              file>", for SIGINT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGTERM; exits 0
-// Exit status 2 when fam_initialize threw.
+// Exit status 2 when fam_initialize threw. Two modes end before any of that, the way OpenFAM's
+// examples do on a failed start (fam_abort in the catch block), with fam_abort(3):
+//   abort-uninitialized  without calling fam_initialize
+//   abort-failed-init    after a fam_initialize refused (runtime "NO_SUCH_RUNTIME"), whose
+//                        message it prints first
 #include <fam/fam.h>
 #include <fam/fam_exception.h>
 #include <dlfcn.h>
@@ -64,11 +68,29 @@ void PrintHandlers() {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        std::fprintf(stderr, "usage: crash_worker abort|double-free|wait|handlers NAME\n");
+        std::fprintf(stderr, "usage: crash_worker abort|double-free|wait|handlers|"
+                             "abort-uninitialized|abort-failed-init NAME\n");
         return 2;
     }
     std::string mode = argv[1];
     fam f;
+    if (mode == "abort-uninitialized") {
+        f.fam_abort(3);
+        return 4;  // fam_abort returned
+    }
+    if (mode == "abort-failed-init") {
+        Fam_Options options;
+        std::memset(&options, 0, sizeof options);
+        char runtime[] = "NO_SUCH_RUNTIME";
+        options.runtime = runtime;
+        try {
+            f.fam_initialize("default", &options);
+        } catch (Fam_Exception &e) {
+            std::fprintf(stderr, "crash_worker: fam_initialize: %s\n", e.fam_error_msg());
+            f.fam_abort(3);
+        }
+        return 4;  // fam_initialize accepted the runtime, or fam_abort returned
+    }
     try {
         f.fam_initialize("default", nullptr);
     } catch (const Fam_Exception &e) {

@@ -239,6 +239,7 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     role.store = std::make_unique<MetadataStore>(role.env, servers, placement);
     role.service = std::make_unique<MetadataRpcService>(role.store.get(), clients);
     role.service->ServeAsShard(shard, shards);
+    role.service->SetProvider(cluster.provider);
     if (cluster.authentication == "munge") {
         std::string name = "metadata service " + shards[shard];
         CheckMunged(cluster, name);
