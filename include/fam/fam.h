@@ -162,56 +162,24 @@ typedef struct Fam_Options {
 
 // The global names of the types and enumerators above (OpenFAM 3.2 declares nine of these; the
 // rest keep programs written for earlier fampool versions compiling).
-using openfam::Fam_Interleave_Enable;
-using openfam::INTERLEAVE_DEFAULT;
-using openfam::ENABLE;
-using openfam::DISABLE;
-using openfam::Fam_Memory_Type;
-using openfam::MEMORY_TYPE_DEFAULT;
-using openfam::VOLATILE;
-using openfam::PERSISTENT;
-using openfam::Fam_Redundancy_Level;
-using openfam::REDUNDANCY_LEVEL_DEFAULT;
-using openfam::NONE;
-using openfam::RAID1;
-using openfam::RAID5;
-using openfam::Fam_Permission_Level;
-using openfam::PERMISSION_LEVEL_DEFAULT;
-using openfam::REGION;
-using openfam::DATAITEM;
-using openfam::Fam_Region_Attributes;
-using openfam::Fam_Descriptor_Status;
-using openfam::DESC_INVALID;
-using openfam::DESC_INIT_DONE;
-using openfam::DESC_INIT_DONE_BUT_KEY_NOT_VALID;
-using openfam::DESC_UNINITIALIZED;
-using openfam::Fam_Global_Descriptor;
-using openfam::Fam_Stat;
-using openfam::Fam_Intent_Hint;
-using openfam::FAM_HINT_NONE;
-using openfam::FAM_HINT_BANDWIDTH;
-using openfam::FAM_HINT_LATENCY;
-using openfam::FAM_HINT_NEAR_PE;
-using openfam::FAM_HINT_CAPACITY;
-using openfam::FAM_HINT_JOB;
-using openfam::FAM_HINT_ACROSS_JOBS;
-using openfam::FAM_HINT_VOLATILE;
-using openfam::FAM_HINT_PERSISTENT;
-using openfam::FAM_HINT_SURVIVE_FAILURE;
-using openfam::Fam_Memory_Kind;
-using openfam::FAM_KIND_ANY;
-using openfam::FAM_KIND_DRAM;
-using openfam::FAM_KIND_PERSISTENT;
-using openfam::FAM_KIND_FAR;
-using openfam::Fam_Region_Intent;
-using openfam::Fam_Region_Intent_Attributes;
-using openfam::Fam_Placement;
-using openfam::FAM_QUEUE_OP;
-using openfam::OP_ADD_INDEXED;
-using openfam::OP_SCATTER;
-using openfam::OP_GATHER;
-using openfam::Fam_Backup_Options;
-using openfam::Fam_Options;
+using openfam::Fam_Interleave_Enable; using openfam::INTERLEAVE_DEFAULT; using openfam::ENABLE;
+using openfam::DISABLE; using openfam::Fam_Memory_Type; using openfam::MEMORY_TYPE_DEFAULT;
+using openfam::VOLATILE; using openfam::PERSISTENT; using openfam::Fam_Redundancy_Level;
+using openfam::REDUNDANCY_LEVEL_DEFAULT; using openfam::NONE; using openfam::RAID1;
+using openfam::RAID5; using openfam::Fam_Permission_Level; using openfam::PERMISSION_LEVEL_DEFAULT;
+using openfam::REGION; using openfam::DATAITEM; using openfam::Fam_Region_Attributes;
+using openfam::Fam_Descriptor_Status; using openfam::DESC_INVALID; using openfam::DESC_INIT_DONE;
+using openfam::DESC_INIT_DONE_BUT_KEY_NOT_VALID; using openfam::DESC_UNINITIALIZED;
+using openfam::Fam_Global_Descriptor; using openfam::Fam_Stat; using openfam::Fam_Intent_Hint;
+using openfam::FAM_HINT_NONE; using openfam::FAM_HINT_BANDWIDTH; using openfam::FAM_HINT_LATENCY;
+using openfam::FAM_HINT_NEAR_PE; using openfam::FAM_HINT_CAPACITY; using openfam::FAM_HINT_JOB;
+using openfam::FAM_HINT_ACROSS_JOBS; using openfam::FAM_HINT_VOLATILE;
+using openfam::FAM_HINT_PERSISTENT; using openfam::FAM_HINT_SURVIVE_FAILURE;
+using openfam::Fam_Memory_Kind; using openfam::FAM_KIND_ANY; using openfam::FAM_KIND_DRAM;
+using openfam::FAM_KIND_PERSISTENT; using openfam::FAM_KIND_FAR; using openfam::Fam_Region_Intent;
+using openfam::Fam_Region_Intent_Attributes; using openfam::Fam_Placement;
+using openfam::FAM_QUEUE_OP; using openfam::OP_ADD_INDEXED; using openfam::OP_SCATTER;
+using openfam::OP_GATHER; using openfam::Fam_Backup_Options; using openfam::Fam_Options;
 
 #include <fam/fam_exception.h>
 
@@ -228,7 +196,7 @@ namespace openfam {
 class Fam_Descriptor {
   public:
     Fam_Descriptor();
-    explicit Fam_Descriptor(Fam_Global_Descriptor gDescriptor);
+    Fam_Descriptor(Fam_Global_Descriptor gDescriptor);
     Fam_Descriptor(Fam_Global_Descriptor gDescriptor, uint64_t itemSize);
     Fam_Descriptor(const Fam_Descriptor &other);
     Fam_Descriptor &operator=(const Fam_Descriptor &other);
@@ -289,7 +257,7 @@ class Fam_Descriptor {
 class Fam_Region_Descriptor {
   public:
     Fam_Region_Descriptor();
-    explicit Fam_Region_Descriptor(Fam_Global_Descriptor gDescriptor);
+    Fam_Region_Descriptor(Fam_Global_Descriptor gDescriptor);
     Fam_Region_Descriptor(Fam_Global_Descriptor gDescriptor, uint64_t regionSize);
     Fam_Region_Descriptor(const Fam_Region_Descriptor &other);
     Fam_Region_Descriptor &operator=(const Fam_Region_Descriptor &other);
@@ -339,11 +307,12 @@ class Fam_Region_Descriptor {
 class fam_context;
 
 // The OpenFAM API. One object per PE (or per independent user of FAM within a PE); every call
-// below throws Fam_Exception on failure.
+// below throws Fam_Exception on failure. Its layout is OpenFAM 3.2's (one pointer, no virtual
+// member), so that programs built against OpenFAM's header run on libfampool (libopenfam.so).
 class fam {
   public:
     fam();
-    virtual ~fam();
+    ~fam();
     fam(const fam &) = delete;
     fam &operator=(const fam &) = delete;
 
@@ -354,6 +323,10 @@ class fam {
     void fam_barrier_all();
     const char **fam_list_options();
     const void *fam_get_option(const char *optionName);
+    const void *fam_get_option(char *optionName);  // OpenFAM 3.2's signature
+    const void *fam_get_option(decltype(nullptr)) {  // refused, FAM_ERR_NULLPTR
+        return fam_get_option(static_cast<const char *>(nullptr));
+    }
 
     // Regions.
     Fam_Region_Descriptor *fam_lookup_region(const char *name);
@@ -568,11 +541,37 @@ class fam {
 };
 
 // A context opened by fam::fam_context_open. It accepts the data-path, atomic and ordering calls
-// of fam; control-path calls on it throw FAM_ERR_INVALIDOP.
+// of fam; control-path calls on it throw FAM_ERR_INVALIDOP. It declares them again, as OpenFAM
+// 3.2's header does, so that programs built against that header find them.
 class fam_context : public fam {
   public:
     explicit fam_context(fampool::FamImpl *impl) : fam(impl) {}
-    ~fam_context() override;
+    ~fam_context();
+
+    using fam::fam_allocate;
+    using fam::fam_change_permissions;
+    using fam::fam_get_option;
+    void fam_initialize(const char *groupName, Fam_Options *options);
+    void fam_finalize(const char *groupName);
+    void fam_abort(int status);
+    void fam_barrier_all();
+    const char **fam_list_options();
+    const void *fam_get_option(char *optionName);
+    Fam_Region_Descriptor *fam_lookup_region(const char *name);
+    Fam_Descriptor *fam_lookup(const char *itemName, const char *regionName);
+    Fam_Region_Descriptor *fam_create_region(const char *name, uint64_t size, mode_t permissions,
+                                             Fam_Region_Attributes *regionAttributes);
+    void fam_destroy_region(Fam_Region_Descriptor *descriptor);
+    void fam_resize_region(Fam_Region_Descriptor *descriptor, uint64_t nbytes);
+    Fam_Descriptor *fam_allocate(uint64_t nbytes, mode_t accessPermissions,
+                                 Fam_Region_Descriptor *region);
+    Fam_Descriptor *fam_allocate(const char *name, uint64_t nbytes, mode_t accessPermissions,
+                                 Fam_Region_Descriptor *region);
+    void fam_deallocate(Fam_Descriptor *descriptor);
+    void fam_close(Fam_Descriptor *descriptor);
+    void fam_change_permissions(Fam_Descriptor *descriptor, mode_t accessPermissions);
+    fam_context *fam_context_open();
+    void fam_context_close(fam_context *context);
 };
 
 }  // namespace openfam

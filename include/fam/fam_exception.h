@@ -45,20 +45,24 @@ enum Fam_Error {
     FAM_ERR_NOT_PWR_TWO
 };
 
-// The exception every openfam::fam method throws on failure.
+// The exception every openfam::fam method throws on failure. Its members and virtual table are
+// OpenFAM 3.2's (fam_error_msg and fam_error virtual, after what), defined in the library, so
+// that a program built against OpenFAM's header catches fampool's exceptions and reads them;
+// the const overloads serve const references.
 class Fam_Exception : public std::exception {
   public:
-    Fam_Exception() : error_(FAM_ERR_UNKNOWN), message_("unknown fam error") {}
-    explicit Fam_Exception(const char *msg)
-        : error_(FAM_ERR_UNKNOWN), message_(msg ? msg : "") {}
-    Fam_Exception(Fam_Error error, const char *msg) : error_(error), message_(msg ? msg : "") {}
-    Fam_Exception(const Fam_Exception &other) = default;
-    Fam_Exception &operator=(const Fam_Exception &other) = default;
-    ~Fam_Exception() noexcept override = default;
+    Fam_Exception();
+    Fam_Exception(const char *msg);
+    Fam_Exception(Fam_Error fErr, const char *msg);
+    Fam_Exception(const Fam_Exception &other);
+    Fam_Exception &operator=(const Fam_Exception &other);
+    ~Fam_Exception() noexcept override;
 
+    const char *what() const noexcept override;
+    virtual const char *fam_error_msg();
+    virtual int fam_error();
     const char *fam_error_msg() const noexcept { return message_.c_str(); }
     int fam_error() const noexcept { return static_cast<int>(error_); }
-    const char *what() const noexcept override { return message_.c_str(); }
 
   private:
     Fam_Error error_;

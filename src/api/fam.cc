@@ -46,7 +46,6 @@ T Fetch(FamImpl *impl, const char *call, AtomicOp op, Fam_Descriptor *d, uint64_
 
 fam::fam() : impl_(new FamImpl()) {}
 fam::~fam() { delete impl_; }
-fam_context::~fam_context() = default;
 
 // Life cycle and options.
 void fam::fam_initialize(const char *groupName, Fam_Options *options) { Guard("fam_initialize", [&] { impl_->Initialize(groupName, options); }); }
@@ -55,6 +54,9 @@ void fam::fam_abort(int status) { Guard("fam_abort", [&] { impl_->Abort(status);
 void fam::fam_barrier_all() { Guard("fam_barrier_all", [&] { impl_->Barrier(); }); }
 const char **fam::fam_list_options() { return Guard("fam_list_options", [&] { return impl_->ListOptions(); }); }
 const void *fam::fam_get_option(const char *optionName) { return Guard("fam_get_option", [&] { return impl_->GetOption(optionName); }); }
+const void *fam::fam_get_option(char *optionName) {
+    return fam_get_option(static_cast<const char *>(optionName));
+}
 
 // Regions.
 Fam_Region_Descriptor *fam::fam_lookup_region(const char *name) { return Guard("fam_lookup_region", [&] { return impl_->LookupRegion(name); }); }

@@ -14,7 +14,8 @@ import tempfile
 
 import pytest
 
-from test_cli import BUILD_DIR, fampool, free_base_port, run_c_api, run_dir  # noqa: F401
+from test_cli import (BUILD_DIR, fampool, free_base_port, make_region_with_item,  # noqa: F401
+                      run_c_api, run_dir)
 
 WORKER = os.path.join(BUILD_DIR, "tests", "workers", "openfam_style")
 
@@ -184,11 +185,20 @@ def test_services_and_pes_start_from_openfams_files(run_dir, openfam_root):
     create_region(run_dir, "pers", persistent=True)
     assert region_servers(run_dir, "vol") == [0]
     assert region_servers(run_dir, "pers") == [1]
-    # The CLI, given only OPENFAM_ROOT, looks at the cluster the PEs reached.
+    # The CLI, given only OPENFAM_ROOT, looks at the cluster the PEs reached: every command.
     listed = fampool("ls", env=env)
     assert listed.returncode == 0, listed.stderr
     assert re.search(r"\n  pers\s", listed.stdout) and "embedded model" not in listed.stdout, \
         listed.stdout
+    make_region_with_item(run_dir, "cli", "x", 1 << 20, 4096)
+    for argv in (["status"], ["stat", "cli", "x"], ["backup", "cli", "x", "openfam-root-bk"],
+                 ["backup", "--list"], ["restore", "openfam-root-bk", "cli", "y"],
+                 ["backup", "--delete", "openfam-root-bk"], ["rm", "cli", "y"],
+                 ["bench", "--seconds", "0.01", "--item-size", "1MiB"], ["rm", "-r", "cli"]):
+        done = fampool(*argv, env=env)
+        assert done.returncode == 0, (argv, done.stdout + done.stderr)
+        assert "Is a directory" not in done.stderr and "embedded" not in done.stdout, \
+            (argv, done.stdout + done.stderr)
 
 
 @pytest.mark.parametrize("line, key", [

@@ -233,8 +233,13 @@ FamOn::FamOn(const std::string &command, const Model &model) {
         if (std::optional<Emulation> emulation = EmulationOf(model.cluster.path)) {
             EnterSwitch(*emulation, command);
         }
-        // The library reads the cluster's file as any of its programs would.
-        setenv("FAMPOOL_CONFIG", model.cluster.path.c_str(), 1);
+        // The library reads the cluster's file as any of its programs would. A cluster that
+        // OpenFAM's service files describe ($OPENFAM_ROOT/config, a directory) is the one the
+        // library finds there by itself: FAMPOOL_CONFIG names files only.
+        std::error_code ec;
+        if (!std::filesystem::is_directory(model.cluster.path, ec)) {
+            setenv("FAMPOOL_CONFIG", model.cluster.path.c_str(), 1);
+        }
         // A program keeps trying a minute (a job's PEs start at once); a command run by hand
         // against a cluster that is down says so sooner, unless told otherwise.
         setenv("FAMPOOL_CONNECT_TIMEOUT_MS", "5000", 0);
