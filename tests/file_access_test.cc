@@ -55,7 +55,10 @@ TEST_F(FileAccessTest, AnExistingOwnDirectoryIsClosed) {
 }
 
 TEST_F(FileAccessTest, SharedFilesBelongToTheGroup) {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to give files to group 65534";
+    if (geteuid() != 0) {
+        GTEST_SKIP() << "skipped: giving a file to group 65534 (the sharing group checked "
+                         "here) needs root; run the suite as root (CI does) to check it";
+    }
     FileAccess shared = FileAccess::Sharing("65534", "sharing_group");
     shared.MakeDirectory(Path("shared"));
     struct stat st;
@@ -86,7 +89,11 @@ TEST_F(FileAccessTest, SharedDirectoryWhereOthersMaySwapFilesIsRefused) {
 }
 
 TEST_F(FileAccessTest, DirectoriesOfAnotherUserAreRefusedWhateverTheirKind) {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to make a directory of uid 65534";
+    if (geteuid() != 0) {
+        GTEST_SKIP() << "skipped: making a directory owned by another user (uid 65534), which "
+                         "must be refused, needs root; run the suite as root (CI does) to "
+                         "check it";
+    }
     std::string theirs = ForeignDirectory("theirs", 0755);
     for (auto kind : {FileAccess::Dir::kOwn, FileAccess::Dir::kShared}) {
         CaughtError caught = CatchFamError([&] { FileAccess().MakeDirectory(theirs, kind); });
@@ -96,7 +103,11 @@ TEST_F(FileAccessTest, DirectoriesOfAnotherUserAreRefusedWhateverTheirKind) {
 }
 
 TEST_F(FileAccessTest, ALinkAnotherUserPlacedIsRefused) {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to make a link of uid 65534";
+    if (geteuid() != 0) {
+        GTEST_SKIP() << "skipped: making a symlink owned by another user (uid 65534), which "
+                         "must be refused, needs root; run the suite as root (CI does) to "
+                         "check it";
+    }
     std::string target = Path("target");
     ASSERT_EQ(mkdir(target.c_str(), 0700), 0);
     std::string link = Path("link");

@@ -166,7 +166,10 @@ TEST_F(HeapSocketTest, TruncatedHeapDoesNotEndTheServer) {
 // Another user presenting the very key (a key leaks: it travels in clear): the kernel says who
 // asks, and the recorded bits decide.
 TEST_F(HeapSocketTest, AnotherUserIsJudgedByTheKernelsUidNotTheKey) {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as uid 65534";
+    if (geteuid() != 0) {
+        GTEST_SKIP() << "skipped: asking the socket as another user (a child as uid 65534) "
+                         "needs root; run the suite as root (CI does) to check it";
+    }
     chmod(dir_.path().c_str(), 0755);  // the child reaches the socket
     const uint64_t private_key = WholeKey(0600).key;
     const uid_t server = geteuid();  // the child's own uid is another

@@ -15,8 +15,8 @@ T Shown(const std::optional<T> &set, T told) {
     return set ? *set : told;
 }
 
-char *ShownName(const std::optional<std::string> &set, std::string &told) {
-    return set ? const_cast<char *>(set->c_str()) : told.data();
+char *ShownName(std::optional<std::string> &set, std::string &told) {
+    return set ? set->data() : told.data();
 }
 
 // The setters that would point the data path elsewhere than the metadata service said.
