@@ -131,6 +131,10 @@ void HeapSocketServer::Answer(int connection, const ucred &peer) {
     int fd = -1;
     HeapRequest request;
     ssize_t got = recv(connection, &request, sizeof request, 0);
+    if (got == 0) {  // the client hung up unasked (it would not send its key there)
+        close(connection);
+        return;
+    }
     if (got != static_cast<ssize_t>(sizeof request) || request.magic != HeapRequest::kMagic) {
         reply.code = openfam::FAM_ERR_INVALID;
         CopyMessage(&reply, "malformed heap request");

@@ -58,7 +58,7 @@ class HeapSocketServer {
     HeapSocketServer &operator=(const HeapSocketServer &) = delete;
 
     const std::string &path() const { return path_; }
-    // Requests answered with a descriptor, and refused.
+    // Requests answered with a descriptor, and refused; a connection closed unasked is neither.
     uint64_t granted() const { return granted_.load(); }
     uint64_t refused() const { return refused_.load(); }
 
