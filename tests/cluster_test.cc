@@ -98,7 +98,7 @@ TEST_F(LeastUsedClusterTest, NewRegionGoesToTheServerWithFewestBytes) {
 }
 
 // By default a region without interleaving takes one server per GiB (OpenFAM's default span
-// size), so that any item up to its free size fits: each item lies on one server.
+// size); each item lies on one server. A small region holds OpenFAM's smallest heap, 1 MiB.
 TEST_F(PlainClusterTest, SmallRegionLivesOnOneServerAndTakesItemsOfHalfItsSize) {
     auto region = CreateRegion("small", 8 << 20);
     EXPECT_EQ(ServersOf(fam(), region.get()).size(), 1u);
@@ -108,9 +108,9 @@ TEST_F(PlainClusterTest, SmallRegionLivesOnOneServerAndTakesItemsOfHalfItsSize) 
     PutBytes(half.get(), 0, bytes);
     EXPECT_EQ(GetBytes(half.get(), 0, bytes.size()), bytes);
     auto tiny = CreateRegion("tiny", 96 << 10);
-    auto tiny_half = Allocate("x", 48 << 10, tiny.get());
-    auto tiny_rest = Allocate("y", 32 << 10, tiny.get());
-    EXPECT_FAM_ERROR(delete fam()->fam_allocate("z", 32 << 10, 0777, tiny.get()),
+    auto tiny_half = Allocate("x", 512 << 10, tiny.get());
+    auto tiny_rest = Allocate("y", 480 << 10, tiny.get());
+    EXPECT_FAM_ERROR(delete fam()->fam_allocate("z", 64 << 10, 0777, tiny.get()),
                      FAM_ERR_NO_SPACE, "fam_allocate");
 }
 
@@ -209,6 +209,77 @@ TEST_F(CapacityClusterTest, RegionsBeyondAServersCapacityAreRefusedNamingIt) {
     std::vector<uint8_t> bytes = Pattern(4 << 20, 6);
     PutBytes(item.get(), 0, bytes);
     EXPECT_EQ(GetBytes(item.get(), 0, bytes.size()), bytes);
+}
+
+constexpr uint64_t KiB = 1024, MiB = KiB * KiB;
+
+// Three memory servers without interleaving whose regions take a server per 4 MiB (OpenFAM's
+// region_span_size_per_memoryserver): an 8 MiB region spans two.
+class TwoServerRegionTest : public ClusterTest {
+  protected:
+    const char *Spec() const override {
+        return "3:0:tcp:region_span_size_per_memoryserver=4194304";
+    }
+};
+
+TEST_F(TwoServerRegionTest, ItemAsLargeAsTheRegionFitsOnOneOfItsServers) {
+    auto region = CreateRegion("two", 8 * MiB);
+    Fam_Stat stat{};
+    fam()->fam_stat(region.get(), &stat);
+    ASSERT_EQ(stat.num_memservers, 2u);
+    EXPECT_EQ(stat.interleaveSize, 0u);
+    auto whole = Allocate("whole", 8 * MiB, region.get());
+    std::vector<uint8_t> bytes = Pattern(8 * MiB, 7);
+    PutBytes(whole.get(), 0, bytes);
+    EXPECT_EQ(GetBytes(whole.get(), 0, bytes.size()), bytes);
+    // The other server takes one as large too; then both are full.
+    auto other = Allocate("other", 8 * MiB, region.get());
+    EXPECT_NE(other->get_memserver_ids()[0], whole->get_memserver_ids()[0]);
+    PutBytes(other.get(), 8 * MiB - 4096, Pattern(4096, 8));
+    EXPECT_EQ(GetBytes(other.get(), 8 * MiB - 4096, 4096), Pattern(4096, 8));
+    EXPECT_FAM_ERROR(delete fam()->fam_allocate("more", 64, 0777, region.get()),
+                     FAM_ERR_NO_SPACE, "fam_allocate");
+}
+
+TEST_F(TwoServerRegionTest, OpenFamProgramsSmallRegionsWork) {
+    auto small = CreateRegion("eight_kib", 8 * KiB);
+    std::vector<std::unique_ptr<Fam_Descriptor>> items;
+    for (int i = 0; i < 10; ++i) {
+        items.push_back(Allocate(("i" + std::to_string(i)).c_str(), KiB, small.get()));
+        PutBytes(items.back().get(), 0, Pattern(KiB, i));
+    }
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(GetBytes(items[i].get(), 0, KiB), Pattern(KiB, i));
+}
+
+// A region counts its size, and what its items hold past it (its slack), never the span of its
+// heap (docs/semantics.md, "Region capacity"); what does not fit is refused naming the server.
+TEST_F(CapacityClusterTest, CapacityCountsWhatItemsHoldNotTheHeapsSpan) {
+    auto slack = CreateRegion("slack", 6 * MiB);  // an 8 MiB heap; counts 6 MiB
+    auto fixed = CreateRegion("fixed", 8 * MiB);  // counts 8 MiB: 14 of 16 MiB
+    auto seven = Allocate("seven", 7 * MiB, slack.get());  // 1 MiB past the share: 15
+    auto one = Allocate("one", MiB, slack.get());          // 16: full
+    auto within = Allocate("within", 8 * MiB, fixed.get());  // inside its share: still 16
+    PutBytes(within.get(), 8 * MiB - 4096, Pattern(4096, 3));
+    EXPECT_EQ(GetBytes(within.get(), 8 * MiB - 4096, 4096), Pattern(4096, 3));
+    EXPECT_FAM_ERROR(CreateRegion("third", MiB), FAM_ERR_NO_SPACE,
+                     "capacity is 16777216 bytes");
+    EXPECT_FAM_ERROR(fam()->fam_resize_region(fixed.get(), 9 * MiB), FAM_ERR_NO_SPACE,
+                     "memory server 0");
+    fam()->fam_deallocate(one.get());
+    // Deallocated items are zeroed before their space counts as free again.
+    std::unique_ptr<Fam_Region_Descriptor> third;
+    for (int attempt = 0; attempt < 100 && !third; ++attempt) {
+        try {
+            third = CreateRegion("third", MiB);
+        } catch (const Fam_Exception &e) {
+            if (e.fam_error() != FAM_ERR_NO_SPACE) throw;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    ASSERT_NE(third, nullptr) << "the deallocated item's megabyte never counted as free";
+    // 7 + 8 + 1 MiB again: an item 2 MiB past the share does not fit.
+    EXPECT_FAM_ERROR(delete fam()->fam_allocate("past", 2 * MiB, 0777, slack.get()),
+                     FAM_ERR_NO_SPACE, "memory server 0");
 }
 
 TEST_F(ClusterTest, TransferSpanningEveryServerRoundTrips) {
@@ -357,13 +428,21 @@ TEST_F(EveryServerClusterTest, ItemsOfARegionSpreadOverItsServers) {
     fam()->fam_stat(region.get(), &stat);
     EXPECT_EQ(stat.num_memservers, 3u);
     EXPECT_EQ(stat.interleaveSize, 0u);
-    // Each server holds a third of the region: 12 items of 1 MiB fit only if all three are used.
+    // Named items go where their names hash: 12 of them reach every server.
     std::vector<std::unique_ptr<Fam_Descriptor>> items;
+    std::set<uint64_t> servers;
     for (int i = 0; i < 12; ++i) {
         items.push_back(Allocate(("i" + std::to_string(i)).c_str(), 1 << 20, region.get()));
         PutBytes(items.back().get(), 0, Pattern(1 << 20, i));
+        servers.insert(items.back()->get_memserver_ids()[0]);
     }
+    EXPECT_EQ(servers.size(), 3u);
     for (int i = 0; i < 12; ++i) EXPECT_EQ(GetBytes(items[i].get(), 0, 1 << 20), Pattern(1 << 20, i));
+    // Each server's extent can hold an item as large as the region (docs/semantics.md, "Region
+    // capacity"): 3 x 12 MiB in all.
+    for (int i = 12; i < 36; ++i) {
+        items.push_back(Allocate(("i" + std::to_string(i)).c_str(), 1 << 20, region.get()));
+    }
     EXPECT_FAM_ERROR(fam()->fam_allocate("one_more", 1 << 20, 0777, region.get()),
                      FAM_ERR_NO_SPACE, "fam_allocate");
 }

@@ -58,7 +58,7 @@ class FabricPeersTest : public ::testing::TestWithParam<std::string> {
             node.heaps->AttachFabric(node.fabric.get());
             node.peers = std::make_unique<FabricPeers>(config);
             node.heaps->AttachPeers(node.peers.get());
-            node.heaps->CreateExtent(kRegion, kExtent);
+            node.heaps->CreateExtent(kRegion, kExtent, kExtent);
             node.writable = node.heaps->GrantKey(kRegion, 0, 0, true, Permissions{});
             node.read_only = node.heaps->GrantKey(kRegion, 0, 0, false, Permissions{});
         }

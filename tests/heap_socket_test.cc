@@ -45,7 +45,7 @@ class HeapSocketTest : public ::testing::Test {
         socket_path_ = dir_.path() + "/ms3.sock";
         socket_ = std::make_unique<fampool::HeapSocketServer>(server_.get(), socket_path_);
         server_->SetSocket(socket_path_);
-        server_->CreateExtent(extent_, kHeapBytes);
+        server_->CreateExtent(extent_, kHeapBytes, kHeapBytes);
     }
     void TearDown() override {
         socket_.reset();

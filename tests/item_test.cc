@@ -187,23 +187,28 @@ TEST_F(ItemTest, AllocationLargerThanRegionThrowsNoSpace) {
                      FAM_ERR_NO_SPACE, "fam_allocate");
 }
 
+// A region holds OpenFAM 3.2's heap on each of its servers (docs/semantics.md, "Region
+// capacity"): 1 MiB for a small one, embedded; 3 MiB over 3 interleaved servers.
 TEST_F(ItemTest, FullRegionThrowsNoSpace) {
     std::unique_ptr<Fam_Region_Descriptor> small = CreateRegion("small", kMiB);
-    std::unique_ptr<Fam_Descriptor> first = Allocate("a", 768 * kKiB, small.get());
+    uint64_t room = RegionRoom(fam(), small.get());
+    std::unique_ptr<Fam_Descriptor> first = Allocate("a", room - 256 * kKiB, small.get());
     EXPECT_FAM_ERROR(delete fam()->fam_allocate("b", 512 * kKiB, 0600, small.get()),
                      FAM_ERR_NO_SPACE, "fam_allocate");
 }
 
 TEST_F(ItemTest, FailedAllocationLeavesNoItemBehind) {
     std::unique_ptr<Fam_Region_Descriptor> small = CreateRegion("small", kMiB);
-    EXPECT_FAM_ERROR(delete fam()->fam_allocate("b", 2 * kMiB, 0600, small.get()),
+    uint64_t room = RegionRoom(fam(), small.get());
+    EXPECT_FAM_ERROR(delete fam()->fam_allocate("b", room + kMiB, 0600, small.get()),
                      FAM_ERR_NO_SPACE, "fam_allocate");
     EXPECT_FAM_ERROR(delete fam()->fam_lookup("b", "small"), FAM_ERR_NOTFOUND, "fam_lookup");
 }
 
 TEST_F(ItemTest, ResizeRegionMakesRefusedAllocationSucceed) {
     std::unique_ptr<Fam_Region_Descriptor> small = CreateRegion("small", kMiB);
-    std::unique_ptr<Fam_Descriptor> first = Allocate("a", 768 * kKiB, small.get());
+    uint64_t room = RegionRoom(fam(), small.get());
+    std::unique_ptr<Fam_Descriptor> first = Allocate("a", room - 256 * kKiB, small.get());
     EXPECT_FAM_ERROR(delete fam()->fam_allocate("b", 512 * kKiB, 0600, small.get()),
                      FAM_ERR_NO_SPACE, "fam_allocate");
     fam()->fam_resize_region(small.get(), 4 * kMiB);

@@ -42,7 +42,7 @@ class MemoryServerElementsTest : public ::testing::Test {
                                   fampool::FileAccess()},
             archive_.path());
         server_->AttachFabric(fabric_.get());
-        server_->CreateExtent(extent_, 1 << 20);
+        server_->CreateExtent(extent_, 1 << 20, 1 << 20);
         service_ = std::make_unique<fampool::MemoryServerService>(server_.get(), "test");
     }
 

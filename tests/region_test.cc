@@ -15,7 +15,7 @@ namespace {
 
 using namespace openfam;
 
-constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kKiB = 1024, kMiB = kKiB * kKiB;
 
 using RegionTest = FamTest;
 
@@ -458,16 +458,18 @@ TEST_F(RegionTest, ShrunkRegionRefusesAllocationBeyondNewSize) {
                      FAM_ERR_NO_SPACE, "fam_allocate");
 }
 
+// At 1 MiB the region holds 1 MiB (embedded) or 3 MiB (3 interleaved servers): less than the
+// item (docs/semantics.md, "Region capacity").
 TEST_F(RegionTest, ShrinkBelowAnItemThrowsInvalid) {
     std::unique_ptr<Fam_Region_Descriptor> region = CreateRegion("r", 4 * kMiB);
-    std::unique_ptr<Fam_Descriptor> item = Allocate("i", 3 * kMiB, region.get());
+    std::unique_ptr<Fam_Descriptor> item = Allocate("i", 3 * kMiB + 512 * kKiB, region.get());
     EXPECT_FAM_ERROR(fam()->fam_resize_region(region.get(), kMiB), FAM_ERR_INVALID,
                      "fam_resize_region");
 }
 
 TEST_F(RegionTest, FailedShrinkLeavesSizeAndDataUnchanged) {
     std::unique_ptr<Fam_Region_Descriptor> region = CreateRegion("r", 4 * kMiB);
-    std::unique_ptr<Fam_Descriptor> item = Allocate("i", 3 * kMiB, region.get());
+    std::unique_ptr<Fam_Descriptor> item = Allocate("i", 3 * kMiB + 512 * kKiB, region.get());
     PutBytes(item.get(), 3 * kMiB - 4096, Pattern(4096, 8));
     EXPECT_FAM_ERROR(fam()->fam_resize_region(region.get(), kMiB), FAM_ERR_INVALID,
                      "fam_resize_region");

@@ -105,9 +105,14 @@ class MemoryServer {
     // Its memory's kind and speed (intent-based placement). Unknown (known false) by default.
     virtual MemoryProfile Profile() { return MemoryProfile{}; }
 
-    virtual void CreateExtent(ExtentRef extent, uint64_t size) = 0;
+    // Creates the extent's heap, `size` bytes long and sparse. `reserve` is what the region
+    // counts on there (its share of the region's size): with a capacity set, refused with
+    // FAM_ERR_NO_SPACE unless the bytes the server's heaps hold (written pages) plus reserve
+    // fit in it. ResizeExtent's reserve is what a grown share adds (0 when it shrinks).
+    virtual void CreateExtent(ExtentRef extent, uint64_t size, uint64_t reserve) = 0;
     virtual void DestroyExtent(ExtentRef extent) = 0;
-    virtual void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) = 0;
+    virtual void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size,
+                              uint64_t reserve) = 0;
     // Makes [offset, offset + nbytes) read as zeros (done to every deallocated item).
     virtual void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) = 0;
     // The same for many ranges of many extents; a remote server takes them in one call (the

@@ -157,16 +157,17 @@ std::string LocalMemoryServer::HeapPath(ExtentRef extent) const {
            location_.prefix + ".r" + std::to_string(extent.region_id) + (extent.copy ? "c" : "");
 }
 
-uint64_t LocalMemoryServer::PlacedBytes() const {
+uint64_t LocalMemoryServer::WrittenBytes() const {
     std::set<std::string> dirs = {location_.volatile_dir, location_.persistent_dir};
     uint64_t bytes = 0;
     for (const std::string &dir : dirs) {
         std::error_code ec;
         for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
             if (!entry.path().filename().string().starts_with(location_.prefix + ".r")) continue;
-            std::error_code size_ec;
-            uint64_t size = entry.file_size(size_ec);
-            if (!size_ec) bytes += size;
+            struct stat status {};
+            if (stat(entry.path().c_str(), &status) == 0) {
+                bytes += static_cast<uint64_t>(status.st_blocks) * 512;  // st_blocks: 512 B units
+            }
         }
     }
     return bytes;
@@ -199,17 +200,17 @@ MemoryProfile LocalMemoryServer::Profile() {
 
 void LocalMemoryServer::RequireRoom(uint64_t more, const char *call) const {
     if (capacity_ == 0) return;
-    uint64_t placed = PlacedBytes();
-    if (placed + more <= capacity_ && placed + more >= placed) return;
+    uint64_t written = WrittenBytes();
+    if (written + more <= capacity_ && written + more >= written) return;
     Fail(openfam::FAM_ERR_NO_SPACE,
-         "{}: memory server {} holds {} bytes of extents and its capacity is {} bytes: {} more "
+         "{}: memory server {} holds {} bytes in its heaps and its capacity is {} bytes: {} more "
          "do not fit",
-         call, id_, placed, capacity_, more);
+         call, id_, written, capacity_, more);
 }
 
-void LocalMemoryServer::CreateExtent(ExtentRef extent, uint64_t size) {
+void LocalMemoryServer::CreateExtent(ExtentRef extent, uint64_t size, uint64_t reserve) {
     std::lock_guard<std::mutex> lock(capacity_mutex_);
-    RequireRoom(size, "CreateExtent");
+    RequireRoom(reserve, "CreateExtent");
     heap::Create(HeapPath(extent), size, location_.access);
 }
 
@@ -220,10 +221,11 @@ void LocalMemoryServer::DestroyExtent(ExtentRef extent) {
     heap::Remove(path);
 }
 
-void LocalMemoryServer::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) {
+void LocalMemoryServer::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size,
+                                     uint64_t reserve) {
     if (new_size > old_size) {
         std::lock_guard<std::mutex> lock(capacity_mutex_);
-        RequireRoom(new_size - old_size, "ResizeExtent");
+        RequireRoom(reserve, "ResizeExtent");
         heap::Extend(HeapPath(extent), new_size);
     } else if (new_size < old_size) {
         // The file keeps its length (other processes may map it); the cut tail is released.

@@ -32,9 +32,10 @@ class LocalMemoryServer : public MemoryServer {
     LocalMemoryServer(uint64_t id, HeapLocation location, std::string archive_dir);
 
     uint64_t id() const override { return id_; }
-    void CreateExtent(ExtentRef extent, uint64_t size) override;
+    void CreateExtent(ExtentRef extent, uint64_t size, uint64_t reserve) override;
     void DestroyExtent(ExtentRef extent) override;
-    void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) override;
+    void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size,
+                      uint64_t reserve) override;
     void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) override;
     // One call at a time: a call that returns has outlived every earlier one, so a zeroing
     // call that timed out at its caller cannot clear bytes after a retry has freed them.
@@ -57,8 +58,9 @@ class LocalMemoryServer : public MemoryServer {
                       const Permissions &permissions) override;
     void RevokeKeys(ExtentRef extent, uint64_t offset) override;
 
-    // Bytes of extents (heap file lengths) the server may hold: CreateExtent and a growing
-    // ResizeExtent beyond it fail with FAM_ERR_NO_SPACE. 0 (the default): no limit.
+    // Bytes the server may hold: CreateExtent and a growing ResizeExtent whose reserve does not
+    // fit beside what its heaps hold (WrittenBytes) fail with FAM_ERR_NO_SPACE; the metadata
+    // service also counts what it promised (MetadataStore::ServerUsage). 0: no limit.
     void SetCapacity(uint64_t bytes) { capacity_ = bytes; }
     uint64_t capacity() const { return capacity_; }
     // Its memory for intent-based placement: kind, and bandwidth and latency where known (0:
@@ -66,8 +68,8 @@ class LocalMemoryServer : public MemoryServer {
     // persistent one for other kinds).
     void SetProfile(const MemoryProfile &profile);
     MemoryProfile Profile() override;
-    // Bytes of all its extents now: the lengths of its heap files.
-    uint64_t PlacedBytes() const;
+    // Bytes its heaps hold now: their written pages (heaps are sparse; not their lengths).
+    uint64_t WrittenBytes() const;
 
     // The same-node socket (memserver/heap_socket.h) grants name from now on.
     void SetSocket(std::string path) { socket_ = std::move(path); }
@@ -123,7 +125,8 @@ class LocalMemoryServer : public MemoryServer {
     std::mutex profile_mutex_;
     MemoryProfile profile_;  // known once measured
     std::mutex capacity_mutex_;  // a check and the extent it admits, one at a time
-    // Throws FAM_ERR_NO_SPACE unless `more` bytes of extents fit (capacity_mutex_ held).
+    // Throws FAM_ERR_NO_SPACE unless `more` bytes fit beside WrittenBytes (capacity_mutex_
+    // held).
     void RequireRoom(uint64_t more, const char *call) const;
     // The permissions the metadata service recorded with the key `item` names for this server
     // (nullopt: none known, as on the embedded model).

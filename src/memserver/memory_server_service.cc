@@ -73,7 +73,7 @@ grpc::Status MemoryServerService::CreateExtent(grpc::ServerContext *context,
                                                const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] {
         Authorize(*context, "MemoryServer.CreateExtent");
-        server_->CreateExtent(FromProto(request->extent()), request->size());
+        server_->CreateExtent(FromProto(request->extent()), request->size(), request->reserve());
     });
 }
 
@@ -89,7 +89,8 @@ grpc::Status MemoryServerService::ResizeExtent(grpc::ServerContext *context,
                                                const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] {
         Authorize(*context, "MemoryServer.ResizeExtent");
-        server_->ResizeExtent(FromProto(request->extent()), request->size(), request->new_size());
+        server_->ResizeExtent(FromProto(request->extent()), request->size(), request->new_size(),
+                              request->reserve());
     });
 }
 

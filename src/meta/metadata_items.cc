@@ -44,12 +44,31 @@ ItemInfo MetadataStore::AllocateOnce(uint64_t region_id, const std::string &name
     }
     Layout layout = LayoutOf(region);
     bool placed = false;
+    // With a capacity on any of its servers: what each server holds, and the first reason a
+    // server was passed over for it.
+    std::vector<uint64_t> usage;
+    std::string over;
+    if (CapacityLimited(region)) usage = ServerUsage(txn);
+    auto fits = [&](uint64_t index, uint64_t nbytes) {
+        if (usage.empty()) return true;
+        std::vector<uint64_t> more(layout.servers, 0);
+        for (uint64_t i = 0; i < layout.servers; ++i) {
+            if (layout.interleaved() || i == index) {
+                more[i] = ExtraHeld(txn, region, layout, i, nbytes);
+            }
+        }
+        std::string why = OverCapacity(usage, region, more);
+        if (over.empty()) over = why;
+        return why.empty();
+    };
     if (layout.interleaved()) {
         uint64_t span = RoundUp(size, layout.unit());
         try {
-            item.offset =
-                ExtentAllocator::Allocate(txn, AllocatorOf(region_id, kVirtualExtent), span);
-            placed = true;
+            if (fits(0, span / layout.servers)) {
+                item.offset =
+                    ExtentAllocator::Allocate(txn, AllocatorOf(region_id, kVirtualExtent), span);
+                placed = true;
+            }
         } catch (const Failure &failure) {
             if (failure.fam_error() != openfam::FAM_ERR_NO_SPACE) throw;
         }
@@ -59,6 +78,7 @@ ItemInfo MetadataStore::AllocateOnce(uint64_t region_id, const std::string &name
         uint64_t start = name.empty() ? round_robin_++ : Fnv1a(name);
         for (uint64_t t = 0; t < layout.servers && !placed; ++t) {
             uint64_t index = (start + t) % layout.servers;
+            if (!fits(index, ExtentAllocator::Rounded(size))) continue;
             try {
                 uint64_t physical =
                     ExtentAllocator::Allocate(txn, AllocatorOf(region_id, index), size);
@@ -68,6 +88,10 @@ ItemInfo MetadataStore::AllocateOnce(uint64_t region_id, const std::string &name
                 if (failure.fam_error() != openfam::FAM_ERR_NO_SPACE) throw;
             }
         }
+    }
+    if (!placed && !over.empty()) {
+        Fail(openfam::FAM_ERR_NO_SPACE, "item of {} bytes in region \"{}\": {}", size,
+             region.name, over);
     }
     if (!placed) {
         Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" (size {}) has no free range of {} bytes",

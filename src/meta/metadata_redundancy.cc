@@ -161,7 +161,7 @@ RegionInfo MetadataStore::StartRebuild(uint64_t region_id, size_t member, uint64
         Server(target).DestroyExtent(extent);  // what an earlier life of it left
     } catch (const Failure &) {
     }
-    Server(target).CreateExtent(extent, ExtentSize(region));
+    Server(target).CreateExtent(extent, ExtentSize(region), LayoutOf(region).share);
     Txn txn(*env_, /*write=*/true);
     RegionInfo now = ReadRegion(txn, region_id);
     if (StateOf(now, member) != kLost || now.size != region.size) {

@@ -225,6 +225,7 @@ grpc::Status MetadataRpcService::Status(grpc::ServerContext *,
             ToProto(usage_of.region, region->mutable_region());
             region->set_items(usage_of.items);
             region->set_free_bytes(usage_of.free_bytes);
+            region->set_used_bytes(usage_of.used_bytes);
         }
     });
 }

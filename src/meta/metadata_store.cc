@@ -147,11 +147,12 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
         }
     }
     region.member_state.assign(MemberCount(region), kHealthy);
-    if (size > (uint64_t{1} << kServerIndexShift) * region.memory_servers.size()) {
-        Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" of {} bytes exceeds 256 TiB per memory server",
-             name, size);
-    }
     Layout layout = LayoutOf(region);
+    if (layout.extent_size > (uint64_t{1} << kServerIndexShift)) {
+        Fail(openfam::FAM_ERR_NO_SPACE,
+             "region \"{}\" of {} bytes exceeds 256 TiB per memory server{}", name, size,
+             layout.interleaved() ? "" : " (each of its servers can hold an item of its size)");
+    }
 
     Txn txn(*env_, /*write=*/true);
     if (txn.Get(Table::kRegionNames, name, nullptr)) {
@@ -162,11 +163,12 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     region.id = ReadU64(next);
     txn.Put(Table::kMeta, "next_region", Key(region.id + 1));
 
+    RequireCapacity(txn, region, Layout{}, layout, size, "create");
     std::vector<PlacedExtent> extents = ExtentsOf(region);
     size_t created = 0;
     try {
         for (const PlacedExtent &each : extents) {
-            Server(each.server).CreateExtent(each.extent, layout.extent_size);
+            Server(each.server).CreateExtent(each.extent, layout.extent_size, layout.share);
             ++created;
         }
         txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
@@ -221,6 +223,11 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     RequireOwner(region, caller, "resize");
     Layout before = LayoutOf(region), after = LayoutOf(region, size);
     uint64_t old_extent = before.extent_size, new_extent = after.extent_size;
+    if (new_extent > (uint64_t{1} << kServerIndexShift)) {
+        Fail(openfam::FAM_ERR_NO_SPACE,
+             "region \"{}\" to {} bytes: past 256 TiB per memory server", region.name, size);
+    }
+    RequireCapacity(txn, region, before, after, size, "resize");
     // An interleaved region's allocator spans its virtual space; the others, one per server.
     std::vector<std::pair<uint64_t, uint64_t>> allocators;  // (allocator, multiplier)
     if (before.interleaved()) {
@@ -249,7 +256,8 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     if (new_extent != old_extent) {
         for (const PlacedExtent &each : ExtentsOf(region)) {
             if (StateOf(region, each.member) == kLost) continue;  // rebuilt at the new size
-            Server(each.server).ResizeExtent(each.extent, old_extent, new_extent);
+            Server(each.server).ResizeExtent(each.extent, old_extent, new_extent,
+                                             after.share - std::min(after.share, before.share));
         }
     }
     region.size = size;
@@ -332,22 +340,10 @@ std::vector<MetadataStore::RegionUsage> MetadataStore::ListRegions() {
             ExtentAllocator::Usage(txn, AllocatorOf(id, index), &free_bytes, &largest);
             usage.free_bytes += free_bytes;
         }
+        uint64_t span = layout.extent_size * layout.servers;
+        usage.used_bytes = span - std::min(span, usage.free_bytes);
     }
     return list;
-}
-
-std::vector<uint64_t> MetadataStore::ServerUsage() {
-    std::vector<uint64_t> usage(servers_.size(), 0);
-    Txn txn(*env_, /*write=*/false);
-    Cursor cursor(txn, Table::kRegions);
-    for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
-        RegionInfo region = DecodeRegion(ReadU64(cursor.key()), cursor.value());
-        uint64_t extent = LayoutOf(region).extent_size;
-        for (const PlacedExtent &each : ExtentsOf(region)) {
-            if (each.server < usage.size()) usage[each.server] += extent;
-        }
-    }
-    return usage;
 }
 
 void MetadataStore::ServerRestarted(uint64_t server_id) {

@@ -38,6 +38,10 @@
 
 namespace fampool {
 
+namespace store {
+struct Layout;
+}
+
 // OpenFAM's default region_span_size_per_memoryserver.
 constexpr uint64_t kDefaultSpanSize = uint64_t{1} << 30;
 
@@ -126,11 +130,12 @@ class MetadataStore : public MetadataService {
     // Every region with its item count and free bytes (for `fampool status` and `ls`).
     struct RegionUsage {
         RegionInfo region;
-        uint64_t items = 0, free_bytes = 0;
+        uint64_t items = 0, free_bytes = 0, used_bytes = 0;  // free: slack included
     };
     std::vector<RegionUsage> ListRegions();
     std::vector<ItemInfo> ListItems(uint64_t region_id, const Caller &caller);
-    // Bytes of all extents placed on each server.
+    // Bytes each server (by id) holds for this store's regions: per extent, its region's share
+    // or what items hold there, whichever is more (metadata_capacity.cc).
     std::vector<uint64_t> ServerUsage();
     // Each server's memory (kind, speed, capacity, node): the configured profile, completed
     // once by the server itself (asked with a 1 s bound); a server that has not answered is
@@ -179,6 +184,26 @@ class MetadataStore : public MetadataService {
     }
 
   private:
+    // Capacity (metadata_capacity.cc). ServerUsage within a transaction of the caller's.
+    std::vector<uint64_t> ServerUsage(const Txn &txn);
+    // The capacity the cluster gives server `server_id` (0: no limit), and whether any server
+    // of the region has one.
+    uint64_t CapacityOf(uint64_t server_id) const;
+    bool CapacityLimited(const RegionInfo &region) const;
+    // What data column `index` of the region would hold more, counted as ServerUsage counts
+    // it, with `nbytes` more given to items there.
+    static uint64_t ExtraHeld(const Txn &txn, const RegionInfo &region,
+                              const store::Layout &layout, uint64_t index, uint64_t nbytes);
+    // Which server of the region would go past its capacity, holding `more[index]` bytes more
+    // on each extent of data column `index` on top of `usage` (ServerUsage), described; empty
+    // when none would.
+    std::string OverCapacity(const std::vector<uint64_t> &usage, const RegionInfo &region,
+                             const std::vector<uint64_t> &more) const;
+    // Throws FAM_ERR_NO_SPACE, naming the server, unless the region fits its servers'
+    // capacity at layout `after` (`before`: its layout now; extent_size 0 for a new region).
+    void RequireCapacity(const Txn &txn, const RegionInfo &region, const store::Layout &before,
+                         const store::Layout &after, uint64_t size, const char *action);
+
     // The memory server with this id; FAM_ERR_RESOURCE when the configuration has none (a
     // region placed on an embedded memory tier since removed from memory_tiers).
     MemoryServer &Server(uint64_t id) const;

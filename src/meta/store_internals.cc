@@ -1,5 +1,7 @@
 #include "meta/store_internals.h"
 
+#include <algorithm>
+#include <bit>
 #include <fstream>
 
 #include "common/error.h"
@@ -98,14 +100,22 @@ uint64_t AllocatorOf(uint64_t region_id, uint64_t index) { return region_id * 25
 
 uint64_t RoundUp(uint64_t value, uint64_t unit) { return (value + unit - 1) / unit * unit; }
 
+uint64_t OpenFamHeapSize(uint64_t size, uint64_t servers) {
+    uint64_t share = ExtentAllocator::Rounded((size + servers - 1) / servers);
+    return std::bit_ceil(std::max<uint64_t>(kMinimumHeap, share));
+}
+
 Layout LayoutOf(const RegionInfo &region, uint64_t size) {
     Layout layout;
     layout.servers = std::max<uint64_t>(1, DataColumns(region));
+    uint64_t heap = OpenFamHeapSize(size, layout.servers);
     if (region.interleave_size && layout.servers > 1) {
         layout.interleave = region.interleave_size;
-        layout.extent_size = RoundUp(size, layout.unit()) / layout.servers;
+        layout.share = RoundUp(size, layout.unit()) / layout.servers;
+        layout.extent_size = std::max(RoundUp(heap, layout.interleave), layout.share);
     } else {
-        layout.extent_size = ExtentAllocator::Rounded((size + layout.servers - 1) / layout.servers);
+        layout.share = ExtentAllocator::Rounded((size + layout.servers - 1) / layout.servers);
+        layout.extent_size = std::max(heap, ExtentAllocator::Rounded(size));
     }
     return layout;
 }

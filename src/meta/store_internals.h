@@ -19,15 +19,25 @@
 namespace fampool::store {
 
 constexpr uint64_t kVirtualExtent = 255;  // allocator of an interleaved region's virtual space
+constexpr uint64_t kMinimumHeap = uint64_t{1} << 20;  // OpenFAM 3.2's smallest heap per server
 
 // How a region's bytes sit on its servers (see ServerIndexOf in common/fam_objects.h).
+// Each server's extent spans more than the region's share of it (docs/semantics.md, "Region
+// capacity"): at least OpenFAM 3.2's heap for the region (the next power of two of the share,
+// 1 MiB at least), and in a region whose items are not striped, the region's whole size, so
+// that an item as large as the region fits on any one of its servers. Heaps are sparse:
+// capacity counts the share and what items hold past it (ServerUsage), never the span.
 struct Layout {
     uint64_t servers = 1;       // K
     uint64_t interleave = 0;    // I; 0 when items are not striped
-    uint64_t extent_size = 0;   // bytes of the region on each server
+    uint64_t extent_size = 0;   // bytes each server's extent spans
+    uint64_t share = 0;         // the region's size over its servers: what each one reserves
     bool interleaved() const { return interleave != 0; }
     uint64_t unit() const { return interleave * servers; }
 };
+
+// OpenFAM 3.2's heap on each of `servers` servers for a region of `size` bytes.
+uint64_t OpenFamHeapSize(uint64_t size, uint64_t servers);
 
 // Table keys: big-endian ids (so that keys sort as numbers), and a region's id before a name.
 std::string Key(uint64_t a);

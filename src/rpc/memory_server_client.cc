@@ -106,10 +106,12 @@ MemoryProfile MemoryServerClient::Profile() {
                          info.capacity, HostOf(address_), true};
 }
 
-void MemoryServerClient::CreateExtent(ExtentRef extent, uint64_t size) {
+void MemoryServerClient::CreateExtent(ExtentRef extent, uint64_t size, uint64_t reserve) {
+    rpc::ExtentRequest request = Request(extent, 0, size);
+    request.set_reserve(reserve);
     rpc::Empty reply;
-    Call(&rpc::MemoryServer::Stub::CreateExtent, "MemoryServer.CreateExtent",
-         Request(extent, 0, size), &reply, timeout_);
+    Call(&rpc::MemoryServer::Stub::CreateExtent, "MemoryServer.CreateExtent", request, &reply,
+         timeout_);
 }
 
 void MemoryServerClient::DestroyExtent(ExtentRef extent) {
@@ -118,9 +120,11 @@ void MemoryServerClient::DestroyExtent(ExtentRef extent) {
          &reply, timeout_);
 }
 
-void MemoryServerClient::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) {
+void MemoryServerClient::ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size,
+                                      uint64_t reserve) {
     rpc::ExtentRequest request = Request(extent, 0, old_size);
     request.set_new_size(new_size);
+    request.set_reserve(reserve);
     rpc::Empty reply;
     Call(&rpc::MemoryServer::Stub::ResizeExtent, "MemoryServer.ResizeExtent", request, &reply,
          timeout_);

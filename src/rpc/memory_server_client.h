@@ -46,9 +46,10 @@ class MemoryServerClient : public MemoryServer {
     // Ends the session opened with the server, if any (its token stops working there).
     void EndSession() override;
 
-    void CreateExtent(ExtentRef extent, uint64_t size) override;
+    void CreateExtent(ExtentRef extent, uint64_t size, uint64_t reserve) override;
     void DestroyExtent(ExtentRef extent) override;
-    void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size) override;
+    void ResizeExtent(ExtentRef extent, uint64_t old_size, uint64_t new_size,
+                      uint64_t reserve) override;
     void Zero(ExtentRef extent, uint64_t offset, uint64_t nbytes) override;
     void ZeroExtents(const std::vector<ExtentRanges> &extents) override;
     void Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,

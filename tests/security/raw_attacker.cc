@@ -276,8 +276,8 @@ int MemoryServerCalls(const std::string &file) {
     auto server = Server(cluster, t.server);
     ExtentRef extent{t.region_id, false, false};
     Try("CreateExtent",
-        [&] { server->CreateExtent(ExtentRef{t.region_id + 1000, false, false}, 4096); });
-    Try("ResizeExtent", [&] { server->ResizeExtent(extent, t.size, 2 * t.size); });
+        [&] { server->CreateExtent(ExtentRef{t.region_id + 1000, false, false}, 4096, 4096); });
+    Try("ResizeExtent", [&] { server->ResizeExtent(extent, t.size, 2 * t.size, t.size); });
     Try("Zero", [&] { server->Zero(extent, t.physical, 64); });
     Try("ZeroExtents", [&] { server->ZeroExtents({ExtentRanges{extent, {{t.physical, 64}}}}); });
     Try("GrantKey", [&] { server->GrantKey(extent, 0, 0, true, Permissions{}); });

@@ -85,9 +85,9 @@ class BufferMemoryServer : public MemoryServer {
         ApplyAtomic(bytes_ + offset, static_cast<AtomicOp>(op), static_cast<DataType>(type),
                     operand, compare, result);
     }
-    void CreateExtent(ExtentRef, uint64_t) override { Unused(); }
+    void CreateExtent(ExtentRef, uint64_t, uint64_t) override { Unused(); }
     void DestroyExtent(ExtentRef) override { Unused(); }
-    void ResizeExtent(ExtentRef, uint64_t, uint64_t) override { Unused(); }
+    void ResizeExtent(ExtentRef, uint64_t, uint64_t, uint64_t) override { Unused(); }
     void Zero(ExtentRef, uint64_t, uint64_t) override { Unused(); }
     void Copy(const ItemLayout &, uint64_t, const ItemLayout &, uint64_t, uint64_t) override {
         Unused();

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -474,6 +476,21 @@ std::vector<uint8_t> FamTest::GetBytes(Fam_Descriptor *item, uint64_t offset, ui
     std::vector<uint8_t> bytes(n);
     fam_->fam_get_blocking(bytes.data(), item, offset, n);
     return bytes;
+}
+
+uint64_t RegionRoom(openfam::fam *fam, openfam::Fam_Region_Descriptor *region) {
+    openfam::Fam_Stat stat{};
+    fam->fam_stat(region, &stat);
+    auto round_up = [](uint64_t value, uint64_t unit) { return (value + unit - 1) / unit * unit; };
+    uint64_t servers = std::max<uint64_t>(1, stat.num_memservers);
+    uint64_t share = round_up((stat.size + servers - 1) / servers, 64);
+    uint64_t heap = std::bit_ceil(std::max<uint64_t>(uint64_t{1} << 20, share));
+    uint64_t interleave = stat.interleaveSize;
+    if (interleave && servers > 1) {
+        uint64_t stripes = round_up(stat.size, interleave * servers) / servers;
+        return servers * std::max(round_up(heap, interleave), stripes);
+    }
+    return servers * std::max(heap, round_up(stat.size, 64));
 }
 
 std::vector<uint8_t> Pattern(uint64_t n, uint32_t seed) {

@@ -266,6 +266,12 @@ class ThreadMultipleFamTest : public FamTest {
 
 // Deterministic test data: byte i of the pattern with `seed`.
 std::vector<uint8_t> Pattern(uint64_t n, uint32_t seed);
+
+// The bytes the items of a region without redundancy may take in all, as docs/semantics.md
+// ("Region capacity") states it: each of its K servers spans OpenFAM 3.2's heap (the next
+// power of two of its share, 1 MiB at least) or, without interleaving, the region's size, or,
+// interleaved, its share rounded to whole stripes; whichever is more. Read with fam_stat.
+uint64_t RegionRoom(openfam::fam *fam, openfam::Fam_Region_Descriptor *region);
 inline uint8_t PatternByte(uint64_t i, uint32_t seed) {
     uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
     return static_cast<uint8_t>((x >> 29) ^ (x >> 47));

@@ -205,6 +205,7 @@ rpc::ClusterStatus Pool::Status() {
         ToProto(each.region, region->mutable_region());
         region->set_items(each.items);
         region->set_free_bytes(each.free_bytes);
+        region->set_used_bytes(each.used_bytes);
     }
     return status;
 }

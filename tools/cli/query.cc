@@ -104,7 +104,7 @@ void RegionTable(const rpc::ClusterStatus &status, bool exact, bool volatile_los
     for (const rpc::RegionUsage &usage : status.regions()) {
         const rpc::Region &r = usage.region();
         RegionInfo region = FromProto(r);
-        uint64_t used = r.size() >= usage.free_bytes() ? r.size() - usage.free_bytes() : 0;
+        uint64_t used = usage.used_bytes();
         std::string type = MemoryType(region.attributes);
         if (volatile_lost && type == "volatile") type = "volatile (lost at reboot)";
         table.Add({r.name(), std::to_string(r.id()), Bytes(r.size(), exact), Bytes(used, exact),
@@ -131,9 +131,7 @@ std::string RegionTotals(const rpc::ClusterStatus &status, bool exact) {
     uint64_t size = 0, used = 0, items = 0;
     for (const rpc::RegionUsage &usage : status.regions()) {
         size += usage.region().size();
-        used += usage.region().size() >= usage.free_bytes()
-                    ? usage.region().size() - usage.free_bytes()
-                    : 0;
+        used += usage.used_bytes();
         items += usage.items();
     }
     return fmt::format("{} regions of {}, {} used by {} items", status.regions_size(),
@@ -311,9 +309,8 @@ void PrintRegion(const Pool &pool, const RegionInfo &region, const rpc::ClusterS
     if (status) {
         for (const rpc::RegionUsage &usage : status->regions()) {
             if (usage.region().id() != region.id) continue;
-            uint64_t free = usage.free_bytes();
-            Field("used:", SizeField(region.size >= free ? region.size - free : 0));
-            Field("free:", SizeField(free));
+            Field("used:", SizeField(usage.used_bytes()));
+            Field("free:", SizeField(usage.free_bytes()));
             Field("data items:", std::to_string(usage.items()));
         }
     }
