@@ -3,19 +3,25 @@
 // two of its share, 1 MiB at least; fampool gives at least that, and an item as large as the
 // region on any one of its servers. Capacity counts what items hold, not the heaps' spans.
 // Runs on the embedded model and, through CTest, on 3 memory servers without interleaving;
-// cluster_test.cc has the two-server region and the capacity of a memory server.
+// cluster_test.cc has the two-server region and capacity through the metadata service, and
+// MemoryServerCapacityTest below a memory server's own check: the pages its heaps hold, plus
+// the share a new or grown extent reserves.
 #include <fam/fam.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
+#include "memserver/local_memory_server.h"
 #include "test_support.h"
 
 namespace region_capacity {
 namespace {
 
 using namespace openfam;
+using fampool::ExtentRef;
 using fampool_test::Pattern;
 
 constexpr uint64_t kKiB = 1024, kMiB = kKiB * kKiB;
@@ -83,6 +89,46 @@ TEST_F(RegionCapacityTest, SlackEndsAtOpenFamsHeap) {
     auto last = Allocate("last", 64, region.get());
     EXPECT_FAM_ERROR(delete fam()->fam_allocate("more", 64, 0777, region.get()),
                      FAM_ERR_NO_SPACE, "fam_allocate");
+}
+
+class MemoryServerCapacityTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        server_ = std::make_unique<fampool::LocalMemoryServer>(
+            4, fampool::HeapLocation{volatile_.path(), persistent_.path(), "t",
+                                     fampool::FileAccess()},
+            archive_.path());
+        server_->SetCapacity(8 * kMiB);
+    }
+
+    // Writes `nbytes` of the extent from its first byte: pages the heap then holds.
+    void Write(ExtentRef extent, uint64_t nbytes) {
+        auto mapping = server_->Map(extent, nbytes);
+        std::memset(mapping->base(), 0x5a, nbytes);
+    }
+
+    fampool_test::TempDir volatile_, persistent_, archive_;
+    std::unique_ptr<fampool::LocalMemoryServer> server_;
+};
+
+TEST_F(MemoryServerCapacityTest, SpansCostNothingUntilWritten) {
+    // Four extents spanning 64 MiB each on an 8 MiB server, each reserving 1 MiB.
+    for (uint64_t region = 1; region <= 4; ++region) {
+        server_->CreateExtent(ExtentRef{region, false, false}, 64 * kMiB, kMiB);
+    }
+    EXPECT_LT(server_->WrittenBytes(), kMiB);
+    Write(ExtentRef{1, false, false}, 6 * kMiB);
+    EXPECT_GE(server_->WrittenBytes(), 6 * kMiB);
+    // 6 MiB written: a share of 1 MiB fits, one of 3 MiB does not.
+    server_->CreateExtent(ExtentRef{5, false, false}, 64 * kMiB, kMiB);
+    EXPECT_FAM_ERROR(server_->CreateExtent(ExtentRef{6, false, false}, 64 * kMiB, 3 * kMiB),
+                     openfam::FAM_ERR_NO_SPACE, "memory server 4 holds");
+    EXPECT_FAM_ERROR(
+        server_->ResizeExtent(ExtentRef{2, false, false}, 64 * kMiB, 128 * kMiB, 3 * kMiB),
+        openfam::FAM_ERR_NO_SPACE, "capacity is 8388608 bytes");
+    // A destroyed extent's pages count no more.
+    server_->DestroyExtent(ExtentRef{1, false, false});
+    server_->CreateExtent(ExtentRef{6, false, false}, 64 * kMiB, 3 * kMiB);
 }
 
 }  // namespace
