@@ -44,19 +44,24 @@ ItemInfo MetadataStore::AllocateOnce(uint64_t region_id, const std::string &name
     }
     Layout layout = LayoutOf(region);
     bool placed = false;
-    // With a capacity on any of its servers: what each server holds, and the first reason a
-    // server was passed over for it.
+    // With a capacity on any of its servers, an item that takes a server past the region's
+    // share there counts (metadata_capacity.cc): then, what each server holds (read once, only
+    // then: it reads every region) and the first reason a server was passed over.
+    const bool limited = CapacityLimited(region);
     std::vector<uint64_t> usage;
     std::string over;
-    if (CapacityLimited(region)) usage = ServerUsage(txn);
     auto fits = [&](uint64_t index, uint64_t nbytes) {
-        if (usage.empty()) return true;
+        if (!limited) return true;
         std::vector<uint64_t> more(layout.servers, 0);
+        bool any = false;
         for (uint64_t i = 0; i < layout.servers; ++i) {
             if (layout.interleaved() || i == index) {
                 more[i] = ExtraHeld(txn, region, layout, i, nbytes);
+                any = any || more[i] != 0;
             }
         }
+        if (!any) return true;
+        if (usage.empty()) usage = ServerUsage(txn);
         std::string why = OverCapacity(usage, region, more);
         if (over.empty()) over = why;
         return why.empty();
