@@ -28,7 +28,7 @@
 
 #include "bench_stats.h"
 #include "common/cluster_config.h"
-#include "meta/metadata_client.h"
+#include "meta/client/metadata_client.h"
 #include "rpc/authentication.h"
 #include "rpc/munge.h"
 

@@ -40,7 +40,7 @@
 
 #include "fabric_raw.h"
 #include "memserver/fabric_server.h"
-#include "meta/metadata_service.h"
+#include "meta/client/metadata_service.h"
 #include "transport/fabric/fabric_transport.h"
 
 namespace {

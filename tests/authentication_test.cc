@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "common/cluster_config.h"
-#include "meta/metadata_client.h"
-#include "meta/metadata_fabric.h"
+#include "meta/client/metadata_client.h"
+#include "meta/client/metadata_fabric_client.h"
 #include "rpc/convert.h"
 #include "rpc/munge.h"
 #include "test_munged.h"

@@ -1,8 +1,9 @@
-// Metadata calls over the fabric (meta/metadata_fabric.h) against real fampool-server
-// processes: the service names its endpoint in its status, lookups and allocations made that
-// way answer exactly as over gRPC (errors included), malformed messages leave the service
-// serving, and a client whose metadata service restarts carries on (over gRPC at once, over
-// the fabric again once it has found the new endpoint).
+// Metadata calls over the fabric (meta/client/metadata_fabric_client.h to
+// meta/metadata_fabric.h) against real fampool-server processes: the service names its
+// endpoint in its status, lookups and allocations made that way answer exactly as over gRPC
+// (errors included), malformed messages leave the service serving, and a client whose
+// metadata service restarts carries on (over gRPC at once, over the fabric again once it has
+// found the new endpoint).
 #include <unistd.h>
 
 #include <atomic>
@@ -10,7 +11,7 @@
 #include <thread>
 
 #include "common/cluster_config.h"
-#include "meta/metadata_client.h"
+#include "meta/client/metadata_client.h"
 #include "rpc/convert.h"
 #include "test_support.h"
 

@@ -21,7 +21,7 @@
 
 #include "cluster_fixtures.h"
 #include "common/cluster_config.h"
-#include "meta/metadata_client.h"
+#include "meta/client/metadata_client.h"
 #include "multiprocess.h"
 #include "rpc/convert.h"
 

@@ -11,9 +11,9 @@
 #include "common/cluster_config.h"
 #include "common/shards.h"
 #include "meta/lmdb.h"
-#include "meta/metadata_client.h"
+#include "meta/client/metadata_client.h"
 #include "meta/metadata_store.h"
-#include "meta/sharded_metadata.h"
+#include "meta/client/sharded_metadata.h"
 
 namespace fampool_test {
 namespace {

@@ -10,7 +10,7 @@
 #include "common/network.h"
 #include "meta/metadata_store.h"
 #include "rpc/memory_server_client.h"
-#include "meta/sharded_metadata.h"
+#include "meta/client/sharded_metadata.h"
 #include "transport/fabric/fabric_transport.h"
 #include "transport/shm/shm_transport.h"
 

@@ -10,12 +10,13 @@
 
 #include "common/config.h"
 #include "memserver/local_memory_server.h"
-#include "meta/lmdb.h"
-#include "meta/metadata_service.h"
+#include "meta/client/metadata_service.h"
 #include "runtime/runtime.h"
 #include "transport/transport.h"
 
 namespace fampool {
+
+class LmdbEnv;  // meta/lmdb.h: the embedded model's store, opened in session.cc
 
 struct Session {
     // Builds the model `config` names. Embedded (shared_memory): opens (or creates) the store

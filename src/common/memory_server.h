@@ -51,7 +51,7 @@ struct ItemLayout {
     std::vector<Server> servers;  // in the region's memory_servers order
     std::string name;             // for messages
 
-    // Where item byte `at` lies (see PlaceOfByte in meta/metadata_service.h).
+    // Where item byte `at` lies (see PlaceOfByte in meta/client/metadata_service.h).
     BytePlace Locate(uint64_t at) const {
         if (raid5_members) return PlaceOfRaid5Byte(offset, interleave, raid5_members, at);
         return PlaceOfByte(offset, interleave, servers.size(), at);

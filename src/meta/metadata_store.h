@@ -34,7 +34,7 @@
 #include "common/memory_server.h"
 #include "meta/intent_placement.h"
 #include "meta/lmdb.h"
-#include "meta/metadata_service.h"
+#include "meta/client/metadata_service.h"
 
 namespace fampool {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "meta/metadata_service.h"
+#include "meta/client/metadata_service.h"
 
 namespace fampool {
 

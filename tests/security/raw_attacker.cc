@@ -45,7 +45,7 @@
 #include "common/cluster_config.h"
 #include "common/config.h"
 #include "memserver/heap_socket.h"
-#include "meta/metadata_client.h"
+#include "meta/client/metadata_client.h"
 #include "rpc/convert.h"
 #include "rpc/memory_server_client.h"
 #include "rpc/munge.h"

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "common/cluster_config.h"
-#include "meta/metadata_client.h"
+#include "meta/client/metadata_client.h"
 #include "rpc/convert.h"
 #include "test_munged.h"
 

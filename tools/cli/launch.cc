@@ -18,7 +18,7 @@
 #include "common/error.h"
 #include "common/shards.h"
 #include "emulate.h"
-#include "meta/metadata_client.h"
+#include "meta/client/metadata_client.h"
 #include "process.h"
 #include "rpc/munge.h"
 

@@ -11,9 +11,9 @@
 
 #include "client/session.h"
 #include "emulate.h"
-#include "meta/metadata_client.h"
+#include "meta/client/metadata_client.h"
 #include "meta/metadata_store.h"
-#include "meta/sharded_metadata.h"
+#include "meta/client/sharded_metadata.h"
 #include "rpc/convert.h"
 
 namespace fampool::cli {

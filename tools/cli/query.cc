@@ -11,8 +11,8 @@
 #include "cli.h"
 #include "common/memory_kind.h"
 #include "meta/intent_placement.h"
-#include "meta/metadata_service.h"
-#include "meta/sharded_metadata.h"
+#include "meta/client/metadata_service.h"
+#include "meta/client/sharded_metadata.h"
 #include "pool.h"
 #include "rpc/convert.h"
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "cli.h"
-#include "meta/metadata_service.h"
+#include "meta/client/metadata_service.h"
 #include "pool.h"
 
 namespace fampool::cli {

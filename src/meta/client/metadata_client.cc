@@ -1,4 +1,4 @@
-#include "meta/metadata_client.h"
+#include "meta/client/metadata_client.h"
 
 #include <algorithm>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "meta/sharded_metadata.h"
+#include "meta/client/sharded_metadata.h"
 
 #include <map>
 

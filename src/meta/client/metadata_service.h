@@ -1,8 +1,8 @@
 // The metadata service's interface: names, permissions, placement and item records. The
 // embedded model calls MetadataStore in-process; the cluster model puts the same calls behind
 // gRPC. Every call takes the caller's identity and checks permissions itself.
-#ifndef FAMPOOL_META_METADATA_SERVICE_H_
-#define FAMPOOL_META_METADATA_SERVICE_H_
+#ifndef FAMPOOL_META_CLIENT_METADATA_SERVICE_H_
+#define FAMPOOL_META_CLIENT_METADATA_SERVICE_H_
 
 #include <cstdint>
 #include <string>
@@ -53,4 +53,4 @@ class MetadataService {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_META_METADATA_SERVICE_H_
+#endif  // FAMPOOL_META_CLIENT_METADATA_SERVICE_H_

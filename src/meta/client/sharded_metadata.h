@@ -6,8 +6,8 @@
 // The shards are those the configuration lists, or those shard 0 names when asked for the
 // memory servers (Servers): a client configured with the metadata address alone learns them
 // there, once, at fam_initialize. Servers must run before the object is shared by threads.
-#ifndef FAMPOOL_META_SHARDED_METADATA_H_
-#define FAMPOOL_META_SHARDED_METADATA_H_
+#ifndef FAMPOOL_META_CLIENT_SHARDED_METADATA_H_
+#define FAMPOOL_META_CLIENT_SHARDED_METADATA_H_
 
 #include <chrono>
 #include <memory>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/tls.h"
-#include "meta/metadata_client.h"
+#include "meta/client/metadata_client.h"
 
 namespace fampool {
 
@@ -92,4 +92,4 @@ rpc::ClusterStatus MergeStatus(const std::vector<rpc::ClusterStatus> &statuses);
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_META_SHARDED_METADATA_H_
+#endif  // FAMPOOL_META_CLIENT_SHARDED_METADATA_H_

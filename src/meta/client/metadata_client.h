@@ -4,9 +4,9 @@
 // (rpc/authentication.h) and open a new one when the service no longer knows it. With
 // UseFabric, lookups, fam_stat's reads, item allocation and region creation and destruction
 // go over the fabric instead
-// (meta/metadata_fabric.h), and fall back to gRPC when that way is busy or gone.
-#ifndef FAMPOOL_META_METADATA_CLIENT_H_
-#define FAMPOOL_META_METADATA_CLIENT_H_
+// (meta/client/metadata_fabric_client.h), and fall back to gRPC when that way is busy or gone.
+#ifndef FAMPOOL_META_CLIENT_METADATA_CLIENT_H_
+#define FAMPOOL_META_CLIENT_METADATA_CLIENT_H_
 
 #include <atomic>
 #include <chrono>
@@ -15,8 +15,8 @@
 #include <string>
 
 #include "common/tls.h"
-#include "meta/metadata_fabric.h"
-#include "meta/metadata_service.h"
+#include "meta/client/metadata_fabric_client.h"
+#include "meta/client/metadata_service.h"
 #include "rpc/fampool.grpc.pb.h"
 
 namespace fampool {
@@ -130,4 +130,4 @@ class MetadataClient : public MetadataService {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_META_METADATA_CLIENT_H_
+#endif  // FAMPOOL_META_CLIENT_METADATA_CLIENT_H_
