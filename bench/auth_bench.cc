@@ -113,13 +113,20 @@ int main(int argc, char **argv) {
             }
             return argv[++i];
         };
-        if (arg == "--none") none = value();
-        else if (arg == "--munge") munge = value();
-        else if (arg == "--plain") none = value(), labels[0] = "plain";
-        else if (arg == "--tls") munge = value(), labels[1] = "tls";
-        else if (arg == "--seconds") seconds = std::atof(value().c_str());
-        else if (arg == "--rounds") rounds = std::atoi(value().c_str());
-        else if (arg == "--csv") csv = value();
+        if (arg == "--none")
+            none = value();
+        else if (arg == "--munge")
+            munge = value();
+        else if (arg == "--plain")
+            none = value(), labels[0] = "plain";
+        else if (arg == "--tls")
+            munge = value(), labels[1] = "tls";
+        else if (arg == "--seconds")
+            seconds = std::atof(value().c_str());
+        else if (arg == "--rounds")
+            rounds = std::atoi(value().c_str());
+        else if (arg == "--csv")
+            csv = value();
         else {
             std::fprintf(stderr,
                          "usage: auth_bench --none FILE --munge FILE | --plain FILE --tls FILE "
@@ -174,10 +181,8 @@ int main(int argc, char **argv) {
                                        fampool::ClientTls(cluster));
         client.UseMunge(cluster.munge_socket);
         double authenticate_us = MicrosPerCall(rounds, 200, [&] { client.Authenticate(); });
-        std::printf("%-28s %12s %12.1f  (us per credential)\n", "munge_encode_us", "-",
-                    encode_us);
-        std::printf("%-28s %12s %12.1f  (us per call)\n", "authenticate_us", "-",
-                    authenticate_us);
+        std::printf("%-28s %12s %12.1f  (us per credential)\n", "munge_encode_us", "-", encode_us);
+        std::printf("%-28s %12s %12.1f  (us per call)\n", "authenticate_us", "-", authenticate_us);
         out << "munge_encode_us,," << encode_us << ",us,\n";
         out << "authenticate_us,," << authenticate_us << ",us,\n";
         return 0;

@@ -62,8 +62,7 @@ struct Settings {
 struct Row {
     std::string provider, op;
     uint64_t size = 0;
-    double raw_default_ns = 0, raw_delivery_ns = 0, raw_ns = 0, fampool_ns = 0,
-           fampool_busy_ns = 0;
+    double raw_default_ns = 0, raw_delivery_ns = 0, raw_ns = 0, fampool_ns = 0, fampool_busy_ns = 0;
     // Medians over trials of fampool's time less, and over, the raw loop's time in the same
     // trial: the two run back to back, so a trial the machine slowed slows both.
     double extra_ns = 0, paired_ratio = 0;
@@ -71,11 +70,11 @@ struct Row {
 
 // Operations per trial: about the same time for every size; sockets is slow and noisy here.
 uint64_t CountFor(const Settings &settings, const std::string &provider, uint64_t size) {
-    uint64_t count = size <= 256        ? 20000
-                     : size <= 4 * kKiB   ? 10000
-                     : size <= 16 * kKiB  ? 5000
-                     : size <= 64 * kKiB  ? 2000
-                                          : 200;
+    uint64_t count = size <= 256         ? 20000
+                     : size <= 4 * kKiB  ? 10000
+                     : size <= 16 * kKiB ? 5000
+                     : size <= 64 * kKiB ? 2000
+                                         : 200;
     if (provider == "sockets") count /= 40;
     if (settings.quick) count /= 10;
     return std::max<uint64_t>(count, 5);
@@ -128,8 +127,8 @@ double FampoolLoop(const std::string &provider, int port, FabricServer::Progress
            static_cast<double>(count);
 }
 
-double RawLoop(const std::string &provider, int port, fabric_raw::Semantics semantics,
-               bool write, uint64_t size, uint64_t count) {
+double RawLoop(const std::string &provider, int port, fabric_raw::Semantics semantics, bool write,
+               uint64_t size, uint64_t count) {
     fabric_raw::RawTarget target(provider, "127.0.0.1", std::to_string(port), kMiB);
     fabric_raw::RawClient client(provider, "127.0.0.1", kMiB, semantics);
     return client.Run(target.target(), write, size, count).ns_per_op;
@@ -159,8 +158,9 @@ Settings Parse(int argc, char **argv) {
             std::string name;
             while (std::getline(list, name, ',')) settings.providers.push_back(name);
         } else {
-            throw std::runtime_error("unknown argument " + arg +
-                                     " (use --quick, --trials N, --csv PATH, --providers a,b, --port N)");
+            throw std::runtime_error(
+                "unknown argument " + arg +
+                " (use --quick, --trials N, --csv PATH, --providers a,b, --port N)");
         }
     }
     return settings;
@@ -174,19 +174,18 @@ int main(int argc, char **argv) {
         int port = settings.port;
         auto next_port = [&] { return port++ % 10000 + 20000; };
         std::vector<Row> rows;
-        std::printf("%-8s %-5s %8s | %9s %9s %9s %7s | %10s %7s %6s %8s | %9s\n", "provider",
-                    "op", "size", "dflt ns", "dc ns", "raw ns", "GB/s", "fampool ns", "GB/s",
-                    "ratio", "extra ns", "busy ns");
+        std::printf("%-8s %-5s %8s | %9s %9s %9s %7s | %10s %7s %6s %8s | %9s\n", "provider", "op",
+                    "size", "dflt ns", "dc ns", "raw ns", "GB/s", "fampool ns", "GB/s", "ratio",
+                    "extra ns", "busy ns");
         for (const std::string &provider : settings.providers) {
             for (uint64_t size : kSizes) {
                 for (bool write : {false, true}) {
                     uint64_t count = CountFor(settings, provider, size);
-                    std::vector<double> raw_default, raw_delivery, raw, fampool, busy, extra,
-                        ratio;
+                    std::vector<double> raw_default, raw_delivery, raw, fampool, busy, extra, ratio;
                     for (int trial = 0; trial < settings.trials; ++trial) {
                         raw_default.push_back(RawLoop(provider, next_port(),
-                                                      fabric_raw::Semantics::kDefault, write,
-                                                      size, count));
+                                                      fabric_raw::Semantics::kDefault, write, size,
+                                                      count));
                         raw_delivery.push_back(RawLoop(provider, next_port(),
                                                        fabric_raw::Semantics::kDelivery, write,
                                                        size, count));
@@ -196,8 +195,8 @@ int main(int argc, char **argv) {
                                                       FabricServer::Progress::kBlocking, write,
                                                       size, count));
                         busy.push_back(FampoolLoop(provider, next_port(),
-                                                   FabricServer::Progress::kBusyPoll, write,
-                                                   size, count));
+                                                   FabricServer::Progress::kBusyPoll, write, size,
+                                                   count));
                         extra.push_back(fampool.back() - raw.back());
                         ratio.push_back(fampool.back() / raw.back());
                     }
@@ -215,9 +214,9 @@ int main(int argc, char **argv) {
                         "%-8s %-5s %8lu | %9.0f %9.0f %9.0f %7.3f | %10.0f %7.3f %6.2f %8.0f | "
                         "%9.0f\n",
                         provider.c_str(), row.op.c_str(), static_cast<unsigned long>(size),
-                        row.raw_default_ns, row.raw_delivery_ns, row.raw_ns,
-                        GBps(size, row.raw_ns), row.fampool_ns, GBps(size, row.fampool_ns),
-                        row.paired_ratio, row.extra_ns, row.fampool_busy_ns);
+                        row.raw_default_ns, row.raw_delivery_ns, row.raw_ns, GBps(size, row.raw_ns),
+                        row.fampool_ns, GBps(size, row.fampool_ns), row.paired_ratio, row.extra_ns,
+                        row.fampool_busy_ns);
                     std::fflush(stdout);
                     rows.push_back(row);
                 }
@@ -225,15 +224,15 @@ int main(int argc, char **argv) {
         }
         FILE *csv = std::fopen(settings.csv.c_str(), "w");
         if (!csv) throw std::runtime_error("cannot write " + settings.csv);
-        std::fprintf(csv, "provider,op,size_bytes,raw_default_ns,raw_delivery_ns,raw_ns,"
-                          "raw_gbps,fampool_ns,fampool_gbps,fampool_busy_ns,ratio,extra_ns\n");
+        std::fprintf(csv,
+                     "provider,op,size_bytes,raw_default_ns,raw_delivery_ns,raw_ns,"
+                     "raw_gbps,fampool_ns,fampool_gbps,fampool_busy_ns,ratio,extra_ns\n");
         for (const Row &row : rows) {
             std::fprintf(csv, "%s,%s,%lu,%.1f,%.1f,%.1f,%.4f,%.1f,%.4f,%.1f,%.3f,%.1f\n",
-                         row.provider.c_str(), row.op.c_str(),
-                         static_cast<unsigned long>(row.size), row.raw_default_ns,
-                         row.raw_delivery_ns, row.raw_ns, GBps(row.size, row.raw_ns),
-                         row.fampool_ns, GBps(row.size, row.fampool_ns), row.fampool_busy_ns,
-                         row.paired_ratio, row.extra_ns);
+                         row.provider.c_str(), row.op.c_str(), static_cast<unsigned long>(row.size),
+                         row.raw_default_ns, row.raw_delivery_ns, row.raw_ns,
+                         GBps(row.size, row.raw_ns), row.fampool_ns, GBps(row.size, row.fampool_ns),
+                         row.fampool_busy_ns, row.paired_ratio, row.extra_ns);
         }
         std::fclose(csv);
         std::printf("wrote %s\n", settings.csv.c_str());

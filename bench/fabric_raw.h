@@ -19,11 +19,11 @@
 #define FAMPOOL_BENCH_FABRIC_RAW_H_
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
-#include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 
 #include <atomic>
@@ -48,7 +48,7 @@ struct Result {
 struct Target {
     std::string address;  // fi_getname bytes
     uint64_t key = 0;
-    uint64_t base = 0;    // remote address of the buffer's first byte
+    uint64_t base = 0;  // remote address of the buffer's first byte
 };
 
 enum class Semantics { kDefault, kDelivery };
@@ -66,8 +66,8 @@ class RawEndpoint {
                 bool target, Semantics semantics = Semantics::kDefault) {
         fi_info *hints = fi_allocinfo();
         hints->ep_attr->type = FI_EP_RDM;
-        hints->caps = FI_RMA | FI_ATOMIC |
-                      (target ? FI_REMOTE_READ | FI_REMOTE_WRITE : FI_READ | FI_WRITE);
+        hints->caps =
+            FI_RMA | FI_ATOMIC | (target ? FI_REMOTE_READ | FI_REMOTE_WRITE : FI_READ | FI_WRITE);
         hints->domain_attr->mr_mode =
             FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_LOCAL | FI_MR_ENDPOINT;
         hints->domain_attr->threading = FI_THREAD_SAFE;
@@ -112,8 +112,7 @@ class RawEndpoint {
     // Registers the one buffer this endpoint uses (remote access for a target, local for a
     // client when the provider wants local registration).
     void Register(void *buffer, size_t size, uint64_t access) {
-        Check(fi_mr_reg(domain_, buffer, size, access, 0, 0x5eed, 0, &mr_, nullptr),
-              "fi_mr_reg");
+        Check(fi_mr_reg(domain_, buffer, size, access, 0, 0x5eed, 0, &mr_, nullptr), "fi_mr_reg");
         if (info_->domain_attr->mr_mode & FI_MR_ENDPOINT) {
             Check(fi_mr_bind(mr_, &ep_->fid, 0), "fi_mr_bind");
             Check(fi_mr_enable(mr_), "fi_mr_enable");
@@ -237,8 +236,7 @@ class RawClient {
     }
 
     // `count` operations after `warmup` unmeasured ones; each waits for completion.
-    Result Run(const Target &target, bool write, size_t size, size_t count,
-               size_t warmup = 10) {
+    Result Run(const Target &target, bool write, size_t size, size_t count, size_t warmup = 10) {
         return RunWindowed(target, write ? Op::kWrite : Op::kRead, size, count, 1, warmup);
     }
 
@@ -274,8 +272,9 @@ class RawClient {
         run(warmup);
         auto start = std::chrono::steady_clock::now();
         run(count);
-        double ns = std::chrono::duration<double, std::nano>(
-                        std::chrono::steady_clock::now() - start).count();
+        double ns =
+            std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+                .count();
         Result result;
         result.ns_per_op = ns / static_cast<double>(count);
         result.gb_per_s = static_cast<double>(size) / result.ns_per_op;
@@ -296,9 +295,8 @@ class RawClient {
             fi_msg_atomic message{&ioc, &desc, 1, peer, &rma, 1, FI_UINT64, FI_SUM, nullptr, 0};
             ret = fi_atomicmsg(endpoint_.ep(), &message, flags);
         } else if (op == Op::kFetchAdd) {
-            ret = fi_fetch_atomic(endpoint_.ep(), local, 1, desc,
-                                  local + buffer_.size() / 2, desc, peer, remote, target.key,
-                                  FI_UINT64, FI_SUM, nullptr);
+            ret = fi_fetch_atomic(endpoint_.ep(), local, 1, desc, local + buffer_.size() / 2, desc,
+                                  peer, remote, target.key, FI_UINT64, FI_SUM, nullptr);
         } else {
             iovec iov{local, size};
             fi_rma_iov rma{remote, size, target.key};

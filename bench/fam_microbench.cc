@@ -492,7 +492,8 @@ int main(int argc, char **argv) {
         Fam_Options options{};
         if (!settings.cluster) options.openFamModel = model;
         my_fam.fam_initialize("default", &options);
-        char *configured = static_cast<char *>(const_cast<void *>(my_fam.fam_get_option("OPENFAM_MODEL")));
+        char *configured =
+            static_cast<char *>(const_cast<void *>(my_fam.fam_get_option("OPENFAM_MODEL")));
         std::printf("fam_microbench: %s model, %s run (medians of %d trials)\n", configured,
                     settings.quick ? "quick" : "full", settings.trials);
         free(configured);

@@ -30,11 +30,14 @@ double Median(std::vector<double> values) {
 }
 
 uint32_t HintBits(const std::string &list) {
-    static const std::map<std::string, uint32_t> kHints = {
-        {"bandwidth", FAM_HINT_BANDWIDTH}, {"latency", FAM_HINT_LATENCY},
-        {"near-pe", FAM_HINT_NEAR_PE},     {"capacity", FAM_HINT_CAPACITY},
-        {"job", FAM_HINT_JOB},             {"across-jobs", FAM_HINT_ACROSS_JOBS},
-        {"volatile", FAM_HINT_VOLATILE},   {"persistent", FAM_HINT_PERSISTENT}};
+    static const std::map<std::string, uint32_t> kHints = {{"bandwidth", FAM_HINT_BANDWIDTH},
+                                                           {"latency", FAM_HINT_LATENCY},
+                                                           {"near-pe", FAM_HINT_NEAR_PE},
+                                                           {"capacity", FAM_HINT_CAPACITY},
+                                                           {"job", FAM_HINT_JOB},
+                                                           {"across-jobs", FAM_HINT_ACROSS_JOBS},
+                                                           {"volatile", FAM_HINT_VOLATILE},
+                                                           {"persistent", FAM_HINT_PERSISTENT}};
     uint32_t bits = 0;
     for (const std::string &name : bench_args::SplitList(list)) {
         auto hint = kHints.find(name);
@@ -55,10 +58,14 @@ int main(int argc, char **argv) {
     std::string hints = "latency", csv;
     bench_args::ArgReader args("intent_bench", argc, argv);
     while (args.Next()) {
-        if (args.flag() == "--rounds") rounds = std::atoi(args.Value().c_str());
-        else if (args.flag() == "--size") size = std::strtoull(args.Value().c_str(), nullptr, 0);
-        else if (args.flag() == "--hints") hints = args.Value();
-        else if (args.flag() == "--csv") csv = args.Value();
+        if (args.flag() == "--rounds")
+            rounds = std::atoi(args.Value().c_str());
+        else if (args.flag() == "--size")
+            size = std::strtoull(args.Value().c_str(), nullptr, 0);
+        else if (args.flag() == "--hints")
+            hints = args.Value();
+        else if (args.flag() == "--csv")
+            csv = args.Value();
         else {
             std::fprintf(stderr, "intent_bench: unknown flag %s\n", args.flag().c_str());
             return 2;
@@ -73,16 +80,16 @@ int main(int argc, char **argv) {
         // The plain region gets the memory type the hints choose, so that both make the same
         // kind of heap.
         Fam_Region_Attributes plain{};
-        plain.memoryType =
-            intent.intent.hints & (FAM_HINT_PERSISTENT | FAM_HINT_ACROSS_JOBS) ? PERSISTENT
-                                                                                : VOLATILE;
+        plain.memoryType = intent.intent.hints & (FAM_HINT_PERSISTENT | FAM_HINT_ACROSS_JOBS)
+                               ? PERSISTENT
+                               : VOLATILE;
         std::vector<double> plain_us, intent_us;
         uint64_t plain_servers = 0, intent_servers = 0;
         for (int round = 0; round < rounds; ++round) {
             for (int turn = 0; turn < 2; ++turn) {
                 bool with_intent = (turn == 0) == (round % 2 == 0);
-                std::string name = "intent_bench_" + std::to_string(round) + "_" +
-                                   std::to_string(with_intent);
+                std::string name =
+                    "intent_bench_" + std::to_string(round) + "_" + std::to_string(with_intent);
                 auto start = Clock::now();
                 openfam::Fam_Region_Descriptor *region =
                     with_intent ? fam.fam_create_region_intent(name.c_str(), size, 0777, &intent)
@@ -101,17 +108,16 @@ int main(int argc, char **argv) {
         double p = Median(plain_us), i = Median(intent_us);
         std::printf("%-14s %-22s %10s %10s %7s %14s %15s\n", "model", "hints", "plain_us",
                     "intent_us", "ratio", "plain_servers", "intent_servers");
-        std::printf("%-14s %-22s %10.1f %10.1f %7.3f %14llu %15llu\n", model, hints.c_str(), p,
-                    i, i / p, static_cast<unsigned long long>(plain_servers),
+        std::printf("%-14s %-22s %10.1f %10.1f %7.3f %14llu %15llu\n", model, hints.c_str(), p, i,
+                    i / p, static_cast<unsigned long long>(plain_servers),
                     static_cast<unsigned long long>(intent_servers));
         if (!csv.empty()) {
             std::string hint_column = hints;  // "a+b": the CSV's columns stay comma-separated
             std::replace(hint_column.begin(), hint_column.end(), ',', '+');
             FILE *out = std::fopen(csv.c_str(), "a");
             if (out) {
-                std::fprintf(out, "%s,%s,%d,%.1f,%.1f,%.3f,%llu,%llu\n", model,
-                             hint_column.c_str(), rounds, p, i, i / p,
-                             static_cast<unsigned long long>(plain_servers),
+                std::fprintf(out, "%s,%s,%d,%.1f,%.1f,%.3f,%llu,%llu\n", model, hint_column.c_str(),
+                             rounds, p, i, i / p, static_cast<unsigned long long>(plain_servers),
                              static_cast<unsigned long long>(intent_servers));
                 std::fclose(out);
             }

@@ -30,8 +30,7 @@ double Seconds(Clock::time_point since) {
     return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-double Bandwidth(openfam::fam &fam, openfam::Fam_Descriptor *item, uint64_t size,
-                 double seconds) {
+double Bandwidth(openfam::fam &fam, openfam::Fam_Descriptor *item, uint64_t size, double seconds) {
     const uint64_t chunk = 4 << 20;
     std::vector<char> buffer(chunk, 7);
     for (uint64_t at = 0; at < size; at += chunk) {
@@ -51,8 +50,7 @@ double Bandwidth(openfam::fam &fam, openfam::Fam_Descriptor *item, uint64_t size
     return static_cast<double>(moved) / Seconds(start) / 1e6;
 }
 
-double Latency(openfam::fam &fam, openfam::Fam_Descriptor *item, uint64_t size,
-               double seconds) {
+double Latency(openfam::fam &fam, openfam::Fam_Descriptor *item, uint64_t size, double seconds) {
     char buffer[64];
     std::mt19937_64 random(1);
     uint64_t gets = 0;
@@ -120,8 +118,8 @@ int main(int argc, char **argv) {
         std::string reason = placement.reason;
         for (char &c : reason) c = c == ',' ? ';' : c;
         std::printf("%s,%s,%s,%s,%.2f,%s\n", label.c_str(), workload.c_str(),
-                    place == "intent" ? "intent" : ("fixed " + servers).c_str(),
-                    servers.c_str(), value, reason.c_str());
+                    place == "intent" ? "intent" : ("fixed " + servers).c_str(), servers.c_str(),
+                    value, reason.c_str());
         fam.fam_deallocate(item);
         fam.fam_destroy_region(region);
         delete item;

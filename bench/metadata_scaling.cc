@@ -163,8 +163,8 @@ struct Figures {
 
 // Runs n clients together; false if one failed.
 bool Run(int n, const Options &o, Figures *figures) {
-    auto *shared = static_cast<Shared *>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
-                                              MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    auto *shared = static_cast<Shared *>(
+        mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     std::memset(static_cast<void *>(shared), 0, sizeof(Shared));
     std::vector<pid_t> pids;
     for (int c = 0; c < n; ++c) {
@@ -295,15 +295,15 @@ int main(int argc, char **argv) {
         int n = o.counts[i];
         double alloc_rate = median(i, &Figures::alloc_rate);
         double lookup_rate = median(i, &Figures::lookup_rate);
-        std::printf("%-8d %22.0f %14.0f %8.2f %22.0f %14.0f %8.2f\n", n, alloc_rate,
-                    alloc_rate / n, alloc_rate / base_alloc, lookup_rate, lookup_rate / n,
+        std::printf("%-8d %22.0f %14.0f %8.2f %22.0f %14.0f %8.2f\n", n, alloc_rate, alloc_rate / n,
+                    alloc_rate / base_alloc, lookup_rate, lookup_rate / n,
                     lookup_rate / base_lookup);
-        auto row = [&](const char *metric, double Figures::*rate, double base,
-                       double Figures::*cpu, double Figures::*client) {
+        auto row = [&](const char *metric, double Figures::*rate, double base, double Figures::*cpu,
+                       double Figures::*client) {
             double value = median(i, rate);
-            csv << metric << "," << n << "," << value << ",per_s," << base << ","
-                << value / base << "," << range(i, rate, true) << "," << range(i, rate, false)
-                << "," << figures[i].size() << "," << o.label << "," << median(i, cpu) << ","
+            csv << metric << "," << n << "," << value << ",per_s," << base << "," << value / base
+                << "," << range(i, rate, true) << "," << range(i, rate, false) << ","
+                << figures[i].size() << "," << o.label << "," << median(i, cpu) << ","
                 << median(i, client) << "\n";
         };
         row("alloc_dealloc_pairs", &Figures::alloc_rate, base_alloc, &Figures::alloc_cpu_us,

@@ -54,8 +54,10 @@ static int ParsePeerOptions(int argc, char **argv, const char *usage, int loud,
             o->window = atoi(argv[++i]);
         } else {
             if (loud) {
-                fprintf(stderr, "usage: %s [--label L] [--sizes a,b,...] [--seconds S] "
-                                "[--window W]\n", usage);
+                fprintf(stderr,
+                        "usage: %s [--label L] [--sizes a,b,...] [--seconds S] "
+                        "[--window W]\n",
+                        usage);
             }
             return 2;
         }
@@ -77,8 +79,7 @@ static void RunAllFigures(const char *name, const struct PeerOptions *o, PeerRun
         for (int s = 0; s < o->nsizes; ++s) {
             double elapsed;
             run(peer, ops[k], local, o->sizes[s], o->window, o->seconds / 10, &elapsed);
-            uint64_t moved =
-                run(peer, ops[k], local, o->sizes[s], o->window, o->seconds, &elapsed);
+            uint64_t moved = run(peer, ops[k], local, o->sizes[s], o->window, o->seconds, &elapsed);
             printf("%s,%s,%s,%zu,%.4f,%llu,%.6f\n", name, o->label, ops[k], o->sizes[s], elapsed,
                    (unsigned long long)moved, moved / elapsed / 1e9);
             fflush(stdout);

@@ -30,11 +30,9 @@ static uint64_t run(void *peer, const char *op, char *local, size_t size, int wi
         int count = nb ? Window(window, size) : 1;
         for (int i = 0; i < count; ++i) {
             if (get) {
-                MPI_Get(local + at, (int)size, MPI_BYTE, 1, (MPI_Aint)at, (int)size, MPI_BYTE,
-                        win);
+                MPI_Get(local + at, (int)size, MPI_BYTE, 1, (MPI_Aint)at, (int)size, MPI_BYTE, win);
             } else {
-                MPI_Put(local + at, (int)size, MPI_BYTE, 1, (MPI_Aint)at, (int)size, MPI_BYTE,
-                        win);
+                MPI_Put(local + at, (int)size, MPI_BYTE, 1, (MPI_Aint)at, (int)size, MPI_BYTE, win);
             }
             at = at + 2 * size > BUFFER ? 0 : at + size;
             moved += size;

@@ -37,10 +37,14 @@ static uint64_t run(void *peer, const char *op, char *local, size_t size, int wi
     while (now() < end) {
         int count = nb ? Window(window, size) : 1;
         for (int i = 0; i < count; ++i) {
-            if (nb && get) shmem_getmem_nbi(local + at, remote + at, size, 1);
-            else if (nb) shmem_putmem_nbi(remote + at, local + at, size, 1);
-            else if (get) shmem_getmem(local + at, remote + at, size, 1);
-            else shmem_putmem(remote + at, local + at, size, 1);
+            if (nb && get)
+                shmem_getmem_nbi(local + at, remote + at, size, 1);
+            else if (nb)
+                shmem_putmem_nbi(remote + at, local + at, size, 1);
+            else if (get)
+                shmem_getmem(local + at, remote + at, size, 1);
+            else
+                shmem_putmem(remote + at, local + at, size, 1);
             at = at + 2 * size > BUFFER ? 0 : at + size;
             moved += size;
         }
@@ -62,8 +66,7 @@ int main(int argc, char **argv) {
     char *remote = shmem_malloc(BUFFER);
     char *local = malloc(BUFFER);
     if (!remote || !local) {
-        fprintf(stderr, "peer_shmem: no room for %lu bytes (SHMEM_SYMMETRIC_HEAP_SIZE)\n",
-                BUFFER);
+        fprintf(stderr, "peer_shmem: no room for %lu bytes (SHMEM_SYMMETRIC_HEAP_SIZE)\n", BUFFER);
         shmem_global_exit(1);
     }
     memset(remote, 1, BUFFER);

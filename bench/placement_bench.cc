@@ -99,8 +99,8 @@ void Fail(Shared *shared, const std::string &what) {
 }
 
 // One PE: its region and item for `placement`, then each operation when the parent says so.
-void Pe(Shared *shared, const Options &o, int pe, const std::string &placement,
-        uint64_t server, uint64_t servers) {
+void Pe(Shared *shared, const Options &o, int pe, const std::string &placement, uint64_t server,
+        uint64_t servers) {
     if (!o.netns.empty()) fampool::EnterNetworkNamespace(o.netns[pe % o.netns.size()]);
     fam f;
     f.fam_initialize("default", nullptr);
@@ -108,8 +108,8 @@ void Pe(Shared *shared, const Options &o, int pe, const std::string &placement,
     attributes.interleaveEnable = placement == "interleaved" ? ENABLE : DISABLE;
     attributes.memoryType = VOLATILE;
     // The parent's pid in the name: a run that failed leaves its regions on the cluster.
-    std::string stem = "placement_" + placement + "_" + std::to_string(getppid()) + "_pe" +
-                       std::to_string(pe);
+    std::string stem =
+        "placement_" + placement + "_" + std::to_string(getppid()) + "_pe" + std::to_string(pe);
     std::string name = placement == "interleaved" ? stem : NameOnServer(stem, server, servers);
     Fam_Region_Descriptor *region =
         f.fam_create_region(name.c_str(), 2 * o.item, 0777, &attributes);
@@ -169,18 +169,30 @@ int main(int argc, char **argv) {
     for (bench_args::ArgReader args("placement_bench", argc, argv); args.Next();) {
         const std::string &arg = args.flag();
         auto value = [&args] { return args.Value(); };
-        if (arg == "--netns") o.netns = bench_args::SplitList(value());
-        else if (arg == "--pes") o.pes = std::stoi(value());
-        else if (arg == "--size") o.size = std::stoull(value());
-        else if (arg == "--item") o.item = std::stoull(value());
-        else if (arg == "--seconds") o.seconds = std::stod(value());
-        else if (arg == "--window") o.window = std::stoi(value());
-        else if (arg == "--seed") o.seed = static_cast<unsigned>(std::stoul(value()));
-        else if (arg == "--ops") o.ops = bench_args::SplitList(value());
-        else if (arg == "--placements") o.placements = bench_args::SplitList(value());
-        else if (arg == "--link-bps") o.link_bps = std::stod(value());
-        else if (arg == "--label") o.label = value();
-        else if (arg == "--csv") o.csv = value();
+        if (arg == "--netns")
+            o.netns = bench_args::SplitList(value());
+        else if (arg == "--pes")
+            o.pes = std::stoi(value());
+        else if (arg == "--size")
+            o.size = std::stoull(value());
+        else if (arg == "--item")
+            o.item = std::stoull(value());
+        else if (arg == "--seconds")
+            o.seconds = std::stod(value());
+        else if (arg == "--window")
+            o.window = std::stoi(value());
+        else if (arg == "--seed")
+            o.seed = static_cast<unsigned>(std::stoul(value()));
+        else if (arg == "--ops")
+            o.ops = bench_args::SplitList(value());
+        else if (arg == "--placements")
+            o.placements = bench_args::SplitList(value());
+        else if (arg == "--link-bps")
+            o.link_bps = std::stod(value());
+        else if (arg == "--label")
+            o.label = value();
+        else if (arg == "--csv")
+            o.csv = value();
         else {
             std::fprintf(stderr, "usage: see the comment at the top of bench/placement_bench.cc\n");
             return 2;
@@ -198,8 +210,7 @@ int main(int argc, char **argv) {
         }
     }
     const fampool::Config config = fampool::LoadConfig(nullptr);
-    const uint64_t servers =
-        fampool::LoadClusterConfig(config.config_file).memservers.size();
+    const uint64_t servers = fampool::LoadClusterConfig(config.config_file).memservers.size();
     bool header = !std::ifstream(o.csv).good();
     std::ofstream csv(o.csv, std::ios::app);
     if (header) {
@@ -207,10 +218,11 @@ int main(int argc, char **argv) {
                "ratio_to_links,busiest_server_pes\n";
     }
     double link_gbps = servers * o.link_bps / 8e9;
-    std::printf("%llu memory servers, %d PEs, %llu-byte transfers, %.0f s per figure; server "
-                "links %.3f GB/s together (0: not given)\n",
-                static_cast<unsigned long long>(servers), o.pes,
-                static_cast<unsigned long long>(o.size), o.seconds, link_gbps);
+    std::printf(
+        "%llu memory servers, %d PEs, %llu-byte transfers, %.0f s per figure; server "
+        "links %.3f GB/s together (0: not given)\n",
+        static_cast<unsigned long long>(servers), o.pes, static_cast<unsigned long long>(o.size),
+        o.seconds, link_gbps);
     std::printf("%-12s %-7s %10s %9s %14s\n", "placement", "op", "GB/s", "of links",
                 "busiest server");
     for (const std::string &placement : o.placements) {
@@ -226,8 +238,7 @@ int main(int argc, char **argv) {
         int busiest = 0;
         for (auto [id, pes] : load) busiest = std::max(busiest, pes);
         if (placement == "interleaved") busiest = 0;
-        auto *shared = static_cast<Shared *>(mmap(nullptr, sizeof(Shared),
-                                                  PROT_READ | PROT_WRITE,
+        auto *shared = static_cast<Shared *>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
                                                   MAP_SHARED | MAP_ANONYMOUS, -1, 0));
         std::memset(static_cast<void *>(shared), 0, sizeof(Shared));
         std::vector<pid_t> pids;
@@ -275,9 +286,9 @@ int main(int argc, char **argv) {
             std::printf("%-12s %-7s %10.4f %9.2f %14s\n", placement.c_str(), o.ops[op].c_str(),
                         gbps, ratio, where.c_str());
             std::fflush(stdout);
-            csv << o.label << "," << servers << "," << placement << "," << o.ops[op] << ","
-                << o.pes << "," << o.size << "," << elapsed << "," << bytes << "," << gbps
-                << "," << link_gbps << "," << ratio << "," << busiest << "\n";
+            csv << o.label << "," << servers << "," << placement << "," << o.ops[op] << "," << o.pes
+                << "," << o.size << "," << elapsed << "," << bytes << "," << gbps << ","
+                << link_gbps << "," << ratio << "," << busiest << "\n";
             csv.flush();
         }
         shared->phase.store(static_cast<int>(o.ops.size()) + 1);

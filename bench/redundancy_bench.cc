@@ -62,8 +62,8 @@ double Seconds(Clock::time_point since) {
 }
 
 // GB/s of one sweep over `total` bytes of the item in `size` transfers.
-double Sweep(fam &f, Fam_Descriptor *item, std::vector<char> &buffer, uint64_t size,
-             uint64_t total, bool put, bool blocking) {
+double Sweep(fam &f, Fam_Descriptor *item, std::vector<char> &buffer, uint64_t size, uint64_t total,
+             bool put, bool blocking) {
     auto start = Clock::now();
     for (uint64_t at = 0; at + size <= total; at += size) {
         char *local = buffer.data() + at;
@@ -128,8 +128,7 @@ void Costs(fam &f, const Options &options, std::vector<Row> &rows) {
     double none[16] = {};
     for (Level &level : levels) {
         int slot = 0;
-        auto add = [&](const std::string &measure, uint64_t size, double value,
-                       const char *unit) {
+        auto add = [&](const std::string &measure, uint64_t size, double value, const char *unit) {
             if (level.level == NONE) none[slot] = value;
             double base = none[slot++];
             // Latencies: NONE / level, so that above 1 is faster, as for bandwidth.
@@ -146,24 +145,31 @@ void Costs(fam &f, const Options &options, std::vector<Row> &rows) {
                 for (bool blocking : {true, false}) {
                     std::vector<double> trials;
                     for (int t = 0; t < options.trials; ++t) {
-                        trials.push_back(Sweep(f, level.item.get(), buffer, size,
-                                               options.total, put, blocking));
+                        trials.push_back(
+                            Sweep(f, level.item.get(), buffer, size, options.total, put, blocking));
                     }
-                    add(std::string(put ? "put" : "get") + (blocking ? "" : "_nonblocking"),
-                        size, Median(trials), "GB/s");
+                    add(std::string(put ? "put" : "get") + (blocking ? "" : "_nonblocking"), size,
+                        Median(trials), "GB/s");
                 }
             }
         }
         char small[256];
-        add("get_latency", 256, Latency(2000, [&](int i) {
-                f.fam_get_blocking(small, level.item.get(), (i % 4096) * 4096, 256);
-            }), "us");
-        add("put_latency", 256, Latency(2000, [&](int i) {
-                f.fam_put_blocking(small, level.item.get(), (i % 4096) * 4096, 256);
-            }), "us");
-        add("fetch_add_latency", 8, Latency(2000, [&](int i) {
-                f.fam_fetch_add(level.item.get(), (i % 64) * 8, uint64_t{1});
-            }), "us");
+        add("get_latency", 256,
+            Latency(2000,
+                    [&](int i) {
+                        f.fam_get_blocking(small, level.item.get(), (i % 4096) * 4096, 256);
+                    }),
+            "us");
+        add("put_latency", 256,
+            Latency(2000,
+                    [&](int i) {
+                        f.fam_put_blocking(small, level.item.get(), (i % 4096) * 4096, 256);
+                    }),
+            "us");
+        add("fetch_add_latency", 8,
+            Latency(2000,
+                    [&](int i) { f.fam_fetch_add(level.item.get(), (i % 64) * 8, uint64_t{1}); }),
+            "us");
     }
     for (Level &level : levels) {
         level.item.reset();
@@ -194,10 +200,10 @@ void Failover(fam &f, const Options &options, std::vector<Row> &rows) {
         auto start = Clock::now();
         f.fam_get_blocking(buffer.data(), levels[i].item.get(), 0, total);
         double seconds = Seconds(killed), read = Seconds(start);
-        rows.push_back({Name(levels[i].level), "kill_to_first_read", total, seconds * 1e3, "ms",
-                        0, "SIGKILL to the end of the item's first complete read"});
-        rows.push_back({Name(levels[i].level), "first_read", total, read * 1e3, "ms", 0,
-                        "that read alone"});
+        rows.push_back({Name(levels[i].level), "kill_to_first_read", total, seconds * 1e3, "ms", 0,
+                        "SIGKILL to the end of the item's first complete read"});
+        rows.push_back(
+            {Name(levels[i].level), "first_read", total, read * 1e3, "ms", 0, "that read alone"});
         std::printf("%-6s first complete read %.0f ms after SIGKILL (the read: %.0f ms)\n",
                     Name(levels[i].level), seconds * 1e3, read * 1e3);
     }
@@ -209,8 +215,8 @@ void Failover(fam &f, const Options &options, std::vector<Row> &rows) {
         double degraded = Median(trials);
         rows.push_back({Name(levels[i].level), "degraded_get", 1 << 20, degraded, "GB/s",
                         degraded / healthy[i], "ratio to the same item healthy"});
-        std::printf("%-6s degraded get %.3f GB/s, %.2fx of healthy (%.3f)\n",
-                    Name(levels[i].level), degraded, degraded / healthy[i], healthy[i]);
+        std::printf("%-6s degraded get %.3f GB/s, %.2fx of healthy (%.3f)\n", Name(levels[i].level),
+                    degraded, degraded / healthy[i], healthy[i]);
     }
     // The regions stay: scripts/bench-redundancy rebuilds them and times it.
 }

@@ -109,9 +109,12 @@ int main(int argc, char **argv) {
     std::string csv = "same_node_bench.csv";
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string arg = argv[i];
-        if (arg == "--rounds") rounds = std::atoi(argv[i + 1]);
-        else if (arg == "--seconds") seconds = std::atof(argv[i + 1]);
-        else if (arg == "--csv") csv = argv[i + 1];
+        if (arg == "--rounds")
+            rounds = std::atoi(argv[i + 1]);
+        else if (arg == "--seconds")
+            seconds = std::atof(argv[i + 1]);
+        else if (arg == "--csv")
+            csv = argv[i + 1];
         else {
             std::fprintf(stderr,
                          "usage: same_node_bench [--rounds N] [--seconds S] [--csv PATH]\n");
@@ -151,10 +154,9 @@ int main(int argc, char **argv) {
             std::sort(r.begin(), r.end());
             double q1 = r[r.size() / 4], q3 = r[(3 * r.size()) / 4];
             double ratio = Median(r);
-            std::printf("%-14s %14.1f %14.1f  %9.3f %9.3f %9.3f\n", metric.c_str(), a, b, ratio,
-                        q1, q3);
-            out << metric << "," << a << "," << b << "," << ratio << "," << q1 << "," << q3
-                << "\n";
+            std::printf("%-14s %14.1f %14.1f  %9.3f %9.3f %9.3f\n", metric.c_str(), a, b, ratio, q1,
+                        q3);
+            out << metric << "," << a << "," << b << "," << ratio << "," << q1 << "," << q3 << "\n";
         }
         Close(sides[0]);
         Close(sides[1]);

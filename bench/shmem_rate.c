@@ -48,8 +48,12 @@ static void *issue(void *arg) {
     for (uint64_t i = 0; i < job->count; ++i) {
         size_t at = (i % slots) * job->size;
         switch (job->op) {
-            case GET: shmem_ctx_getmem_nbi(job->ctx, local + at, remote + at, job->size, 1); break;
-            case PUT: shmem_ctx_putmem_nbi(job->ctx, remote + at, local + at, job->size, 1); break;
+            case GET:
+                shmem_ctx_getmem_nbi(job->ctx, local + at, remote + at, job->size, 1);
+                break;
+            case PUT:
+                shmem_ctx_putmem_nbi(job->ctx, remote + at, local + at, job->size, 1);
+                break;
             case ADD:
                 shmem_ctx_ulong_atomic_add(job->ctx, (unsigned long *)(remote + at), 1, 1);
                 break;

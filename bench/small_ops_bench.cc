@@ -35,8 +35,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -59,7 +59,7 @@ constexpr uint64_t kKiB = 1024, kMiB = 1024 * kKiB;
 constexpr uint64_t kSlice = 256 * kKiB;  // each thread's part of the item
 constexpr size_t kWindow = 64;           // operations between quiets (raw: in flight)
 constexpr size_t kLargeWindow = 16;
-constexpr double kRunSeconds = 0.05;     // each measured run, about
+constexpr double kRunSeconds = 0.05;  // each measured run, about
 constexpr int kTrials = 3;
 constexpr uint64_t kSizes[] = {8, 64, 256, 1024, 4096};
 constexpr uint64_t kLargeSizes[] = {64 * kKiB, kMiB, 4 * kMiB};
@@ -90,7 +90,8 @@ double Median(std::vector<double> values) {
 
 // A fam option as a string (fam_get_option hands out a copy the caller frees).
 std::string Option(fam &f, const char *name) {
-    auto *value = static_cast<char *>(const_cast<void *>(f.fam_get_option(const_cast<char *>(name))));
+    auto *value =
+        static_cast<char *>(const_cast<void *>(f.fam_get_option(const_cast<char *>(name))));
     std::string text = value ? value : "";
     std::free(value);
     return text;
@@ -225,16 +226,22 @@ class Bench {
             uint64_t at = (i % slots) * size;
             switch (op) {
                 case Op::kGet:
-                    if (blocking) f.fam_get_blocking(local + at, item, base + at, size);
-                    else f.fam_get_nonblocking(local + at, item, base + at, size);
+                    if (blocking)
+                        f.fam_get_blocking(local + at, item, base + at, size);
+                    else
+                        f.fam_get_nonblocking(local + at, item, base + at, size);
                     break;
                 case Op::kPut:
-                    if (blocking) f.fam_put_blocking(local + at, item, base + at, size);
-                    else f.fam_put_nonblocking(local + at, item, base + at, size);
+                    if (blocking)
+                        f.fam_put_blocking(local + at, item, base + at, size);
+                    else
+                        f.fam_put_nonblocking(local + at, item, base + at, size);
                     break;
                 case Op::kAdd:
-                    if (blocking) f.fam_fetch_add(item, base + at, uint64_t{1});
-                    else f.fam_add(item, base + at, uint64_t{1});
+                    if (blocking)
+                        f.fam_fetch_add(item, base + at, uint64_t{1});
+                    else
+                        f.fam_add(item, base + at, uint64_t{1});
                     break;
             }
             if (!blocking && (i + 1) % kWindow == 0) f.fam_quiet();
@@ -282,11 +289,15 @@ class Bench {
             for (uint64_t i = 0; i < count; ++i) {
                 uint64_t at = (i % (64 * kMiB / size)) * size;
                 if (op == Op::kGet) {
-                    if (blocking) f_.fam_get_blocking(local + at, item_.get(), 8 * kSlice + at, size);
-                    else f_.fam_get_nonblocking(local + at, item_.get(), 8 * kSlice + at, size);
+                    if (blocking)
+                        f_.fam_get_blocking(local + at, item_.get(), 8 * kSlice + at, size);
+                    else
+                        f_.fam_get_nonblocking(local + at, item_.get(), 8 * kSlice + at, size);
                 } else {
-                    if (blocking) f_.fam_put_blocking(local + at, item_.get(), 8 * kSlice + at, size);
-                    else f_.fam_put_nonblocking(local + at, item_.get(), 8 * kSlice + at, size);
+                    if (blocking)
+                        f_.fam_put_blocking(local + at, item_.get(), 8 * kSlice + at, size);
+                    else
+                        f_.fam_put_nonblocking(local + at, item_.get(), 8 * kSlice + at, size);
                 }
                 if (!blocking && (i + 1) % kLargeWindow == 0) f_.fam_quiet();
             }
@@ -298,7 +309,8 @@ class Bench {
         row.blocking = sweep(true);
         row.fampool = size < kMiB ? sweep(false) : row.blocking;
         if (s_.cluster) {
-            row.raw = RawRate(crew, op, size, kLargeWindow, false) * static_cast<double>(size) / 1e9;
+            row.raw =
+                RawRate(crew, op, size, kLargeWindow, false) * static_cast<double>(size) / 1e9;
         }
         return row;
     }
@@ -315,8 +327,8 @@ class Bench {
                 clients.push_back(std::make_unique<fabric_raw::RawClient>(provider_, "127.0.0.1",
                                                                           span, semantics));
             }
-            fabric_raw::Op raw_op = op == Op::kGet   ? fabric_raw::Op::kRead
-                                    : op == Op::kPut ? fabric_raw::Op::kWrite
+            fabric_raw::Op raw_op = op == Op::kGet       ? fabric_raw::Op::kRead
+                                    : op == Op::kPut     ? fabric_raw::Op::kWrite
                                     : provider_ == "shm" ? fabric_raw::Op::kFetchAdd
                                                          : fabric_raw::Op::kAdd;
             fabric_raw::Target where = target.target();
@@ -380,8 +392,9 @@ Settings Parse(int argc, char **argv) {
                 if (n < 1 || n > 8) throw std::runtime_error("--threads: 1 to 8 each");
             }
         } else {
-            throw std::runtime_error("unknown argument " + arg +
-                                     " (use --cluster, --quick, --threads 1,2,4,8, --model NAME, --csv PATH)");
+            throw std::runtime_error(
+                "unknown argument " + arg +
+                " (use --cluster, --quick, --threads 1,2,4,8, --model NAME, --csv PATH)");
         }
     }
     return s;
@@ -397,12 +410,11 @@ int main(int argc, char **argv) {
         fam f;
         f.fam_initialize("small_ops_bench", &options);
         std::string model = !settings.model.empty() ? settings.model
-                            : settings.cluster     ? "cluster-" + Option(f, "LIBFABRIC_PROVIDER")
-                                                   : "embedded";
+                            : settings.cluster      ? "cluster-" + Option(f, "LIBFABRIC_PROVIDER")
+                                                    : "embedded";
         std::printf("model %s; window %zu (large: %zu)\n", model.c_str(), kWindow, kLargeWindow);
-        std::printf("%-9s %-4s %8s %2s %-10s | %9s %9s %9s %9s | %6s %6s\n", "kind", "op",
-                    "size", "th", "context", "fampool", "blocking", "raw", "raw_batch", "nb/bl",
-                    "vs raw");
+        std::printf("%-9s %-4s %8s %2s %-10s | %9s %9s %9s %9s | %6s %6s\n", "kind", "op", "size",
+                    "th", "context", "fampool", "blocking", "raw", "raw_batch", "nb/bl", "vs raw");
         std::vector<Row> rows;
         {
             Bench bench(f, settings);
@@ -411,14 +423,14 @@ int main(int argc, char **argv) {
         f.fam_finalize("small_ops_bench");
         FILE *csv = std::fopen(settings.csv.c_str(), "w");
         if (!csv) throw std::runtime_error("cannot write " + settings.csv);
-        std::fprintf(csv, "model,kind,op,size_bytes,threads,context,fampool,blocking,raw,"
-                          "raw_batch,nb_vs_blocking,vs_raw\n");
+        std::fprintf(csv,
+                     "model,kind,op,size_bytes,threads,context,fampool,blocking,raw,"
+                     "raw_batch,nb_vs_blocking,vs_raw\n");
         for (const Row &row : rows) {
-            std::fprintf(csv, "%s,%s,%s,%lu,%d,%s,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f\n",
-                         model.c_str(), row.kind.c_str(), row.op.c_str(),
-                         static_cast<unsigned long>(row.size), row.threads, row.context.c_str(),
-                         row.fampool, row.blocking, row.raw, row.raw_batch,
-                         row.fampool / row.blocking, row.fampool / row.raw);
+            std::fprintf(csv, "%s,%s,%s,%lu,%d,%s,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f\n", model.c_str(),
+                         row.kind.c_str(), row.op.c_str(), static_cast<unsigned long>(row.size),
+                         row.threads, row.context.c_str(), row.fampool, row.blocking, row.raw,
+                         row.raw_batch, row.fampool / row.blocking, row.fampool / row.raw);
         }
         std::fclose(csv);
         std::printf("wrote %s\n", settings.csv.c_str());

@@ -38,15 +38,21 @@ const char *Name(Op op) {
 }
 
 // GB/s of one sweep over the first `total` bytes of `item` in `size` transfers.
-double Sweep(fam &f, Fam_Descriptor *item, std::vector<char> &buffer, uint64_t size,
-             uint64_t total, Op op) {
+double Sweep(fam &f, Fam_Descriptor *item, std::vector<char> &buffer, uint64_t size, uint64_t total,
+             Op op) {
     auto start = Clock::now();
     for (uint64_t at = 0; at + size <= total; at += size) {
         char *local = buffer.data() + at;
         switch (op) {
-            case Op::kGet: f.fam_get_blocking(local, item, at, size); break;
-            case Op::kPut: f.fam_put_blocking(local, item, at, size); break;
-            case Op::kPutNonBlocking: f.fam_put_nonblocking(local, item, at, size); break;
+            case Op::kGet:
+                f.fam_get_blocking(local, item, at, size);
+                break;
+            case Op::kPut:
+                f.fam_put_blocking(local, item, at, size);
+                break;
+            case Op::kPutNonBlocking:
+                f.fam_put_nonblocking(local, item, at, size);
+                break;
         }
     }
     if (op == Op::kPutNonBlocking) f.fam_quiet();
@@ -102,10 +108,10 @@ int main(int argc, char **argv) {
         // A region without interleaving is split evenly over its servers and an item lives on
         // one of them: room for the item on each of up to 16 servers.
         uint64_t region_size = options.total + (64 << 20);
-        auto *striped_region = f.fam_create_region("striped_bench_striped", region_size, 0700,
-                                                   &striped_attributes);
-        auto *plain_region = f.fam_create_region("striped_bench_plain", 16 * region_size, 0700,
-                                                 &plain_attributes);
+        auto *striped_region =
+            f.fam_create_region("striped_bench_striped", region_size, 0700, &striped_attributes);
+        auto *plain_region =
+            f.fam_create_region("striped_bench_plain", 16 * region_size, 0700, &plain_attributes);
         Fam_Descriptor *striped = f.fam_allocate("x", options.total, 0600, striped_region);
         Fam_Descriptor *plain = f.fam_allocate("x", options.total, 0600, plain_region);
         Fam_Stat stat{};
@@ -114,11 +120,12 @@ int main(int argc, char **argv) {
         Sweep(f, striped, buffer, 1 << 20, options.total, Op::kPut);  // first touch
         Sweep(f, plain, buffer, 1 << 20, options.total, Op::kPut);
 
-        std::printf("striped over %llu memory servers, interleave %llu B, against one server; "
-                    "medians of %d trials of %llu MiB\n",
-                    static_cast<unsigned long long>(stat.num_memservers),
-                    static_cast<unsigned long long>(stat.interleaveSize), options.trials,
-                    static_cast<unsigned long long>(options.total >> 20));
+        std::printf(
+            "striped over %llu memory servers, interleave %llu B, against one server; "
+            "medians of %d trials of %llu MiB\n",
+            static_cast<unsigned long long>(stat.num_memservers),
+            static_cast<unsigned long long>(stat.interleaveSize), options.trials,
+            static_cast<unsigned long long>(options.total >> 20));
         std::printf("%-16s %10s %14s %14s %8s\n", "op", "size", "striped GB/s", "1 server GB/s",
                     "ratio");
         std::ofstream csv(options.csv);

@@ -54,7 +54,7 @@ namespace {
 
 struct Options {
     std::string label;
-    std::vector<uint64_t> sizes = {256,     1 << 10, 4 << 10,  16 << 10, 64 << 10,
+    std::vector<uint64_t> sizes = {256,       1 << 10, 4 << 10, 16 << 10, 64 << 10,
                                    256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
     std::vector<int> threads = {1, 2, 4, 8};
     std::vector<std::string> ops = {"get", "put", "get_nb", "put_nb"};
@@ -133,8 +133,8 @@ class FampoolSide {
         std::string name = "transfer_bench_" + std::to_string(getpid());
         region_ = f_.fam_create_region(name.c_str(), (most + 1) * o.item, 0777, nullptr);
         for (int t = 0; t < most; ++t) {
-            items_.push_back(f_.fam_allocate(("t" + std::to_string(t)).c_str(), o.item, 0777,
-                                             region_));
+            items_.push_back(
+                f_.fam_allocate(("t" + std::to_string(t)).c_str(), o.item, 0777, region_));
             contexts_.push_back(f_.fam_context_open());
             buffers_.emplace_back(o.item, static_cast<char>(t));
             f_.fam_put_blocking(buffers_.back().data(), items_.back(), 0, o.item);
@@ -215,8 +215,8 @@ double Memcpy(const Options &o, const std::string &op, uint64_t size, int thread
 }
 
 // The raw libfabric loop (see the top of the file), one client endpoint per thread.
-double Raw(const Options &o, const fabric_raw::Target &target, const std::string &op,
-           uint64_t size, int threads, std::vector<std::unique_ptr<fabric_raw::RawClient>> &readers,
+double Raw(const Options &o, const fabric_raw::Target &target, const std::string &op, uint64_t size,
+           int threads, std::vector<std::unique_ptr<fabric_raw::RawClient>> &readers,
            std::vector<std::unique_ptr<fabric_raw::RawClient>> &writers) {
     bool write = op == "put" || op == "put_nb";
     size_t window = op == "get" || op == "put" ? 1 : Window(o.window, size);
@@ -229,8 +229,8 @@ double Raw(const Options &o, const fabric_raw::Target &target, const std::string
         uint64_t moved = 0;
         bool first = true;
         while (Clock::now() < end) {
-            client.RunWindowed(target, write ? fabric_raw::Op::kWrite : fabric_raw::Op::kRead,
-                               size, chunk, window, first ? 10 : 0);
+            client.RunWindowed(target, write ? fabric_raw::Op::kWrite : fabric_raw::Op::kRead, size,
+                               chunk, window, first ? 10 : 0);
             first = false;
             moved += chunk * size;
         }
@@ -245,15 +245,24 @@ int main(int argc, char **argv) {
     for (bench_args::ArgReader args("transfer_bench", argc, argv); args.Next();) {
         const std::string &arg = args.flag();
         auto value = [&args] { return args.Value(); };
-        if (arg == "--label") o.label = value();
-        else if (arg == "--sizes") o.sizes = NumbersOf<uint64_t>(value());
-        else if (arg == "--threads") o.threads = NumbersOf<int>(value());
-        else if (arg == "--ops") o.ops = bench_args::SplitList(value());
-        else if (arg == "--seconds") o.seconds = std::stod(value());
-        else if (arg == "--window") o.window = std::stoi(value());
-        else if (arg == "--item") o.item = std::stoull(value());
-        else if (arg == "--no-baseline") o.baseline = false;
-        else if (arg == "--csv") o.csv = value();
+        if (arg == "--label")
+            o.label = value();
+        else if (arg == "--sizes")
+            o.sizes = NumbersOf<uint64_t>(value());
+        else if (arg == "--threads")
+            o.threads = NumbersOf<int>(value());
+        else if (arg == "--ops")
+            o.ops = bench_args::SplitList(value());
+        else if (arg == "--seconds")
+            o.seconds = std::stod(value());
+        else if (arg == "--window")
+            o.window = std::stoi(value());
+        else if (arg == "--item")
+            o.item = std::stoull(value());
+        else if (arg == "--no-baseline")
+            o.baseline = false;
+        else if (arg == "--csv")
+            o.csv = value();
         else {
             std::fprintf(stderr, "usage: see the comment at the top of bench/transfer_bench.cc\n");
             return 2;
@@ -261,8 +270,9 @@ int main(int argc, char **argv) {
     }
     uint64_t largest = *std::max_element(o.sizes.begin(), o.sizes.end());
     if (o.item < 2 * largest || o.threads.empty() || o.sizes.empty()) {
-        std::fprintf(stderr, "transfer_bench: --item must hold two transfers of the largest "
-                             "size, and --threads and --sizes need a value\n");
+        std::fprintf(stderr,
+                     "transfer_bench: --item must hold two transfers of the largest "
+                     "size, and --threads and --sizes need a value\n");
         return 2;
     }
     const fampool::Config config = fampool::LoadConfig(nullptr);
@@ -279,10 +289,11 @@ int main(int argc, char **argv) {
         csv << "label,model,provider,op,size_bytes,threads,fampool_gbps,baseline,"
                "baseline_gbps,ratio\n";
     }
-    std::printf("%s model%s%s: fampool through the API against %s in this process; %.2f s per "
-                "figure, window %d\n",
-                model.c_str(), embedded ? "" : ", provider ", embedded ? "" : provider.c_str(),
-                baseline.c_str(), o.seconds, o.window);
+    std::printf(
+        "%s model%s%s: fampool through the API against %s in this process; %.2f s per "
+        "figure, window %d\n",
+        model.c_str(), embedded ? "" : ", provider ", embedded ? "" : provider.c_str(),
+        baseline.c_str(), o.seconds, o.window);
     std::printf("%-7s %10s %7s %12s %12s %7s\n", "op", "size", "threads", "fampool GB/s",
                 (baseline + " GB/s").c_str(), "ratio");
 
@@ -297,7 +308,7 @@ int main(int argc, char **argv) {
     std::vector<Point> points;
     std::vector<double> ours, theirs;
     FampoolSide side(o);
-    std::vector<std::vector<char>> local, heap;  // memcpy's buffers
+    std::vector<std::vector<char>> local, heap;     // memcpy's buffers
     std::unique_ptr<fabric_raw::RawTarget> target;  // the raw loop's, opened at first use
     std::vector<std::unique_ptr<fabric_raw::RawClient>> readers, writers;
     if (o.baseline && copies) {
@@ -335,8 +346,7 @@ int main(int argc, char **argv) {
             }
             target->Resume();
             for (size_t p = first; p < points.size(); ++p) {
-                theirs[p] = Raw(o, target->target(), op, points[p].size, threads, readers,
-                                writers);
+                theirs[p] = Raw(o, target->target(), op, points[p].size, threads, readers, writers);
             }
             target->Pause();
         }

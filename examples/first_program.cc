@@ -12,7 +12,8 @@ int main() {
     fam f;
     try {
         f.fam_initialize("default", nullptr);  // the embedded model unless a cluster is set up
-        try {  // a region an interrupted run left behind
+        // A region an interrupted run left behind goes first.
+        try {
             Fam_Region_Descriptor *old = f.fam_lookup_region("first_program");
             f.fam_destroy_region(old);
             delete old;

@@ -65,8 +65,8 @@ class AggregationTest : public FamTest {
 TEST_F(AggregationTest, AddIndexedAppliesAtFlushNotBefore) {
     std::vector<uint64_t> index = {5, 1000, 77777, 3};
     std::vector<int64_t> add = {10, -4, 1 << 20, 7};
-    fam()->fam_queue_operation(OP_ADD_INDEXED, add.data(), item_.get(), index.size(),
-                               index.data(), 8);
+    fam()->fam_queue_operation(OP_ADD_INDEXED, add.data(), item_.get(), index.size(), index.data(),
+                               8);
     EXPECT_EQ(Word(1000), 0u) << "applied before the queue was shipped";
     fam()->fam_aggregate_flush(item_.get());
     for (size_t i = 0; i < index.size(); ++i) {
@@ -167,8 +167,8 @@ TEST_F(AggregationTest, LocalOperandsMayBeReusedAfterTheCall) {
 TEST_F(AggregationTest, FinalizeShipsWhatIsQueued) {
     std::vector<uint64_t> index = SpreadIndices(300, 3);
     std::vector<uint64_t> add(index.size(), 11);
-    fam()->fam_queue_operation(OP_ADD_INDEXED, add.data(), item_.get(), index.size(),
-                               index.data(), 8);
+    fam()->fam_queue_operation(OP_ADD_INDEXED, add.data(), item_.get(), index.size(), index.data(),
+                               8);
     item_.reset();
     region_.reset();
     ReinitializeFam();
@@ -196,24 +196,23 @@ TEST_F(AggregationTest, DeallocateDropsWhatIsQueued) {
 
 TEST_F(AggregationTest, UnknownOperationThrowsQueueInsert) {
     uint64_t index = 0, value = 1;
-    EXPECT_FAM_ERROR(fam()->fam_queue_operation(static_cast<FAM_QUEUE_OP>(9), &value, item_.get(),
-                                                1, &index, 8),
-                     FAM_ERR_ATL_QUEUE_INSERT, "fam_queue_operation");
+    EXPECT_FAM_ERROR(
+        fam()->fam_queue_operation(static_cast<FAM_QUEUE_OP>(9), &value, item_.get(), 1, &index, 8),
+        FAM_ERR_ATL_QUEUE_INSERT, "fam_queue_operation");
 }
 
 TEST_F(AggregationTest, AddOfTwoByteElementsThrowsQueueInsert) {
     uint64_t index = 0, value = 1;
-    EXPECT_FAM_ERROR(
-        fam()->fam_queue_operation(OP_ADD_INDEXED, &value, item_.get(), 1, &index, 2),
-        FAM_ERR_ATL_QUEUE_INSERT, "fam_queue_operation");
+    EXPECT_FAM_ERROR(fam()->fam_queue_operation(OP_ADD_INDEXED, &value, item_.get(), 1, &index, 2),
+                     FAM_ERR_ATL_QUEUE_INSERT, "fam_queue_operation");
 }
 
 TEST_F(AggregationTest, IndexPastEndThrowsOutOfRangeAndQueuesNothing) {
     std::vector<uint64_t> index = {0, kItemSize / 8};
     std::vector<uint64_t> add = {1, 1};
-    EXPECT_FAM_ERROR(fam()->fam_queue_operation(OP_ADD_INDEXED, add.data(), item_.get(), 2,
-                                                index.data(), 8),
-                     FAM_ERR_OUTOFRANGE, "fam_queue_operation");
+    EXPECT_FAM_ERROR(
+        fam()->fam_queue_operation(OP_ADD_INDEXED, add.data(), item_.get(), 2, index.data(), 8),
+        FAM_ERR_OUTOFRANGE, "fam_queue_operation");
     fam()->fam_aggregate_flush(item_.get());
     EXPECT_EQ(Word(0), 0u);
 }
@@ -224,8 +223,7 @@ TEST_F(AggregationTest, NullArgumentsThrowNullPtr) {
                      FAM_ERR_NULLPTR, "fam_queue_operation");
     EXPECT_FAM_ERROR(fam()->fam_queue_operation(OP_SCATTER, &value, item_.get(), 1, nullptr, 8),
                      FAM_ERR_NULLPTR, "fam_queue_operation");
-    EXPECT_FAM_ERROR(fam()->fam_aggregate_flush(nullptr), FAM_ERR_NULLPTR,
-                     "fam_aggregate_flush");
+    EXPECT_FAM_ERROR(fam()->fam_aggregate_flush(nullptr), FAM_ERR_NULLPTR, "fam_aggregate_flush");
 }
 
 TEST_F(AggregationTest, ZeroElementSizeThrowsInvalid) {
@@ -255,8 +253,7 @@ TEST_F(AggregationTest, PermissionWithdrawnBeforeFlushThrowsNoPermAndEmptiesTheQ
     uint64_t index = 0, value = 1;
     fam()->fam_queue_operation(OP_ADD_INDEXED, &value, item.get(), 1, &index, 8);
     fam()->fam_change_permissions(item.get(), 0400);
-    EXPECT_FAM_ERROR(fam()->fam_aggregate_flush(item.get()), FAM_ERR_NOPERM,
-                     "fam_aggregate_flush");
+    EXPECT_FAM_ERROR(fam()->fam_aggregate_flush(item.get()), FAM_ERR_NOPERM, "fam_aggregate_flush");
     fam()->fam_aggregate_flush(item.get());  // the failed batch is gone
     uint64_t got = 7;
     fam()->fam_get_blocking(&got, item.get(), 0, 8);
@@ -266,8 +263,7 @@ TEST_F(AggregationTest, PermissionWithdrawnBeforeFlushThrowsNoPermAndEmptiesTheQ
 TEST_F(AggregationTest, CApiQueuesAndFlushes) {
     uint64_t index = 77, value = 9;
     c_fam *handle = fam();  // a c_fam is an openfam::fam
-    EXPECT_EQ(c_fam_queue_operation(handle, OP_ADD_INDEXED, &value, item_.get(), 1, &index, 8),
-              0);
+    EXPECT_EQ(c_fam_queue_operation(handle, OP_ADD_INDEXED, &value, item_.get(), 1, &index, 8), 0);
     EXPECT_EQ(c_fam_aggregate_flush(handle, item_.get()), 0);
     EXPECT_EQ(Word(index), 9u);
     EXPECT_EQ(c_fam_queue_operation(handle, OP_ADD_INDEXED, &value, item_.get(), 1, &index, 3),
@@ -279,9 +275,7 @@ TEST_F(AggregationTest, CApiQueuesAndFlushes) {
 
 class AggregationThresholdTest : public AggregationTest {
   protected:
-    void PrepareEnvironment() override {
-        SetEnv("FAMPOOL_AGGREGATION_THRESHOLD", "100");
-    }
+    void PrepareEnvironment() override { SetEnv("FAMPOOL_AGGREGATION_THRESHOLD", "100"); }
 };
 
 // The memory servers holding the item's bytes: the threshold and the queue's size are per server.
@@ -296,8 +290,8 @@ TEST_F(AggregationThresholdTest, QueueShipsAtThresholdWithoutFlush) {
     std::vector<uint64_t> index(threshold - 1);
     std::iota(index.begin(), index.end(), 0);
     std::vector<uint64_t> ones(index.size(), 1);
-    fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), index.size(),
-                               index.data(), 8);
+    fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), index.size(), index.data(),
+                               8);
     EXPECT_EQ(Word(0), 0u) << "one element short of the threshold: still queued";
     fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), 1, index.data(), 8);
     EXPECT_EQ(Word(0), 2u) << "at the threshold: shipped";
@@ -318,9 +312,9 @@ TEST_F(AggregationQueueSizeTest, FullQueueThrowsQueueFullAndKeepsWhatItHolds) {
     std::iota(index.begin(), index.end(), 0);
     std::vector<uint64_t> ones(index.size(), 1);
     fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), half, index.data(), 8);
-    EXPECT_FAM_ERROR(fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), half,
-                                                index.data(), 8),
-                     FAM_ERR_ATL_QUEUE_FULL, "fam_queue_operation");
+    EXPECT_FAM_ERROR(
+        fam()->fam_queue_operation(OP_ADD_INDEXED, ones.data(), item_.get(), half, index.data(), 8),
+        FAM_ERR_ATL_QUEUE_FULL, "fam_queue_operation");
     EXPECT_EQ(Word(0), 0u);
     fam()->fam_aggregate_flush(item_.get());
     EXPECT_EQ(Word(0), 1u);
@@ -334,9 +328,8 @@ class AggregationOffTest : public AggregationTest {
 
 TEST_F(AggregationOffTest, QueueOperationThrowsNotEnabled) {
     uint64_t index = 0, value = 1;
-    EXPECT_FAM_ERROR(
-        fam()->fam_queue_operation(OP_ADD_INDEXED, &value, item_.get(), 1, &index, 8),
-        FAM_ERR_ATL_NOT_ENABLED, "fam_queue_operation");
+    EXPECT_FAM_ERROR(fam()->fam_queue_operation(OP_ADD_INDEXED, &value, item_.get(), 1, &index, 8),
+                     FAM_ERR_ATL_NOT_ENABLED, "fam_queue_operation");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -395,7 +388,8 @@ TEST_F(AggregationThreadsThresholdTest, FlushWaitsForItsGatherShippedByAnotherTh
     std::thread adder([&] {
         uint64_t index = 1000, one = 1;
         try {
-            while (!done) fam()->fam_queue_operation(OP_ADD_INDEXED, &one, item_.get(), 1, &index, 8);
+            while (!done)
+                fam()->fam_queue_operation(OP_ADD_INDEXED, &one, item_.get(), 1, &index, 8);
         } catch (const Fam_Exception &e) {
             adder_error = e.fam_error_msg();
         }
@@ -425,8 +419,7 @@ class ManyElementsTest : public AggregationTest, public ::testing::WithParamInte
         if (blocking()) {
             fam()->fam_gather_blocking(local.data(), item_.get(), index.size(), index.data(), 8);
         } else {
-            fam()->fam_gather_nonblocking(local.data(), item_.get(), index.size(), index.data(),
-                                          8);
+            fam()->fam_gather_nonblocking(local.data(), item_.get(), index.size(), index.data(), 8);
             fam()->fam_quiet();
         }
     }

@@ -286,9 +286,9 @@ TYPED_TEST(NumericAtomicsTest, MisalignedMinFailsAtQuietWithInvalid) {
 }
 
 TYPED_TEST(NumericAtomicsTest, SetPastEndFailsAtQuietWithOutOfRange) {
-    EXPECT_FAM_ERROR_AT_QUIET(
-        this->fam(), this->fam()->fam_set(this->item_.get(), kItemSize, this->mid()),
-        FAM_ERR_OUTOFRANGE, "fam_set");
+    EXPECT_FAM_ERROR_AT_QUIET(this->fam(),
+                              this->fam()->fam_set(this->item_.get(), kItemSize, this->mid()),
+                              FAM_ERR_OUTOFRANGE, "fam_set");
 }
 
 TYPED_TEST(NumericAtomicsTest, FetchPastEndThrowsOutOfRange) {
@@ -303,22 +303,22 @@ TYPED_TEST(NumericAtomicsTest, SwapPastEndThrowsOutOfRange) {
 
 TYPED_TEST(NumericAtomicsTest, AddWithOffsetOverflowFailsAtQuietWithOutOfRange) {
     uint64_t wrapping = UINT64_MAX - sizeof(TypeParam) + 1;  // aligned; + size wraps to 0
-    EXPECT_FAM_ERROR_AT_QUIET(
-        this->fam(), this->fam()->fam_add(this->item_.get(), wrapping, this->mid()),
-        FAM_ERR_OUTOFRANGE, "fam_add");
+    EXPECT_FAM_ERROR_AT_QUIET(this->fam(),
+                              this->fam()->fam_add(this->item_.get(), wrapping, this->mid()),
+                              FAM_ERR_OUTOFRANGE, "fam_add");
     EXPECT_EQ(this->template Fetch<TypeParam>(0), TypeParam(0));
 }
 
 TYPED_TEST(NumericAtomicsTest, SetOnReadOnlyItemFailsAtQuietWithNoPerm) {
-    EXPECT_FAM_ERROR_AT_QUIET(
-        this->fam(), this->fam()->fam_set(this->ReadOnlyItem(), kOffset, this->mid()),
-        FAM_ERR_NOPERM, "fam_set");
+    EXPECT_FAM_ERROR_AT_QUIET(this->fam(),
+                              this->fam()->fam_set(this->ReadOnlyItem(), kOffset, this->mid()),
+                              FAM_ERR_NOPERM, "fam_set");
 }
 
 TYPED_TEST(NumericAtomicsTest, AddOnReadOnlyItemFailsAtQuietWithNoPerm) {
-    EXPECT_FAM_ERROR_AT_QUIET(
-        this->fam(), this->fam()->fam_add(this->ReadOnlyItem(), kOffset, this->mid()),
-        FAM_ERR_NOPERM, "fam_add");
+    EXPECT_FAM_ERROR_AT_QUIET(this->fam(),
+                              this->fam()->fam_add(this->ReadOnlyItem(), kOffset, this->mid()),
+                              FAM_ERR_NOPERM, "fam_add");
 }
 
 TYPED_TEST(NumericAtomicsTest, FetchAddOnReadOnlyItemThrowsNoPerm) {
@@ -398,15 +398,15 @@ TYPED_TEST(BitwiseAtomicsTest, MisalignedXorFailsAtQuietWithInvalid) {
 }
 
 TYPED_TEST(BitwiseAtomicsTest, OrPastEndFailsAtQuietWithOutOfRange) {
-    EXPECT_FAM_ERROR_AT_QUIET(
-        this->fam(), this->fam()->fam_or(this->item_.get(), kItemSize, this->mask()),
-        FAM_ERR_OUTOFRANGE, "fam_or");
+    EXPECT_FAM_ERROR_AT_QUIET(this->fam(),
+                              this->fam()->fam_or(this->item_.get(), kItemSize, this->mask()),
+                              FAM_ERR_OUTOFRANGE, "fam_or");
 }
 
 TYPED_TEST(BitwiseAtomicsTest, AndOnReadOnlyItemFailsAtQuietWithNoPerm) {
-    EXPECT_FAM_ERROR_AT_QUIET(
-        this->fam(), this->fam()->fam_and(this->ReadOnlyItem(), kOffset, this->mask()),
-        FAM_ERR_NOPERM, "fam_and");
+    EXPECT_FAM_ERROR_AT_QUIET(this->fam(),
+                              this->fam()->fam_and(this->ReadOnlyItem(), kOffset, this->mask()),
+                              FAM_ERR_NOPERM, "fam_and");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -438,9 +438,8 @@ TYPED_TEST(CompareSwapTest, LeavesValueWhenExpectedDiffers) {
 }
 
 TYPED_TEST(CompareSwapTest, MisalignedThrowsInvalid) {
-    EXPECT_FAM_ERROR(this->fam()->fam_compare_swap(this->item_.get(),
-                                                   kOffset + sizeof(TypeParam) / 2, this->a(),
-                                                   this->b()),
+    EXPECT_FAM_ERROR(this->fam()->fam_compare_swap(
+                         this->item_.get(), kOffset + sizeof(TypeParam) / 2, this->a(), this->b()),
                      FAM_ERR_INVALID, "fam_compare_swap");
 }
 
@@ -471,11 +470,11 @@ std::string Hex128(int128_t value) {
     return text;
 }
 
-#define EXPECT_EQ_128(actual, expected)                                          \
-    do {                                                                         \
-        int128_t actual_ = (actual), expected_ = (expected);                     \
-        EXPECT_TRUE(actual_ == expected_)                                        \
-            << "got " << Hex128(actual_) << ", expected " << Hex128(expected_);  \
+#define EXPECT_EQ_128(actual, expected)                                         \
+    do {                                                                        \
+        int128_t actual_ = (actual), expected_ = (expected);                    \
+        EXPECT_TRUE(actual_ == expected_)                                       \
+            << "got " << Hex128(actual_) << ", expected " << Hex128(expected_); \
     } while (0)
 
 using Int128AtomicsTest = AtomicsTest;

@@ -245,10 +245,9 @@ TEST_F(AuthenticationTest, ReplayedCredentialIsRefused) {
 
 TEST_F(AuthenticationTest, CredentialForAnotherServiceIsRefused) {
     rpc::Session session;
-    Answer refused = Authenticate(
-        fampool::MakeCredential(cluster()->munge_socket(), fampool::MemoryServerAudience(0),
-                                "test"),
-        &session);
+    Answer refused = Authenticate(fampool::MakeCredential(cluster()->munge_socket(),
+                                                          fampool::MemoryServerAudience(0), "test"),
+                                  &session);
     EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
     EXPECT_TRUE(Names(refused, "meant for \"memory 0\"")) << refused.message;
 }
@@ -287,8 +286,8 @@ TEST_F(AuthenticationTest, ClientCannotGrantItselfAKeyOrManageExtents) {
     EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
     EXPECT_TRUE(Names(refused, "only from uid 0")) << refused.message;
     EXPECT_EQ(grant.key(), 0u);
-    refused = Ask(*memory, &rpc::MemoryServer::Stub::DestroyExtent, request, &empty,
-                  session.token());
+    refused =
+        Ask(*memory, &rpc::MemoryServer::Stub::DestroyExtent, request, &empty, session.token());
     EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
     EXPECT_EQ(GetBytes(item_.get(), 0, 4096), Pattern(4096, 7)) << "the item is intact";
 }
@@ -315,8 +314,8 @@ TEST_F(AuthenticationTest, TokenOfAnEndedSessionIsRefused) {
 TEST_F(AuthenticationTest, SessionUnusedForItsIdleLimitEnds) {
     fampool::SessionTable sessions(cluster()->munge_socket(), "test", "test service",
                                    std::chrono::seconds(1));
-    fampool::SessionTable::Opened opened = sessions.Open(
-        fampool::MakeCredential(cluster()->munge_socket(), "test", "test"), "Open");
+    fampool::SessionTable::Opened opened =
+        sessions.Open(fampool::MakeCredential(cluster()->munge_socket(), "test", "test"), "Open");
     EXPECT_EQ(sessions.Resolve(opened.token, "Resolve").uid, getuid());
     std::this_thread::sleep_for(std::chrono::milliseconds(2200));
     EXPECT_THROW(sessions.Resolve(opened.token, "Resolve"), fampool::Unauthenticated);
@@ -382,8 +381,7 @@ TEST_F(NoAuthenticationTest, ClientThatRequiresMungeRefusesTheService) {
     spec.env = {{"FAMPOOL_AUTHENTICATION", "munge"}};
     AccessAsNobody(spec);
     EXPECT_EQ(last_.exit_code, 2) << last_.out << last_.err;
-    EXPECT_NE(last_.err.find("does not authenticate its callers"), std::string::npos)
-        << last_.err;
+    EXPECT_NE(last_.err.find("does not authenticate its callers"), std::string::npos) << last_.err;
 }
 
 }  // namespace

@@ -292,9 +292,8 @@ TEST_F(BackupTest, RestoreWaitOnNullThrowsNullptr) {
 bool CorruptLargestFile(const std::string &dir) {
     std::vector<FileEntry> files = ListFiles(dir);
     if (files.empty()) return false;
-    auto largest = std::max_element(files.begin(), files.end(), [](auto &a, auto &b) {
-        return a.size < b.size;
-    });
+    auto largest = std::max_element(files.begin(), files.end(),
+                                    [](auto &a, auto &b) { return a.size < b.size; });
     int fd = open(largest->path.c_str(), O_RDWR);
     if (fd < 0) return false;
     off_t where = static_cast<off_t>(largest->size / 2);

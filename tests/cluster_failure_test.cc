@@ -31,8 +31,8 @@ TEST_F(FailureTest, DeadMemoryServerGivesAnErrorWithinBoundedTime) {
     std::vector<std::unique_ptr<Fam_Descriptor>> items;
     Fam_Descriptor *on_one = nullptr;
     for (int i = 0; i < 64 && !on_one; ++i) {
-        items.emplace_back(fam()->fam_allocate(("n" + std::to_string(i)).c_str(), 4096, 0777,
-                                               region.get()));
+        items.emplace_back(
+            fam()->fam_allocate(("n" + std::to_string(i)).c_str(), 4096, 0777, region.get()));
         if ((items.back()->get_global_descriptor().offset >> 48) == 1) on_one = items.back().get();
     }
     ASSERT_NE(on_one, nullptr) << "no item placed on memory server 1";
@@ -52,8 +52,7 @@ TEST_F(FailureTest, DeadMemoryServerGivesAnErrorWithinBoundedTime) {
     EXPECT_LT(seconds, 15.0);
     // The control path reports the dead server too, also within bounded time.
     start = Clock::now();
-    EXPECT_THROW(fam()->fam_copy_wait(fam()->fam_copy(on_one, 0, on_one, 128, 64)),
-                 Fam_Exception);
+    EXPECT_THROW(fam()->fam_copy_wait(fam()->fam_copy(on_one, 0, on_one, 128, 64)), Fam_Exception);
     EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 15.0);
 }
 
@@ -179,11 +178,11 @@ TEST_F(ClusterTest, DeallocationsInManyRegionsAreZeroedTogether) {
     std::vector<std::unique_ptr<Fam_Descriptor>> items;
     for (int r = 0; r < kRegions; ++r) {
         // One server's share of the region is one item: its space comes back only once zeroed.
-        regions.push_back(CreateRegion(("many" + std::to_string(r)).c_str(), 3 * 65536, 0777,
-                                       &plain));
+        regions.push_back(
+            CreateRegion(("many" + std::to_string(r)).c_str(), 3 * 65536, 0777, &plain));
         for (int i = 0; i < 3; ++i) {
-            items.push_back(Allocate(("i" + std::to_string(i)).c_str(), 65536,
-                                     regions.back().get()));
+            items.push_back(
+                Allocate(("i" + std::to_string(i)).c_str(), 65536, regions.back().get()));
             PutBytes(items.back().get(), 0, Pattern(65536, r * 3 + i + 1));
         }
     }

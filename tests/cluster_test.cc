@@ -70,7 +70,8 @@ TEST_F(HashSpanOneClusterTest, RegionLivesOnTheServerItsNameHashesTo) {
         used.insert(first[0]);
         fam()->fam_destroy_region(region.get());
         auto again = CreateRegion(name.c_str(), 4 << 20);
-        EXPECT_EQ(ServersOf(fam(), again.get()), first) << name << ": the same name, the same server";
+        EXPECT_EQ(ServersOf(fam(), again.get()), first)
+            << name << ": the same name, the same server";
         fam()->fam_destroy_region(again.get());
     }
     EXPECT_GT(used.size(), 1u) << "twelve names all hashed to one server";
@@ -110,8 +111,8 @@ TEST_F(PlainClusterTest, SmallRegionLivesOnOneServerAndTakesItemsOfHalfItsSize) 
     auto tiny = CreateRegion("tiny", 96 << 10);
     auto tiny_half = Allocate("x", 512 << 10, tiny.get());
     auto tiny_rest = Allocate("y", 480 << 10, tiny.get());
-    EXPECT_FAM_ERROR(delete fam()->fam_allocate("z", 64 << 10, 0777, tiny.get()),
-                     FAM_ERR_NO_SPACE, "fam_allocate");
+    EXPECT_FAM_ERROR(delete fam()->fam_allocate("z", 64 << 10, 0777, tiny.get()), FAM_ERR_NO_SPACE,
+                     "fam_allocate");
 }
 
 TEST_F(PlainClusterTest, RegionTakesOneServerPerGibibyte) {
@@ -237,8 +238,8 @@ TEST_F(TwoServerRegionTest, ItemAsLargeAsTheRegionFitsOnOneOfItsServers) {
     EXPECT_NE(other->get_memserver_ids()[0], whole->get_memserver_ids()[0]);
     PutBytes(other.get(), 8 * MiB - 4096, Pattern(4096, 8));
     EXPECT_EQ(GetBytes(other.get(), 8 * MiB - 4096, 4096), Pattern(4096, 8));
-    EXPECT_FAM_ERROR(delete fam()->fam_allocate("more", 64, 0777, region.get()),
-                     FAM_ERR_NO_SPACE, "fam_allocate");
+    EXPECT_FAM_ERROR(delete fam()->fam_allocate("more", 64, 0777, region.get()), FAM_ERR_NO_SPACE,
+                     "fam_allocate");
 }
 
 TEST_F(TwoServerRegionTest, OpenFamProgramsSmallRegionsWork) {
@@ -254,15 +255,14 @@ TEST_F(TwoServerRegionTest, OpenFamProgramsSmallRegionsWork) {
 // A region counts its size, and what its items hold past it (its slack), never the span of its
 // heap (docs/semantics.md, "Region capacity"); what does not fit is refused naming the server.
 TEST_F(CapacityClusterTest, CapacityCountsWhatItemsHoldNotTheHeapsSpan) {
-    auto slack = CreateRegion("slack", 6 * MiB);  // an 8 MiB heap; counts 6 MiB
-    auto fixed = CreateRegion("fixed", 8 * MiB);  // counts 8 MiB: 14 of 16 MiB
-    auto seven = Allocate("seven", 7 * MiB, slack.get());  // 1 MiB past the share: 15
-    auto one = Allocate("one", MiB, slack.get());          // 16: full
+    auto slack = CreateRegion("slack", 6 * MiB);             // an 8 MiB heap; counts 6 MiB
+    auto fixed = CreateRegion("fixed", 8 * MiB);             // counts 8 MiB: 14 of 16 MiB
+    auto seven = Allocate("seven", 7 * MiB, slack.get());    // 1 MiB past the share: 15
+    auto one = Allocate("one", MiB, slack.get());            // 16: full
     auto within = Allocate("within", 8 * MiB, fixed.get());  // inside its share: still 16
     PutBytes(within.get(), 8 * MiB - 4096, Pattern(4096, 3));
     EXPECT_EQ(GetBytes(within.get(), 8 * MiB - 4096, 4096), Pattern(4096, 3));
-    EXPECT_FAM_ERROR(CreateRegion("third", MiB), FAM_ERR_NO_SPACE,
-                     "capacity is 16777216 bytes");
+    EXPECT_FAM_ERROR(CreateRegion("third", MiB), FAM_ERR_NO_SPACE, "capacity is 16777216 bytes");
     EXPECT_FAM_ERROR(fam()->fam_resize_region(fixed.get(), 9 * MiB), FAM_ERR_NO_SPACE,
                      "memory server 0");
     fam()->fam_deallocate(one.get());
@@ -388,9 +388,8 @@ TEST_F(ClientFileTest, OptionsNameTheServiceAheadOfTheClusterFile) {
     std::string host = address.substr(0, colon), port = address.substr(colon + 1);
     FinalizeFam();
     UseClientFile("elsewhere.yaml",
-                  "openfam_model: memory_server\nprovider: " +
-                      ClusterKey(*cluster(), "provider") + "\nmetadata_address: 127.0.0.1:" +
-                      std::to_string(FreePort()) + "\n");
+                  "openfam_model: memory_server\nprovider: " + ClusterKey(*cluster(), "provider") +
+                      "\nmetadata_address: 127.0.0.1:" + std::to_string(FreePort()) + "\n");
     SetEnv("FAMPOOL_CONNECT_TIMEOUT_MS", "2000");
     Fam_Options options{};
     options.cisServer = host.data();
@@ -437,14 +436,15 @@ TEST_F(EveryServerClusterTest, ItemsOfARegionSpreadOverItsServers) {
         servers.insert(items.back()->get_memserver_ids()[0]);
     }
     EXPECT_EQ(servers.size(), 3u);
-    for (int i = 0; i < 12; ++i) EXPECT_EQ(GetBytes(items[i].get(), 0, 1 << 20), Pattern(1 << 20, i));
+    for (int i = 0; i < 12; ++i)
+        EXPECT_EQ(GetBytes(items[i].get(), 0, 1 << 20), Pattern(1 << 20, i));
     // Each server's extent can hold an item as large as the region (docs/semantics.md, "Region
     // capacity"): 3 x 12 MiB in all.
     for (int i = 12; i < 36; ++i) {
         items.push_back(Allocate(("i" + std::to_string(i)).c_str(), 1 << 20, region.get()));
     }
-    EXPECT_FAM_ERROR(fam()->fam_allocate("one_more", 1 << 20, 0777, region.get()),
-                     FAM_ERR_NO_SPACE, "fam_allocate");
+    EXPECT_FAM_ERROR(fam()->fam_allocate("one_more", 1 << 20, 0777, region.get()), FAM_ERR_NO_SPACE,
+                     "fam_allocate");
 }
 
 TEST_F(EveryServerClusterTest, CopyBetweenItemsOnDifferentServersCopiesBytes) {

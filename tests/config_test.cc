@@ -2,6 +2,8 @@
 // common/openfam_config.h): what wins among options, environment and file; the values of
 // OpenFAM's own files; cluster files in both server-list forms; a cluster written back by
 // ClusterFileText reading as what it was; and errors that name the file, key and value.
+#include "common/config.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "common/cluster_config.h"
-#include "common/config.h"
 #include "common/config_keys.h"
 #include "common/openfam_config.h"
 #include "test_support.h"
@@ -152,11 +153,9 @@ TEST_F(ConfigTest, BadValuesNameTheOptionAndTheValue) {
 
 TEST_F(ConfigTest, TimeoutsOfZeroOrBeyondAnIntAreRefused) {
     Set("FAMPOOL_CONNECT_TIMEOUT_MS", "0");
-    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID,
-                     "connect_timeout_ms");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "connect_timeout_ms");
     Set("FAMPOOL_CONNECT_TIMEOUT_MS", "5000000000");
-    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID,
-                     "connect_timeout_ms");
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "connect_timeout_ms");
 }
 
 TEST_F(ConfigTest, SwitchesTakeYesOrNoFromTheFileOrTheEnvironment) {
@@ -177,8 +176,9 @@ TEST_F(ConfigTest, AggregationKeysComeFromTheFileOrTheEnvironment) {
     EXPECT_TRUE(defaults.aggregation);
     EXPECT_EQ(defaults.aggregation_threshold, 16384u);
     EXPECT_EQ(defaults.atl_data_size, 4u << 20);
-    Set("FAMPOOL_CONFIG", File("pe.yaml", "aggregation_threshold: 0\nATL_queue_size: 500\n"
-                                          "ATL_data_size: 1048576\nfabric_memory_side_elements: 0\n"));
+    Set("FAMPOOL_CONFIG", File("pe.yaml",
+                               "aggregation_threshold: 0\nATL_queue_size: 500\n"
+                               "ATL_data_size: 1048576\nfabric_memory_side_elements: 0\n"));
     fampool::Config c = fampool::LoadConfig(nullptr);
     EXPECT_EQ(c.aggregation_threshold, 0u);
     EXPECT_EQ(c.atl_queue_size, 500u);
@@ -247,25 +247,26 @@ TEST_F(ConfigTest, ClusterFileListsItsServersInOrder) {
 }
 
 TEST_F(ConfigTest, OpenFamsMapOfServersMayListIdsInAnyOrder) {
-    ClusterConfig c = fampool::LoadClusterConfig(File(
-        "c.yaml", "metadata_dir: /tmp/m\nMemservers:\n"
-                  "  1: {rpc_interface: h:2, libfabric_port: \"3\", fam_path: /b}\n"
-                  "  0: {rpc_interface: h:1, libfabric_port: \"4\", fam_path: /a}\n"));
+    ClusterConfig c = fampool::LoadClusterConfig(
+        File("c.yaml",
+             "metadata_dir: /tmp/m\nMemservers:\n"
+             "  1: {rpc_interface: h:2, libfabric_port: \"3\", fam_path: /b}\n"
+             "  0: {rpc_interface: h:1, libfabric_port: \"4\", fam_path: /a}\n"));
     ASSERT_EQ(c.memservers.size(), 2u);
     EXPECT_EQ(c.memservers[0].heap_dir, "/a");
     EXPECT_EQ(c.memservers[1].heap_dir, "/b");
 }
 
 TEST_F(ConfigTest, ClusterFileErrorsNameTheServerAndTheKey) {
-    EXPECT_FAM_ERROR(
-        fampool::LoadClusterConfig(File("c.yaml", "memservers:\n  - {libfabric_port: \"1\", "
-                                                  "fam_path: /a}\n")),
-        openfam::FAM_ERR_INVALID, "memory server 0 has no rpc_interface");
-    EXPECT_FAM_ERROR(
-        fampool::LoadClusterConfig(File("c.yaml", "memservers:\n  - {rpc_interface: h:1, "
-                                                  "libfabric_port: \"1\", fam_path: /a, "
-                                                  "memory_type: dram}\n")),
-        openfam::FAM_ERR_INVALID, "memory_type \"dram\"");
+    EXPECT_FAM_ERROR(fampool::LoadClusterConfig(File("c.yaml",
+                                                     "memservers:\n  - {libfabric_port: \"1\", "
+                                                     "fam_path: /a}\n")),
+                     openfam::FAM_ERR_INVALID, "memory server 0 has no rpc_interface");
+    EXPECT_FAM_ERROR(fampool::LoadClusterConfig(File("c.yaml",
+                                                     "memservers:\n  - {rpc_interface: h:1, "
+                                                     "libfabric_port: \"1\", fam_path: /a, "
+                                                     "memory_type: dram}\n")),
+                     openfam::FAM_ERR_INVALID, "memory_type \"dram\"");
     EXPECT_FAM_ERROR(fampool::LoadClusterConfig(File("c.yaml", "rpc_timeout_ms: 0\n")),
                      openfam::FAM_ERR_INVALID, "rpc_timeout_ms");
     EXPECT_FAM_ERROR(fampool::LoadClusterConfig(File("c.yaml", "authentication: maybe\n")),
@@ -292,13 +293,14 @@ TEST_F(ConfigTest, MetadataShardsAreListedWithShardZeroAtTheMetadataAddress) {
 }
 
 TEST_F(ConfigTest, MetadataShardsThatDisagreeOrRepeatAreRefusedByName) {
-    EXPECT_FAM_ERROR(fampool::LoadClusterConfig(File(
-                         "c.yaml", "metadata_address: 127.0.0.1:1\n"
-                                   "metadata_shards: [127.0.0.1:2, 127.0.0.1:3]\n")),
-                     openfam::FAM_ERR_INVALID, "is not the first of metadata_shards");
-    EXPECT_FAM_ERROR(fampool::LoadClusterConfig(
-                         File("c.yaml", "metadata_shards: [127.0.0.1:2, 127.0.0.1:2]\n")),
-                     openfam::FAM_ERR_INVALID, "twice");
+    EXPECT_FAM_ERROR(
+        fampool::LoadClusterConfig(File("c.yaml",
+                                        "metadata_address: 127.0.0.1:1\n"
+                                        "metadata_shards: [127.0.0.1:2, 127.0.0.1:3]\n")),
+        openfam::FAM_ERR_INVALID, "is not the first of metadata_shards");
+    EXPECT_FAM_ERROR(
+        fampool::LoadClusterConfig(File("c.yaml", "metadata_shards: [127.0.0.1:2, 127.0.0.1:2]\n")),
+        openfam::FAM_ERR_INVALID, "twice");
     EXPECT_FAM_ERROR(
         fampool::LoadClusterConfig(File("c.yaml", "metadata_shards: [127.0.0.1:2, nowhere]\n")),
         openfam::FAM_ERR_INVALID, "\"nowhere\" is not host:port");
@@ -308,8 +310,8 @@ TEST_F(ConfigTest, MetadataShardsThatDisagreeOrRepeatAreRefusedByName) {
 
 TEST_F(ConfigTest, ClusterAuthenticatesOnlyWhenItsFileSaysMunge) {
     EXPECT_EQ(fampool::LoadClusterConfig(File("c.yaml", kCluster)).authentication, "none");
-    ClusterConfig c = fampool::LoadClusterConfig(File(
-        "c.yaml", std::string(kCluster) + "authentication: munge\nmunge_socket: /x/m.sock\n"));
+    ClusterConfig c = fampool::LoadClusterConfig(
+        File("c.yaml", std::string(kCluster) + "authentication: munge\nmunge_socket: /x/m.sock\n"));
     EXPECT_EQ(c.authentication, "munge");
     EXPECT_EQ(c.munge_socket, "/x/m.sock");
 }
@@ -323,8 +325,7 @@ TEST_F(ConfigTest, ClusterWrittenBackReadsAsWhatItWas) {
     c.memservers[0].if_device = "lo";
     c.authentication = "munge";
     c.munge_socket = "/run/munge/munge.socket.2";
-    ClusterConfig back =
-        fampool::LoadClusterConfig(File("back.yaml", fampool::ClusterFileText(c)));
+    ClusterConfig back = fampool::LoadClusterConfig(File("back.yaml", fampool::ClusterFileText(c)));
     EXPECT_EQ(back.provider, c.provider);
     EXPECT_EQ(back.metadata_address, c.metadata_address);
     EXPECT_EQ(back.archive_dir, c.archive_dir);

@@ -286,8 +286,7 @@ TEST_P(ControlCallOnContextTest, ChangesNothing) {
     fam()->fam_stat(region_.get(), &stat);
     EXPECT_EQ(stat.size, 512 * kMiB);
     EXPECT_EQ(stat.perm & 0777, 0777u);
-    EXPECT_FAM_ERROR(delete fam()->fam_lookup_region("new"), FAM_ERR_NOTFOUND,
-                     "fam_lookup_region");
+    EXPECT_FAM_ERROR(delete fam()->fam_lookup_region("new"), FAM_ERR_NOTFOUND, "fam_lookup_region");
 }
 
 INSTANTIATE_TEST_SUITE_P(Calls, ControlCallOnContextTest, ::testing::ValuesIn(ControlCalls()),
@@ -352,8 +351,8 @@ TEST_F(ContextTest, EightThreadsEachWithItsOwnContextCompleteExactly) {
                     if (back != chunks[k]) errors[t] += "chunk " + std::to_string(k) + " differs; ";
                 }
             } catch (const Fam_Exception &e) {
-                errors[t] += std::string("threw ") + FamErrorName(e.fam_error()) + ": " +
-                             e.fam_error_msg();
+                errors[t] +=
+                    std::string("threw ") + FamErrorName(e.fam_error()) + ": " + e.fam_error_msg();
             }
         });
     }
@@ -400,8 +399,8 @@ TEST_F(ThreadMultipleTest, ThreadsSharingFamDoPutGetAndAtomicsExactly) {
                     fetched[t].push_back(f->fam_fetch_add(item_.get(), kCounter, uint64_t{1}));
                 }
             } catch (const Fam_Exception &e) {
-                errors[t] += std::string("threw ") + FamErrorName(e.fam_error()) + ": " +
-                             e.fam_error_msg();
+                errors[t] +=
+                    std::string("threw ") + FamErrorName(e.fam_error()) + ": " + e.fam_error_msg();
             }
         });
     }

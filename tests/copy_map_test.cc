@@ -47,7 +47,6 @@ class CopyMapTest : public FamTest {
         return item_only_.get();
     }
 
-
     // The copy error reported by fam_copy or by fam_copy_wait (either is allowed).
     ::testing::AssertionResult CopyFails(Fam_Descriptor *src, uint64_t src_offset,
                                          Fam_Descriptor *dest, uint64_t dest_offset,

@@ -1,12 +1,12 @@
 // crc32c_test.cc: CRC-32C (common/crc32c.h), the checksum of backups, against the published
 // check values (RFC 3720, appendix B.4), in one call and in pieces, at every alignment.
+#include "common/crc32c.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include "common/crc32c.h"
 
 namespace fampool_test {
 namespace {

@@ -84,8 +84,7 @@ TEST_P(PutGetSizeTest, BlockingPutAtEndOfItemRoundTrips) {
     EXPECT_EQ(GetBytes(item_.get(), kItemSize - size, size), data);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, PutGetSizeTest,
-                         ::testing::Values(1, 7, 64, 4095, 65537, 4 * kMiB),
+INSTANTIATE_TEST_SUITE_P(Sizes, PutGetSizeTest, ::testing::Values(1, 7, 64, 4095, 65537, 4 * kMiB),
                          [](const ::testing::TestParamInfo<uint64_t> &info) {
                              return std::to_string(info.param) + "Bytes";
                          });
@@ -179,14 +178,14 @@ TEST_F(DataPathTest, GetIntoNullBufferThrowsNullptr) {
 
 TEST_F(DataPathTest, PutToNullDescriptorThrowsNullptr) {
     uint8_t buffer[8] = {};
-    EXPECT_FAM_ERROR(fam()->fam_put_blocking(buffer, nullptr, 0, sizeof(buffer)),
-                     FAM_ERR_NULLPTR, "fam_put_blocking");
+    EXPECT_FAM_ERROR(fam()->fam_put_blocking(buffer, nullptr, 0, sizeof(buffer)), FAM_ERR_NULLPTR,
+                     "fam_put_blocking");
 }
 
 TEST_F(DataPathTest, GetFromNullDescriptorThrowsNullptr) {
     uint8_t buffer[8] = {};
-    EXPECT_FAM_ERROR(fam()->fam_get_blocking(buffer, nullptr, 0, sizeof(buffer)),
-                     FAM_ERR_NULLPTR, "fam_get_blocking");
+    EXPECT_FAM_ERROR(fam()->fam_get_blocking(buffer, nullptr, 0, sizeof(buffer)), FAM_ERR_NULLPTR,
+                     "fam_get_blocking");
 }
 
 TEST_F(DataPathTest, PutOfZeroBytesIsANoOp) {
@@ -279,9 +278,8 @@ TEST_F(DataPathTest, NonBlockingGetPastEndReportsOutOfRange) {
 }
 
 TEST_F(DataPathTest, NonBlockingPutFromNullBufferThrowsNullptr) {
-    EXPECT_TRUE(FailsAtCallOrQuiet(
-        [&] { fam()->fam_put_nonblocking(nullptr, small_.get(), 0, 8); }, FAM_ERR_NULLPTR,
-        "fam_put_nonblocking"));
+    EXPECT_TRUE(FailsAtCallOrQuiet([&] { fam()->fam_put_nonblocking(nullptr, small_.get(), 0, 8); },
+                                   FAM_ERR_NULLPTR, "fam_put_nonblocking"));
 }
 
 TEST_F(DataPathTest, OperationsWorkAfterAReportedNonBlockingError) {
@@ -502,9 +500,8 @@ INSTANTIATE_TEST_SUITE_P(ElementSizes, GatherScatterTest, ::testing::Values(1, 8
 TEST_F(DataPathTest, ScatterStridedOffsetOverflowThrowsOutOfRangeAndWritesNothing) {
     // Element 1 is at (0 + 1 * 2^61) * 8 = 2^64, which wraps to offset 0.
     std::vector<uint8_t> local(16, 0xCD);
-    EXPECT_FAM_ERROR(
-        fam()->fam_scatter_blocking(local.data(), small_.get(), 2, 0, 1ull << 61, 8),
-        FAM_ERR_OUTOFRANGE, "fam_scatter_blocking");
+    EXPECT_FAM_ERROR(fam()->fam_scatter_blocking(local.data(), small_.get(), 2, 0, 1ull << 61, 8),
+                     FAM_ERR_OUTOFRANGE, "fam_scatter_blocking");
     EXPECT_EQ(GetBytes(small_.get(), 0, kSmallSize), std::vector<uint8_t>(kSmallSize, 0));
 }
 

@@ -1,12 +1,13 @@
 // extent_allocator_test.cc: the allocator of items inside an extent (meta/extent_allocator.h),
 // on an LMDB store of its own: best fit, 64-byte rounding, coalescing on free, growth and
 // shrinking, usage, and changes that vanish with an aborted transaction.
+#include "meta/extent_allocator.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 
-#include "meta/extent_allocator.h"
 #include "meta/lmdb.h"
 #include "test_support.h"
 

@@ -42,9 +42,7 @@ TEST_P(FabricTest, AtomicThroughReadOnlyKeyFails) {
     auto item = Plain(0, 0, 4096, /*writable=*/false);
     uint64_t add = 1, old = 0;
     EXPECT_TRUE(Refused(
-        [&] {
-            channel_->Atomic(*item, 0, AtomicOp::kAdd, DataType::kUint64, &add, nullptr, &old);
-        },
+        [&] { channel_->Atomic(*item, 0, AtomicOp::kAdd, DataType::kUint64, &add, nullptr, &old); },
         "fi_atomic"));
     channel_->Atomic(*item, 0, AtomicOp::kAdd, DataType::kUint64, &add, nullptr, nullptr);
     EXPECT_TRUE(Refused([&] { channel_->Quiet(); }, "fi_atomic"));
@@ -77,8 +75,8 @@ TEST_P(FabricTest, CheckedReadsRefuseAForgedKeyAtEverySize) {
     std::vector<char> buffer(kMiB, 1);
     for (uint64_t size : {uint64_t{256}, uint64_t{65536}}) {
         SCOPED_TRACE(size);
-        EXPECT_TRUE(Refused([&] { channel_->Read(forged, 0, buffer.data(), size, true); },
-                            "fi_read"));
+        EXPECT_TRUE(
+            Refused([&] { channel_->Read(forged, 0, buffer.data(), size, true); }, "fi_read"));
     }
     auto good = Plain(0, 0, kMiB);
     channel_->Read(good, 0, buffer.data(), 65536, true);
@@ -91,7 +89,8 @@ TEST_P(FabricTest, OffsetPastRegistrationFailsAndServerKeepsServing) {
     auto beyond = Plain(0, kServerBytes - 128, 4096);  // runs 3968 bytes past the extent
     std::vector<char> buffer(4096, 1);
     EXPECT_TRUE(Refused([&] { channel_->Read(beyond, 0, buffer.data(), 4096, true); }, "fi_read"));
-    EXPECT_TRUE(Refused([&] { channel_->Write(beyond, 0, buffer.data(), 4096, true); }, "fi_write"));
+    EXPECT_TRUE(
+        Refused([&] { channel_->Write(beyond, 0, buffer.data(), 4096, true); }, "fi_write"));
     EXPECT_EQ(0x5a, servers_[0]->extent.bytes()[kServerBytes - 1]);
     auto good = Plain(0, 0, 4096);
     channel_->Write(good, 0, buffer.data(), 256, true);
@@ -227,7 +226,8 @@ TEST_P(FabricTest, ServerStaysIdleAfterClientProcessDies) {
     // shm names a client's region after its PID; a dead client leaves it behind.
     for (int index = 0; index < 8; ++index) {
         unlink(("/dev/shm/" + std::to_string(child) + ":" + std::to_string(getuid()) + ":" +
-                std::to_string(index)).c_str());
+                std::to_string(index))
+                   .c_str());
     }
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "client status " << status;
     EXPECT_EQ(7, servers_[0]->extent.bytes()[0]);
@@ -347,8 +347,7 @@ TEST_P(ShmFabricTest, ChannelThatCannotReopenFailsClearlyAndOpensOnTheNextCall) 
     EXPECT_EQ(1, servers_[0]->extent.bytes()[0]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shm, ShmFabricTest, ::testing::Values(std::string("shm")),
-                         ProviderName);
+INSTANTIATE_TEST_SUITE_P(Shm, ShmFabricTest, ::testing::Values(std::string("shm")), ProviderName);
 
 INSTANTIATE_TEST_SUITE_P(Providers, FabricTest, Providers(), ProviderName);
 

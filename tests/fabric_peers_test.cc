@@ -3,6 +3,8 @@
 // (initiator), moving an item's bytes to and from each other with the keys they are handed.
 // Among them the failures a client cannot easily provoke: a key the peer refuses, a read-only
 // key used for a write, and a server with no fabric to reach its peers.
+#include "memserver/fabric_peers.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "common/error.h"
-#include "memserver/fabric_peers.h"
 #include "memserver/fabric_server.h"
 #include "memserver/local_memory_server.h"
 #include "test_cluster.h"

@@ -134,12 +134,14 @@ void FabricElementsTest::CheckScatterAndGather(uint64_t memory_side_elements) {
         ElementPlan strided;  // every 97th 8-byte element: crosses interleave blocks
         strided.first = 3;
         strided.stride = 97;
-        channel_->Elements(*item, strided, reinterpret_cast<char *>(values.data()), 64, 8, true, true);
+        channel_->Elements(*item, strided, reinterpret_cast<char *>(values.data()), 64, 8, true,
+                           true);
         ElementPlan indexed;
         indexed.strided = false;
         for (size_t i = 0; i < 64; ++i) indexed.indices.push_back(3 + i * 97);
         std::vector<uint64_t> back(64, 0);
-        channel_->Elements(*item, indexed, reinterpret_cast<char *>(back.data()), 64, 8, false, false);
+        channel_->Elements(*item, indexed, reinterpret_cast<char *>(back.data()), 64, 8, false,
+                           false);
         channel_->Quiet();
         EXPECT_EQ(values, back);
     }
@@ -177,9 +179,9 @@ TEST_P(FabricTest, ContiguousElementsMoveAsOneRun) {
 
 template <typename T>
 void ExpectAtomicsMatchCpu(Channel &channel, Binding &item, char *fam, const char *label) {
-    const AtomicOp ops[] = {AtomicOp::kSet, AtomicOp::kAdd, AtomicOp::kSubtract,
-                            AtomicOp::kMin, AtomicOp::kMax, AtomicOp::kAnd,
-                            AtomicOp::kOr,  AtomicOp::kXor, AtomicOp::kFetch,
+    const AtomicOp ops[] = {AtomicOp::kSet,  AtomicOp::kAdd,        AtomicOp::kSubtract,
+                            AtomicOp::kMin,  AtomicOp::kMax,        AtomicOp::kAnd,
+                            AtomicOp::kOr,   AtomicOp::kXor,        AtomicOp::kFetch,
                             AtomicOp::kSwap, AtomicOp::kCompareSwap};
     const DataType type = std::is_same_v<T, uint64_t> ? DataType::kUint64 : DataType::kInt64;
     const T operands[] = {T(5), T(-3), T(0x7000000000000001ull), T(-9000000000000000000ll)};
@@ -194,9 +196,9 @@ void ExpectAtomicsMatchCpu(Channel &channel, Binding &item, char *fam, const cha
                                   op == AtomicOp::kCompareSwap)) {
                     continue;
                 }
-                SCOPED_TRACE(testing::Message() << label << " op " << static_cast<int>(op)
-                                                << " operand " << operand << " fetching "
-                                                << fetching);
+                SCOPED_TRACE(testing::Message()
+                             << label << " op " << static_cast<int>(op) << " operand " << operand
+                             << " fetching " << fetching);
                 T compare = shadow;  // compare-swap: succeeds (the current value)
                 T expected_old = 0, old = 0;
                 ApplyAtomic(reinterpret_cast<char *>(&shadow), op, type, &operand, &compare,
@@ -268,8 +270,8 @@ TEST_P(FabricTest, Int128CompareSwapGoesThroughMemoryServer) {
     // Item byte kInterleave + 32 is in block 1: server index 1, physical offset 32.
     __int128 start = (__int128{0x1122334455667788} << 64) | 0x99, desired = 7, old = 0;
     std::memcpy(servers_[1]->extent.bytes() + 32, &start, 16);
-    channel_->Atomic(*item, kInterleave + 32, AtomicOp::kCompareSwap, DataType::kInt128,
-                     &desired, &start, &old);
+    channel_->Atomic(*item, kInterleave + 32, AtomicOp::kCompareSwap, DataType::kInt128, &desired,
+                     &start, &old);
     EXPECT_TRUE(old == start);
     __int128 now;
     std::memcpy(&now, servers_[1]->extent.bytes() + 32, 16);
@@ -372,9 +374,8 @@ TEST_P(FabricTest, EachThreadOfAChannelPostsOnItsOwnEndpoint) {
     for (int t = 0; t < kThreads; ++t) data.push_back(Pattern(4096, 70 + t));
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
-        threads.emplace_back([&, t] {
-            channel_->Write(item, t * 4096, data[t].data(), 4096, false);
-        });
+        threads.emplace_back(
+            [&, t] { channel_->Write(item, t * 4096, data[t].data(), 4096, false); });
     }
     for (std::thread &thread : threads) thread.join();
     // The first thread takes the channel opened with the object; the others open their own.
@@ -417,8 +418,8 @@ class DirectHeap {
         int fd = open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
         EXPECT_GE(fd, 0);
         EXPECT_EQ(0, ftruncate(fd, static_cast<off_t>(size)));
-        bytes_ = static_cast<char *>(
-            mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+        bytes_ =
+            static_cast<char *>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
         close(fd);
     }
     ~DirectHeap() {

@@ -3,11 +3,12 @@
 // group; a directory another user owns, or may swap files in, is refused with the reason,
 // however it came to be there (made before, or a link). The cases that need another user's
 // directory run as root (chown) and skip otherwise.
+#include "common/file_access.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/file_access.h"
 #include "test_support.h"
 
 namespace fampool_test {
@@ -57,7 +58,7 @@ TEST_F(FileAccessTest, AnExistingOwnDirectoryIsClosed) {
 TEST_F(FileAccessTest, SharedFilesBelongToTheGroup) {
     if (geteuid() != 0) {
         GTEST_SKIP() << "skipped: giving a file to group 65534 (the sharing group checked "
-                         "here) needs root; run the suite as root (CI does) to check it";
+                        "here) needs root; run the suite as root (CI does) to check it";
     }
     FileAccess shared = FileAccess::Sharing("65534", "sharing_group");
     shared.MakeDirectory(Path("shared"));
@@ -68,8 +69,8 @@ TEST_F(FileAccessTest, SharedFilesBelongToTheGroup) {
 }
 
 TEST_F(FileAccessTest, UnknownGroupIsRefusedNamingTheSetting) {
-    CaughtError caught = CatchFamError(
-        [] { FileAccess::Sharing("no-such-group-of-fampool", "sharing_group"); });
+    CaughtError caught =
+        CatchFamError([] { FileAccess::Sharing("no-such-group-of-fampool", "sharing_group"); });
     EXPECT_EQ(caught.code, openfam::FAM_ERR_INVALID);
     EXPECT_NE(caught.message.find("sharing_group"), std::string::npos) << caught.message;
     caught = CatchFamError([] { FileAccess::Sharing("99999999999999", "sharing_group"); });
@@ -91,22 +92,21 @@ TEST_F(FileAccessTest, SharedDirectoryWhereOthersMaySwapFilesIsRefused) {
 TEST_F(FileAccessTest, DirectoriesOfAnotherUserAreRefusedWhateverTheirKind) {
     if (geteuid() != 0) {
         GTEST_SKIP() << "skipped: making a directory owned by another user (uid 65534), which "
-                         "must be refused, needs root; run the suite as root (CI does) to "
-                         "check it";
+                        "must be refused, needs root; run the suite as root (CI does) to "
+                        "check it";
     }
     std::string theirs = ForeignDirectory("theirs", 0755);
     for (auto kind : {FileAccess::Dir::kOwn, FileAccess::Dir::kShared}) {
         CaughtError caught = CatchFamError([&] { FileAccess().MakeDirectory(theirs, kind); });
-        EXPECT_NE(caught.message.find("belongs to uid 65534"), std::string::npos)
-            << caught.message;
+        EXPECT_NE(caught.message.find("belongs to uid 65534"), std::string::npos) << caught.message;
     }
 }
 
 TEST_F(FileAccessTest, ALinkAnotherUserPlacedIsRefused) {
     if (geteuid() != 0) {
         GTEST_SKIP() << "skipped: making a symlink owned by another user (uid 65534), which "
-                         "must be refused, needs root; run the suite as root (CI does) to "
-                         "check it";
+                        "must be refused, needs root; run the suite as root (CI does) to "
+                        "check it";
     }
     std::string target = Path("target");
     ASSERT_EQ(mkdir(target.c_str(), 0700), 0);

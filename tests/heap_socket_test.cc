@@ -4,6 +4,8 @@
 // region; a read-only descriptor maps read-only and cannot be made writable; an unknown key, an
 // item-level key, a write through a read-only grant and another user without the bits are
 // refused with the reason. Other users run as uid/gid 65534 in child processes (as root).
+#include "memserver/heap_socket.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -13,7 +15,6 @@
 
 #include "memserver/fabric_server.h"
 #include "memserver/heap_guard.h"
-#include "memserver/heap_socket.h"
 #include "memserver/local_memory_server.h"
 #include "test_support.h"
 
@@ -106,8 +107,7 @@ TEST_F(HeapSocketTest, ReadOnlyDescriptorCannotBeMadeWritable) {
 
 TEST_F(HeapSocketTest, WritableDescriptorThroughAReadOnlyKeyIsRefused) {
     KeyGrant grant = WholeKey(0600, /*writable=*/false);
-    CaughtError caught = CatchFamError(
-        [&] { AskAndClose(grant.key, true); });
+    CaughtError caught = CatchFamError([&] { AskAndClose(grant.key, true); });
     EXPECT_EQ(caught.code, FAM_ERR_NOPERM);
     EXPECT_NE(caught.message.find("read-only"), std::string::npos) << caught.message;
     EXPECT_EQ(socket_->refused(), 1u);
@@ -115,13 +115,11 @@ TEST_F(HeapSocketTest, WritableDescriptorThroughAReadOnlyKeyIsRefused) {
 
 TEST_F(HeapSocketTest, UnknownOrRevokedKeyIsRefused) {
     KeyGrant grant = WholeKey(0600);
-    CaughtError guessed = CatchFamError(
-        [&] { AskAndClose(grant.key ^ 1, false); });
+    CaughtError guessed = CatchFamError([&] { AskAndClose(grant.key ^ 1, false); });
     EXPECT_EQ(guessed.code, FAM_ERR_NOPERM);
     EXPECT_NE(guessed.message.find("grants nothing"), std::string::npos) << guessed.message;
     server_->RevokeKeys(extent_, fampool::kAllGrants);
-    CaughtError revoked = CatchFamError(
-        [&] { AskAndClose(grant.key, false); });
+    CaughtError revoked = CatchFamError([&] { AskAndClose(grant.key, false); });
     EXPECT_EQ(revoked.code, FAM_ERR_NOPERM) << revoked.message;
 }
 
@@ -137,16 +135,14 @@ TEST_F(HeapSocketTest, KeyIsNotSentToASocketOfAnotherUid) {
 
 TEST_F(HeapSocketTest, ItemLevelKeyGetsNoHeapDescriptor) {
     KeyGrant grant = server_->GrantKey(extent_, 4096, 4096, true, Permissions{0, 0, 0600, true});
-    CaughtError caught = CatchFamError(
-        [&] { AskAndClose(grant.key, false); });
+    CaughtError caught = CatchFamError([&] { AskAndClose(grant.key, false); });
     EXPECT_EQ(caught.code, FAM_ERR_INVALIDOP);
     EXPECT_NE(caught.message.find("DATAITEM"), std::string::npos) << caught.message;
 }
 
 TEST_F(HeapSocketTest, KeyWithoutRecordedPermissionsGetsNoDescriptor) {
     KeyGrant grant = server_->GrantKey(extent_, 0, 0, true, Permissions{});
-    CaughtError caught = CatchFamError(
-        [&] { AskAndClose(grant.key, false); });
+    CaughtError caught = CatchFamError([&] { AskAndClose(grant.key, false); });
     EXPECT_EQ(caught.code, FAM_ERR_NOPERM) << caught.message;
 }
 
@@ -168,23 +164,26 @@ TEST_F(HeapSocketTest, TruncatedHeapDoesNotEndTheServer) {
 TEST_F(HeapSocketTest, AnotherUserIsJudgedByTheKernelsUidNotTheKey) {
     if (geteuid() != 0) {
         GTEST_SKIP() << "skipped: asking the socket as another user (a child as uid 65534) "
-                         "needs root; run the suite as root (CI does) to check it";
+                        "needs root; run the suite as root (CI does) to check it";
     }
     chmod(dir_.path().c_str(), 0755);  // the child reaches the socket
     const uint64_t private_key = WholeKey(0600).key;
     const uid_t server = geteuid();  // the child's own uid is another
     auto ask = [&](uint64_t key, bool writable) {
         // A forked child: it uses no state of this process but the socket's path.
-        return detail::RunAsUserForked(kNobodyUid, kNobodyGid, [&, key, writable] {
-            try {
-                close(fampool::RequestHeap(socket_path_, kRegion, key, writable, server));
-                return 0;
-            } catch (const Fam_Exception &e) {
-                if (e.fam_error() == FAM_ERR_NOPERM) return 3;
-                std::fprintf(stderr, "child: %s\n", e.fam_error_msg());
-                return 4;
-            }
-        }, 30);
+        return detail::RunAsUserForked(
+            kNobodyUid, kNobodyGid,
+            [&, key, writable] {
+                try {
+                    close(fampool::RequestHeap(socket_path_, kRegion, key, writable, server));
+                    return 0;
+                } catch (const Fam_Exception &e) {
+                    if (e.fam_error() == FAM_ERR_NOPERM) return 3;
+                    std::fprintf(stderr, "child: %s\n", e.fam_error_msg());
+                    return 4;
+                }
+            },
+            30);
     };
     EXPECT_EQ(ask(private_key, false), 3) << "0600: no descriptor for another user";
     server_->RevokeKeys(extent_, fampool::kAllGrants);

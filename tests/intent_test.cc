@@ -118,8 +118,7 @@ TEST(IntentMapping, UsageHintsNarrowAndRank) {
 
 TEST(IntentMapping, HintsCompose) {
     // Near node B, then the lowest latency there: 1 (3 is 40x slower).
-    EXPECT_EQ(Choose(Hints(FAM_HINT_NEAR_PE | FAM_HINT_LATENCY, "B")),
-              (std::vector<uint64_t>{1}));
+    EXPECT_EQ(Choose(Hints(FAM_HINT_NEAR_PE | FAM_HINT_LATENCY, "B")), (std::vector<uint64_t>{1}));
     // Bandwidth within domain b: 2 alone (2 GB/s) beats 2 x 0.5 GB/s.
     RegionIntent intent = Hints(FAM_HINT_BANDWIDTH);
     intent.failure_domain = "b";
@@ -151,8 +150,8 @@ TEST(IntentMapping, ResilienceHintsChooseMemoryTypeAndRedundancy) {
 TEST(IntentMapping, ContradictionsAreRefusedNamingTheHints) {
     auto refuse = [](uint32_t hints, Fam_Region_Attributes attributes, const char *part) {
         std::string message, why;
-        int error = ErrorOf(
-            [&] { ApplyIntentAttributes(Hints(hints), "r", &attributes, &why); }, &message);
+        int error =
+            ErrorOf([&] { ApplyIntentAttributes(Hints(hints), "r", &attributes, &why); }, &message);
         EXPECT_EQ(error, openfam::FAM_ERR_INVALID) << part;
         EXPECT_NE(message.find(part), std::string::npos) << message;
     };
@@ -272,12 +271,9 @@ TEST_F(EmbeddedIntentTest, KindConstraintPlacesOnTheTierAndDataRoundTrips) {
 }
 
 TEST_F(EmbeddedIntentTest, EachHintPlacesAsDocumented) {
-    EXPECT_EQ(Place(fam(), "lat", IntentOf(FAM_HINT_LATENCY)).servers,
-              (std::vector<uint64_t>{0}));
-    EXPECT_EQ(Place(fam(), "bw", IntentOf(FAM_HINT_BANDWIDTH)).servers,
-              (std::vector<uint64_t>{0}));
-    EXPECT_EQ(Place(fam(), "big", IntentOf(FAM_HINT_CAPACITY)).servers,
-              (std::vector<uint64_t>{2}));
+    EXPECT_EQ(Place(fam(), "lat", IntentOf(FAM_HINT_LATENCY)).servers, (std::vector<uint64_t>{0}));
+    EXPECT_EQ(Place(fam(), "bw", IntentOf(FAM_HINT_BANDWIDTH)).servers, (std::vector<uint64_t>{0}));
+    EXPECT_EQ(Place(fam(), "big", IntentOf(FAM_HINT_CAPACITY)).servers, (std::vector<uint64_t>{2}));
     Placed near = Place(fam(), "near", IntentOf(FAM_HINT_NEAR_PE | FAM_HINT_LATENCY));
     EXPECT_EQ(near.servers, (std::vector<uint64_t>{0}));
     EXPECT_NE(std::string(near.placement.reason).find("near-pe: 0, 2"), std::string::npos)
@@ -381,10 +377,8 @@ class ClusterIntentTest : public ClusterTest, public IntentApi {
 };
 
 TEST_F(ClusterIntentTest, HintsAndConstraintsMapOntoTheServersKinds) {
-    EXPECT_EQ(Place(fam(), "far", IntentOf(0, FAM_KIND_FAR)).servers,
-              (std::vector<uint64_t>{2}));
-    EXPECT_EQ(Place(fam(), "lat", IntentOf(FAM_HINT_LATENCY)).servers,
-              (std::vector<uint64_t>{0}));
+    EXPECT_EQ(Place(fam(), "far", IntentOf(0, FAM_KIND_FAR)).servers, (std::vector<uint64_t>{2}));
+    EXPECT_EQ(Place(fam(), "lat", IntentOf(FAM_HINT_LATENCY)).servers, (std::vector<uint64_t>{0}));
     // Persistent and bandwidth-bound: 2 x 8 Gbit/s striped beats 1 x 10 Gbit/s.
     Placed fast = Place(fam(), "bw", IntentOf(FAM_HINT_BANDWIDTH | FAM_HINT_PERSISTENT));
     EXPECT_EQ(fast.servers, (std::vector<uint64_t>{0, 1}));
@@ -422,8 +416,8 @@ TEST_F(ClusterIntentTest, SurvivingAFailureIsRaid1OnPersistentMemoryAcrossDomain
     named.intent.server_count = 1;
     named.intent.servers[0] = 1;
     EXPECT_FAM_ERROR(Place(fam(), "vol", named), FAM_ERR_RESOURCE, "constraint servers 1");
-    EXPECT_FAM_ERROR(Place(fam(), "big", IntentOf(0, FAM_KIND_FAR), 128 << 20),
-                     FAM_ERR_NO_SPACE, "fewer have room");
+    EXPECT_FAM_ERROR(Place(fam(), "big", IntentOf(0, FAM_KIND_FAR), 128 << 20), FAM_ERR_NO_SPACE,
+                     "fewer have room");
 }
 
 }  // namespace

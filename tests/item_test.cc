@@ -119,8 +119,7 @@ TEST_F(ItemTest, AllocateWithNullRegionReusesExistingDefaultRegion) {
     std::unique_ptr<Fam_Descriptor> b(fam()->fam_allocate("b", 4096, 0600, nullptr));
     std::unique_ptr<Fam_Descriptor> found_a(fam()->fam_lookup("a", "Default"));
     std::unique_ptr<Fam_Descriptor> found_b(fam()->fam_lookup("b", "Default"));
-    EXPECT_EQ(found_a->get_global_descriptor().regionId,
-              found_b->get_global_descriptor().regionId);
+    EXPECT_EQ(found_a->get_global_descriptor().regionId, found_b->get_global_descriptor().regionId);
 }
 
 TEST_F(ItemTest, DuplicateNameInRegionThrowsAlreadyExist) {
@@ -174,9 +173,9 @@ TEST_F(ItemTest, EmptyItemNameAllocatesUnnamedItems) {
 }
 
 TEST_F(ItemTest, NullItemNameThrowsNullptr) {
-    EXPECT_FAM_ERROR(delete fam()->fam_allocate(static_cast<const char *>(nullptr), 64, 0600,
-                                                region_.get()),
-                     FAM_ERR_NULLPTR, "fam_allocate");
+    EXPECT_FAM_ERROR(
+        delete fam()->fam_allocate(static_cast<const char *>(nullptr), 64, 0600, region_.get()),
+        FAM_ERR_NULLPTR, "fam_allocate");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -324,8 +323,8 @@ TEST_F(ItemTest, ItemPermIsRecordedInRegionLevelRegion) {
 
 TEST_F(ItemTest, StatItemWithNullStatThrowsNullptr) {
     std::unique_ptr<Fam_Descriptor> item = Allocate("i", 64, region_.get());
-    EXPECT_FAM_ERROR(fam()->fam_stat(item.get(), static_cast<Fam_Stat *>(nullptr)),
-                     FAM_ERR_NULLPTR, "fam_stat");
+    EXPECT_FAM_ERROR(fam()->fam_stat(item.get(), static_cast<Fam_Stat *>(nullptr)), FAM_ERR_NULLPTR,
+                     "fam_stat");
 }
 
 TEST_F(ItemTest, StatNullItemThrowsNullptr) {

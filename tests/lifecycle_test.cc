@@ -243,8 +243,7 @@ using CallBeforeInitializeTest = CallOnUnusableFamTest;
 TEST_P(CallAfterFinalizeTest, ThrowsInvalidOp) {
     FinalizeFam();
     const NamedCall &call = GetParam();
-    EXPECT_FAM_ERROR(call.invoke(fam(), region_.get(), item_.get()), FAM_ERR_INVALIDOP,
-                     call.call);
+    EXPECT_FAM_ERROR(call.invoke(fam(), region_.get(), item_.get()), FAM_ERR_INVALIDOP, call.call);
 }
 
 TEST_P(CallBeforeInitializeTest, ThrowsInvalidOp) {
@@ -273,10 +272,22 @@ TEST_F(LifecycleTest, RegionCreatedBeforeFinalizeSurvivesFailedCallsAfterIt) {
 // fam_list_options and fam_get_option
 
 const char *const kDocumentedOptions[] = {
-    "VERSION",           "DEFAULT_REGION_NAME", "CIS_SERVER",         "GRPC_PORT",
-    "LIBFABRIC_PROVIDER", "FAM_THREAD_MODEL",   "CIS_INTERFACE_TYPE", "OPENFAM_MODEL",
-    "FAM_CONTEXT_MODEL", "PE_COUNT",            "PE_ID",              "RUNTIME",
-    "NUM_CONSUMER",      "FAM_DEFAULT_MEMORY_TYPE", "IF_DEVICE",      "LOC_BUF_ADDR",
+    "VERSION",
+    "DEFAULT_REGION_NAME",
+    "CIS_SERVER",
+    "GRPC_PORT",
+    "LIBFABRIC_PROVIDER",
+    "FAM_THREAD_MODEL",
+    "CIS_INTERFACE_TYPE",
+    "OPENFAM_MODEL",
+    "FAM_CONTEXT_MODEL",
+    "PE_COUNT",
+    "PE_ID",
+    "RUNTIME",
+    "NUM_CONSUMER",
+    "FAM_DEFAULT_MEMORY_TYPE",
+    "IF_DEVICE",
+    "LOC_BUF_ADDR",
     "LOC_BUF_SIZE",
 };
 
@@ -340,8 +351,7 @@ TEST_F(LifecycleTest, GetOptionReturnsANewCopyEachCall) {
     for (const std::string &name : ListedOptions(fam(), &terminated)) {
         if (!IsStringOption(name)) continue;
         char *first = static_cast<char *>(const_cast<void *>(fam()->fam_get_option(name.c_str())));
-        char *second =
-            static_cast<char *>(const_cast<void *>(fam()->fam_get_option(name.c_str())));
+        char *second = static_cast<char *>(const_cast<void *>(fam()->fam_get_option(name.c_str())));
         ASSERT_NE(first, nullptr) << name;
         ASSERT_NE(second, nullptr) << name;
         EXPECT_NE(first, second) << name << ": both calls returned the same pointer";
@@ -415,8 +425,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST_F(LifecycleTest, GetOptionUnknownNameThrowsNotFound) {
-    EXPECT_FAM_ERROR(fam()->fam_get_option("NO_SUCH_OPTION"), FAM_ERR_NOTFOUND,
-                     "fam_get_option");
+    EXPECT_FAM_ERROR(fam()->fam_get_option("NO_SUCH_OPTION"), FAM_ERR_NOTFOUND, "fam_get_option");
 }
 
 TEST_F(LifecycleTest, GetOptionNullNameThrowsNullptr) {
@@ -459,8 +468,9 @@ TEST_F(UninitializedTest, ConfigurationFileWithUnknownKeyFailsNamingKeyAndFile) 
 
 TEST_F(UninitializedTest, ConfigurationFileWithOpenFamKeysFampoolDoesNotNeedIsAccepted) {
     fampool_test::TempDir dir;
-    SetEnv("FAMPOOL_CONFIG", ConfigWith(dir.path(), "rpc_framework_type: grpc\n"
-                                                    "resource_release: enable\n"));
+    SetEnv("FAMPOOL_CONFIG", ConfigWith(dir.path(),
+                                        "rpc_framework_type: grpc\n"
+                                        "resource_release: enable\n"));
     openfam::fam f;
     EXPECT_NO_THROW(f.fam_initialize("default", nullptr));
     EXPECT_NO_THROW(f.fam_finalize("default"));
@@ -489,8 +499,7 @@ TEST_F(UninitializedTest, DefaultRegionNameOptionNamesTheRegionOfNullAllocations
     std::unique_ptr<Fam_Descriptor> item(f->fam_allocate("x", 4096, 0600, nullptr));
     std::unique_ptr<Fam_Descriptor> found(f->fam_lookup("x", "Mine"));
     EXPECT_EQ(found->get_size(), 4096u);
-    EXPECT_FAM_ERROR(delete f->fam_lookup_region("Default"), FAM_ERR_NOTFOUND,
-                     "fam_lookup_region");
+    EXPECT_FAM_ERROR(delete f->fam_lookup_region("Default"), FAM_ERR_NOTFOUND, "fam_lookup_region");
 }
 
 TEST_F(UninitializedTest, DefaultMemoryTypeOptionPersistentMakesPersistentRegions) {
@@ -547,8 +556,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(UninitializedTest, InterleaveSizeNotPowerOfTwoThrowsNotPwrTwo) {
     SetEnv("FAMPOOL_INTERLEAVE_SIZE", "3");
     openfam::fam f;
-    EXPECT_FAM_ERROR(f.fam_initialize("default", nullptr), FAM_ERR_NOT_PWR_TWO,
-                     "fam_initialize");
+    EXPECT_FAM_ERROR(f.fam_initialize("default", nullptr), FAM_ERR_NOT_PWR_TWO, "fam_initialize");
 }
 
 TEST_F(UninitializedTest, InterleaveSizePowerOfTwoIsAccepted) {

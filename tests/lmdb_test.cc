@@ -1,13 +1,14 @@
 // lmdb_test.cc: the thin layer over LMDB (meta/lmdb.h): transactions that abort unless
 // committed, puts that may refuse to overwrite, cursors, one environment per directory and
 // process, and big-endian keys that sort as numbers.
+#include "meta/lmdb.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "meta/lmdb.h"
 #include "test_support.h"
 
 namespace fampool_test {

@@ -2,7 +2,6 @@
 // (MemoryServer.ApplyElements): the caller's key decides what a request may touch, and a
 // malformed or oversized request is refused before the server allocates or touches anything.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstring>
@@ -38,8 +37,8 @@ class MemoryServerElementsTest : public ::testing::Test {
             }
         }
         server_ = std::make_unique<fampool::LocalMemoryServer>(
-            7, fampool::HeapLocation{volatile_.path(), persistent_.path(), "t",
-                                  fampool::FileAccess()},
+            7,
+            fampool::HeapLocation{volatile_.path(), persistent_.path(), "t", fampool::FileAccess()},
             archive_.path());
         server_->AttachFabric(fabric_.get());
         server_->CreateExtent(extent_, 1 << 20, 1 << 20);
@@ -87,8 +86,7 @@ TEST_F(MemoryServerElementsTest, ReadOnlyKeyGathersButCannotAddOrScatter) {
     std::string back;
     EXPECT_EQ(0, Apply(grant.key, ElementOp::kGather, 8, {0}, "", &back));
     EXPECT_EQ(openfam::FAM_ERR_NOPERM, Apply(grant.key, ElementOp::kAdd, 8, {0}, Words({1})));
-    EXPECT_EQ(openfam::FAM_ERR_NOPERM,
-              Apply(grant.key, ElementOp::kScatter, 8, {0}, Words({1})));
+    EXPECT_EQ(openfam::FAM_ERR_NOPERM, Apply(grant.key, ElementOp::kScatter, 8, {0}, Words({1})));
 }
 
 TEST_F(MemoryServerElementsTest, ElementsOutsideTheGrantAreRefusedAndNothingIsApplied) {

@@ -86,10 +86,12 @@ TEST_P(MetadataFabricTest, CallsOverTheFabricAnswerAsOverGrpc) {
     CaughtError missing = CatchFamError([&] { over_fabric->LookupRegion("nope", me()); });
     EXPECT_EQ(missing.code, FAM_ERR_NOTFOUND) << missing.message;
     EXPECT_NE(missing.message.find("nope"), std::string::npos) << missing.message;
-    CaughtError taken = CatchFamError([&] { over_fabric->AllocateItem(a.id, "x", 64, 0600, me()); });
+    CaughtError taken =
+        CatchFamError([&] { over_fabric->AllocateItem(a.id, "x", 64, 0600, me()); });
     EXPECT_EQ(taken.code, FAM_ERR_ALREADYEXIST) << taken.message;
     Caller stranger{me().uid + 1000, me().gid + 1000};
-    CaughtError denied = CatchFamError([&] { over_fabric->AllocateItem(a.id, "y", 64, 0600, stranger); });
+    CaughtError denied =
+        CatchFamError([&] { over_fabric->AllocateItem(a.id, "y", 64, 0600, stranger); });
     EXPECT_EQ(denied.code, FAM_ERR_NOPERM) << denied.message;
 
     over_fabric->DeallocateItem(a.id, item.offset, me());
@@ -113,13 +115,11 @@ TEST_P(MetadataFabricTest, RegionsAreCreatedAndDestroyedOverTheFabric) {
     EXPECT_EQ(found.perm, 0640u);
     EXPECT_EQ(found.memory_servers, made.memory_servers);
 
-    CaughtError twice = CatchFamError([&] {
-        over_fabric->CreateRegion("made", 4 << 20, 0640, attributes, me());
-    });
+    CaughtError twice =
+        CatchFamError([&] { over_fabric->CreateRegion("made", 4 << 20, 0640, attributes, me()); });
     EXPECT_EQ(twice.code, FAM_ERR_ALREADYEXIST) << twice.message;
     Caller stranger{me().uid + 1000, me().gid + 1000};
-    CaughtError denied =
-        CatchFamError([&] { over_fabric->DestroyRegion(made.id, stranger); });
+    CaughtError denied = CatchFamError([&] { over_fabric->DestroyRegion(made.id, stranger); });
     EXPECT_EQ(denied.code, FAM_ERR_NOPERM) << denied.message;
 
     // Lookups by another caller are answered while regions come and go.
@@ -137,7 +137,8 @@ TEST_P(MetadataFabricTest, RegionsAreCreatedAndDestroyedOverTheFabric) {
         }
     });
     for (int i = 0; i < 20; ++i) {
-        fampool::RegionInfo cycle = over_fabric->CreateRegion("cycle", 1 << 20, 0600, attributes, me());
+        fampool::RegionInfo cycle =
+            over_fabric->CreateRegion("cycle", 1 << 20, 0600, attributes, me());
         over_fabric->DestroyRegion(cycle.id, me());
     }
     done = true;

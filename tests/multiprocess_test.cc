@@ -4,6 +4,8 @@
 //
 // Every test forks its children before its own fam object is created (or never creates one),
 // so no child inherits an initialized fam; children make their own with ScopedFam.
+#include "multiprocess.h"
+
 #include <fam/fam.h>
 #include <fam/fam_exception.h>
 #include <gtest/gtest.h>
@@ -20,8 +22,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "multiprocess.h"
 
 namespace fampool_test {
 namespace {

@@ -1,10 +1,10 @@
 // The host's interfaces and routes (common/network.h): which local address a client's fabric
 // endpoints bind to.
+#include "common/network.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include "common/network.h"
 
 namespace fampool_test {
 namespace {
@@ -35,9 +35,7 @@ TEST(NetworkTest, SourceTowardALoopbackHostIsOnLoopback) {
 }
 
 // (No name lookup here: a test must not depend on a name server.)
-TEST(NetworkTest, SourceTowardNoHostIsEmpty) {
-    EXPECT_EQ(fampool::SourceAddressToward(""), "");
-}
+TEST(NetworkTest, SourceTowardNoHostIsEmpty) { EXPECT_EQ(fampool::SourceAddressToward(""), ""); }
 
 }  // namespace
 }  // namespace fampool_test

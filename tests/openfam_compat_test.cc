@@ -66,9 +66,9 @@ TEST_F(OpenFamCompatTest, PutNonblockingPastEndFailsAtQuietAndWritesNothing) {
 
 TEST_F(OpenFamCompatTest, GetNonblockingPastEndFailsAtQuiet) {
     std::vector<uint8_t> data(2 * kItemSize);
-    EXPECT_FAM_ERROR_AT_QUIET(
-        fam(), fam()->fam_get_nonblocking(data.data(), item_.get(), 0, data.size()),
-        FAM_ERR_OUTOFRANGE, "fam_get_nonblocking");
+    EXPECT_FAM_ERROR_AT_QUIET(fam(),
+                              fam()->fam_get_nonblocking(data.data(), item_.get(), 0, data.size()),
+                              FAM_ERR_OUTOFRANGE, "fam_get_nonblocking");
 }
 
 TEST_F(OpenFamCompatTest, PutNonblockingWithoutWritePermissionFailsAtQuiet) {
@@ -90,16 +90,16 @@ TEST_F(OpenFamCompatTest, IndexedScatterNonblockingWithoutWritePermissionFailsAt
     std::unique_ptr<Fam_Descriptor> read_only = ReadOnlyItem();
     std::vector<uint64_t> values = {1, 2, 3};
     uint64_t index[] = {0, 7, 9};
-    EXPECT_FAM_ERROR_AT_QUIET(fam(),
-                              fam()->fam_scatter_nonblocking(values.data(), read_only.get(), 3,
-                                                             index, sizeof(uint64_t)),
-                              FAM_ERR_NOPERM, "fam_scatter_nonblocking");
+    EXPECT_FAM_ERROR_AT_QUIET(
+        fam(),
+        fam()->fam_scatter_nonblocking(values.data(), read_only.get(), 3, index, sizeof(uint64_t)),
+        FAM_ERR_NOPERM, "fam_scatter_nonblocking");
 }
 
 TEST_F(OpenFamCompatTest, NonFetchingAtomicOnReadOnlyItemFailsAtQuietAndChangesNothing) {
     std::unique_ptr<Fam_Descriptor> read_only = ReadOnlyItem();
-    EXPECT_FAM_ERROR_AT_QUIET(fam(), fam()->fam_max(read_only.get(), 8, int64_t{9}),
-                              FAM_ERR_NOPERM, "fam_max");
+    EXPECT_FAM_ERROR_AT_QUIET(fam(), fam()->fam_max(read_only.get(), 8, int64_t{9}), FAM_ERR_NOPERM,
+                              "fam_max");
     EXPECT_EQ(fam()->fam_fetch_int64(read_only.get(), 8), 0);
 }
 
@@ -164,12 +164,23 @@ TEST_F(OpenFamCompatTest, ListOptionsReturnsOneBlockTheCallerFrees) {
     const char **second = fam()->fam_list_options();
     ASSERT_NE(first, nullptr);
     EXPECT_NE(first, second) << "each call hands out its own block";
-    const char *expected[] = {"VERSION",          "DEFAULT_REGION_NAME", "CIS_SERVER",
-                              "GRPC_PORT",        "LIBFABRIC_PROVIDER",  "FAM_THREAD_MODEL",
-                              "CIS_INTERFACE_TYPE", "OPENFAM_MODEL",     "FAM_CONTEXT_MODEL",
-                              "PE_COUNT",         "PE_ID",               "RUNTIME",
-                              "NUM_CONSUMER",     "FAM_DEFAULT_MEMORY_TYPE", "IF_DEVICE",
-                              "LOC_BUF_ADDR",     "LOC_BUF_SIZE"};
+    const char *expected[] = {"VERSION",
+                              "DEFAULT_REGION_NAME",
+                              "CIS_SERVER",
+                              "GRPC_PORT",
+                              "LIBFABRIC_PROVIDER",
+                              "FAM_THREAD_MODEL",
+                              "CIS_INTERFACE_TYPE",
+                              "OPENFAM_MODEL",
+                              "FAM_CONTEXT_MODEL",
+                              "PE_COUNT",
+                              "PE_ID",
+                              "RUNTIME",
+                              "NUM_CONSUMER",
+                              "FAM_DEFAULT_MEMORY_TYPE",
+                              "IF_DEVICE",
+                              "LOC_BUF_ADDR",
+                              "LOC_BUF_SIZE"};
     size_t count = 0;
     while (first[count]) ++count;
     ASSERT_GE(count, std::size(expected));
@@ -298,8 +309,8 @@ using Clock = std::chrono::steady_clock;
 
 // Runs crash_worker MODE with a region name of this test's own; at most `timeout_s` seconds.
 ProcessResult RunCrashWorker(const std::string &mode, int timeout_s) {
-    std::string name = std::string("crash-") +
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string name =
+        std::string("crash-") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
     ProgramSpec spec;
     spec.argv = {WorkerPath("crash_worker"), mode, name};
     return RunProgram(spec, timeout_s);
@@ -314,8 +325,8 @@ ProcessResult RunCrashWorker(const std::string &mode, int timeout_s) {
 TEST_F(OpenFamCompatTest, NoCrashSignalHandlerOfLibinfinipathOrFampoolRemains) {
     ProcessResult result = RunCrashWorker("handlers", 60);
     ASSERT_TRUE(result.ok()) << result.err;
-    for (const char *signal : {"SIGINT", "SIGILL", "SIGABRT", "SIGBUS", "SIGFPE", "SIGSEGV",
-                               "SIGTERM"}) {
+    for (const char *signal :
+         {"SIGINT", "SIGILL", "SIGABRT", "SIGBUS", "SIGFPE", "SIGSEGV", "SIGTERM"}) {
         size_t line = result.out.find(std::string(signal) + " ");
         ASSERT_NE(line, std::string::npos) << signal << " not reported:\n" << result.out;
         std::string what = result.out.substr(line, result.out.find('\n', line) - line);
@@ -348,8 +359,7 @@ TEST_F(OpenFamCompatTest, ClientThatDoubleFreesMidRunDiesAtOnce) {
         EXPECT_NE(result.exit_code, 0) << result.err;
         EXPECT_NE(result.err.find("attempting double-free"), std::string::npos) << result.err;
     } else {
-        EXPECT_EQ(result.term_signal, SIGABRT)
-            << "exit " << result.exit_code << "\n" << result.err;
+        EXPECT_EQ(result.term_signal, SIGABRT) << "exit " << result.exit_code << "\n" << result.err;
         EXPECT_NE(result.err.find("double free"), std::string::npos) << result.err;
     }
 }
@@ -400,7 +410,8 @@ TEST_F(OpenFamCompatTest, OpenFamStyleProgramPasses) {
     spec.argv = {WorkerPath("openfam_style"), "style"};
     ProcessResult result = RunProgram(spec, 120);
     EXPECT_TRUE(result.ok()) << "exit " << result.exit_code << ", signal " << result.term_signal
-                             << "\n" << result.out << result.err;
+                             << "\n"
+                             << result.out << result.err;
     EXPECT_EQ(result.out.find("FAIL"), std::string::npos) << result.out;
     EXPECT_NE(result.out.find("PASS finalize_twice"), std::string::npos) << result.out;
 }

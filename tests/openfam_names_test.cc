@@ -28,8 +28,8 @@ TEST_F(OpenFamNamesTest, QualifiedTypesEnumeratorsAndInt128) {
     attributes.memoryType = openfam::VOLATILE;
     attributes.interleaveEnable = openfam::DISABLE;
     attributes.permissionLevel = openfam::DATAITEM;
-    std::unique_ptr<openfam::Fam_Region_Descriptor> region(fam()->fam_create_region(
-        "names", 4 * kMiB, S_IRWXU | S_IRGRP | S_IXGRP, &attributes));
+    std::unique_ptr<openfam::Fam_Region_Descriptor> region(
+        fam()->fam_create_region("names", 4 * kMiB, S_IRWXU | S_IRGRP | S_IXGRP, &attributes));
     EXPECT_EQ(region->get_permissionLevel(), openfam::DATAITEM);
     EXPECT_EQ(region->get_memoryType(), openfam::VOLATILE);
     std::unique_ptr<openfam::Fam_Descriptor> item(

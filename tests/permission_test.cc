@@ -378,8 +378,7 @@ TEST_F(PermissionTest, RootCannotDestroyRegionOwnedByOtherUser) {
     ASSERT_EQ(status, 0);
     std::unique_ptr<Fam_Region_Descriptor> region(fam()->fam_lookup_region("theirs"));
     EXPECT_EQ(region->get_uid(), kNobodyUid);
-    EXPECT_FAM_ERROR(fam()->fam_destroy_region(region.get()), FAM_ERR_NOPERM,
-                     "fam_destroy_region");
+    EXPECT_FAM_ERROR(fam()->fam_destroy_region(region.get()), FAM_ERR_NOPERM, "fam_destroy_region");
 }
 
 TEST_F(PermissionTest, RootCannotChangePermissionsOfRegionOwnedByOtherUser) {

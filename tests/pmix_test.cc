@@ -48,11 +48,18 @@ class PmixTest : public FamTest {
         std::vector<std::string> argv;
         if (UsePmi2()) {
             // Its PEs get this process's environment (FAMPOOL_HOME, FAMPOOL_CONFIG...).
-            argv = {"python3", std::string(FAMPOOL_TEST_SUPPORT_DIR) + "/pmi2_launch.py", "-n",
-                    std::to_string(kPes), "--timeout", std::to_string(kTimeoutSeconds - 10)};
+            argv = {"python3",   std::string(FAMPOOL_TEST_SUPPORT_DIR) + "/pmi2_launch.py",
+                    "-n",        std::to_string(kPes),
+                    "--timeout", std::to_string(kTimeoutSeconds - 10)};
         } else {
-            argv = {"mpirun",        "-n", std::to_string(kPes),         "--allow-run-as-root",
-                    "--oversubscribe", "-x", "FAMPOOL_HOME=" + home_dir(), "-x",
+            argv = {"mpirun",
+                    "-n",
+                    std::to_string(kPes),
+                    "--allow-run-as-root",
+                    "--oversubscribe",
+                    "-x",
+                    "FAMPOOL_HOME=" + home_dir(),
+                    "-x",
                     "FAMPOOL_SHM_DIR=" + shm_dir()};
             if (const char *config = std::getenv("FAMPOOL_CONFIG")) {  // a test cluster
                 argv.push_back("-x");

@@ -8,9 +8,9 @@
 // The clusters of 4 memory servers authenticate callers with MUNGE.
 // - atomics on a RAID1 region from 4 PEs give exact totals, and every fetched value is seen
 //   once, with and without a kill of the server applying them.
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

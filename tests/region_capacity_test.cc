@@ -87,16 +87,16 @@ TEST_F(RegionCapacityTest, SlackEndsAtOpenFamsHeap) {
     if (stat.num_memservers != 1) GTEST_SKIP() << "the region spans " << stat.num_memservers;
     auto most = Allocate("most", 4 * kMiB - 64, region.get());
     auto last = Allocate("last", 64, region.get());
-    EXPECT_FAM_ERROR(delete fam()->fam_allocate("more", 64, 0777, region.get()),
-                     FAM_ERR_NO_SPACE, "fam_allocate");
+    EXPECT_FAM_ERROR(delete fam()->fam_allocate("more", 64, 0777, region.get()), FAM_ERR_NO_SPACE,
+                     "fam_allocate");
 }
 
 class MemoryServerCapacityTest : public ::testing::Test {
   protected:
     void SetUp() override {
         server_ = std::make_unique<fampool::LocalMemoryServer>(
-            4, fampool::HeapLocation{volatile_.path(), persistent_.path(), "t",
-                                     fampool::FileAccess()},
+            4,
+            fampool::HeapLocation{volatile_.path(), persistent_.path(), "t", fampool::FileAccess()},
             archive_.path());
         server_->SetCapacity(8 * kMiB);
     }

@@ -256,8 +256,8 @@ TEST_F(RegionTest, EmptyRegionNameThrowsInvalid) {
 }
 
 TEST_F(RegionTest, NullRegionNameThrowsNullptr) {
-    EXPECT_FAM_ERROR(delete fam()->fam_create_region(nullptr, kMiB, 0777, nullptr),
-                     FAM_ERR_NULLPTR, "fam_create_region");
+    EXPECT_FAM_ERROR(delete fam()->fam_create_region(nullptr, kMiB, 0777, nullptr), FAM_ERR_NULLPTR,
+                     "fam_create_region");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -486,8 +486,7 @@ TEST_F(RegionTest, ResizeToZeroThrowsInvalid) {
 }
 
 TEST_F(RegionTest, ResizeNullRegionThrowsNullptr) {
-    EXPECT_FAM_ERROR(fam()->fam_resize_region(nullptr, kMiB), FAM_ERR_NULLPTR,
-                     "fam_resize_region");
+    EXPECT_FAM_ERROR(fam()->fam_resize_region(nullptr, kMiB), FAM_ERR_NULLPTR, "fam_resize_region");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,10 +10,10 @@
 #include "cluster_fixtures.h"
 #include "common/cluster_config.h"
 #include "common/shards.h"
-#include "meta/lmdb.h"
 #include "meta/client/metadata_client.h"
-#include "meta/metadata_store.h"
 #include "meta/client/sharded_metadata.h"
+#include "meta/lmdb.h"
+#include "meta/metadata_store.h"
 
 namespace fampool_test {
 namespace {
@@ -77,15 +77,14 @@ TEST_F(ShardTest, ACallSentToTheWrongShardIsRefusedNamingTheOwner) {
     fampool::MetadataClient shard_one(Shards()[1], std::chrono::seconds(10));
     fampool::Caller caller{static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid())};
     Fam_Region_Attributes attributes{};
-    CaughtError caught = CatchFamError(
-        [&] { shard_one.CreateRegion(zero, 1 << 20, 0777, attributes, caller); });
+    CaughtError caught =
+        CatchFamError([&] { shard_one.CreateRegion(zero, 1 << 20, 0777, attributes, caller); });
     EXPECT_EQ(caught.code, FAM_ERR_INVALID);
     EXPECT_NE(caught.message.find("belongs to metadata shard 0"), std::string::npos)
         << caught.message;
     auto region = CreateRegion(zero.c_str(), 1 << 20);
-    caught = CatchFamError([&] {
-        shard_one.GetRegion(region->get_global_descriptor().regionId, caller);
-    });
+    caught = CatchFamError(
+        [&] { shard_one.GetRegion(region->get_global_descriptor().regionId, caller); });
     EXPECT_EQ(caught.code, FAM_ERR_INVALID);
     EXPECT_NE(caught.message.find("belongs to metadata shard 0"), std::string::npos)
         << caught.message;

@@ -136,8 +136,8 @@ TEST_F(ThreadOrderTest, AtomicAfterAFencedPutSeesThePut) {
             f->fam_fence();
             uint64_t old = f->fam_fetch_add(item_.get(), word, uint64_t{1});
             if (old != value) {
-                return "round " + std::to_string(round) + ": fetch_add saw " +
-                       std::to_string(old) + ", the fenced put wrote " + std::to_string(value);
+                return "round " + std::to_string(round) + ": fetch_add saw " + std::to_string(old) +
+                       ", the fenced put wrote " + std::to_string(value);
             }
             f->fam_quiet();
         }

@@ -48,8 +48,8 @@ double Args::Real(const std::string &name, double fallback) const {
     char *end = nullptr;
     double value = std::strtod(it->second.c_str(), &end);
     if (it->second.empty() || *end != '\0') {
-        std::fprintf(stderr, "--%s \"%s\" is not a number\n%s\n", name.c_str(),
-                     it->second.c_str(), usage_);
+        std::fprintf(stderr, "--%s \"%s\" is not a number\n%s\n", name.c_str(), it->second.c_str(),
+                     usage_);
         std::exit(2);
     }
     return value;

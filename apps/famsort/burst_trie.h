@@ -21,9 +21,8 @@ class BurstTrie {
   public:
     // Called by Drain for every non-empty bucket in key order: its prefix (entry bytes
     // [0, depth)) and its entries, sorted.
-    using Visitor =
-        std::function<void(const unsigned char *prefix, int depth, const Entry *entries,
-                           uint64_t count)>;
+    using Visitor = std::function<void(const unsigned char *prefix, int depth, const Entry *entries,
+                                       uint64_t count)>;
 
     BurstTrie(Budget *budget, uint64_t bucket_capacity);
     ~BurstTrie();

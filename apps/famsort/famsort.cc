@@ -4,6 +4,8 @@
 //
 //   gen_sort --records 1000000 --keep && famsort [--dram-cap 16777216] [--bucket 8192] ...
 //   mpirun -np 2 famsort ...        fampool run -n 2 famsort ...
+#include "famsort/famsort.h"
+
 #include <fam/fam.h>
 
 #include <algorithm>
@@ -16,7 +18,6 @@
 #include <vector>
 
 #include "appkit/app.h"
-#include "famsort/famsort.h"
 
 using namespace openfam;
 
@@ -131,9 +132,9 @@ int Report(Job &job, const Outcome &o) {
         "anon_rss_mb=%s anon_base_mb=%s phase1_seconds=%.4f phase2_seconds=%.4f seconds=%.4f "
         "rate=%.4g unit=records/s spills=%lu tasks=%lu bucket=%lu chunk=%lu read=%s",
         apps::ModelOf(*job.f).c_str(), static_cast<unsigned long>(job.pe.count),
-        static_cast<unsigned long>(job.records), Mb(job.budget->cap()).c_str(),
-        Mb(peak).c_str(), Mb(accounted).c_str(), Mb(anon).c_str(), Mb(base).c_str(), o.phase1,
-        o.phase2, seconds, seconds > 0 ? job.records / seconds : 0.0, static_cast<unsigned long>(o.spills),
+        static_cast<unsigned long>(job.records), Mb(job.budget->cap()).c_str(), Mb(peak).c_str(),
+        Mb(accounted).c_str(), Mb(anon).c_str(), Mb(base).c_str(), o.phase1, o.phase2, seconds,
+        seconds > 0 ? job.records / seconds : 0.0, static_cast<unsigned long>(o.spills),
         static_cast<unsigned long>(o.tasks), static_cast<unsigned long>(job.opt.bucket),
         static_cast<unsigned long>(job.opt.chunk), job.opt.gather ? "gather" : "get");
     apps::Result("famsort", text);
@@ -175,9 +176,9 @@ int main(int argc, char **argv) {
     opt.gather = read == "gather";
     opt.run_buffer = args.Count("run-buffer", 0);
     opt.keep = args.Flag("keep");
-    if (opt.bucket < 16 || opt.bucket > (uint64_t{1} << 30) ||
-        opt.chunk == 0 || opt.chunk > (uint64_t{1} << 24) || (read != "get" && !opt.gather) ||
-        output.empty() || output == opt.region || generate > (uint64_t{1} << 40)) {
+    if (opt.bucket < 16 || opt.bucket > (uint64_t{1} << 30) || opt.chunk == 0 ||
+        opt.chunk > (uint64_t{1} << 24) || (read != "get" && !opt.gather) || output.empty() ||
+        output == opt.region || generate > (uint64_t{1} << 40)) {
         std::fprintf(stderr,
                      "famsort: --bucket must be 16..2^30, --chunk 1..2^24, --read get or "
                      "gather, --output a region other than --region\n%s\n",
@@ -194,8 +195,8 @@ int main(int argc, char **argv) {
         job.pe = pe;
         if (generate > 0) {
             uint64_t bytes = generate * kRecordBytes;
-            input_region = apps::FreshRegion(f, job.pe, opt.region.c_str(),
-                                             bytes + bytes / 16 + (4 << 20));
+            input_region =
+                apps::FreshRegion(f, job.pe, opt.region.c_str(), bytes + bytes / 16 + (4 << 20));
             GenerateInput(f, job.pe, input_region, generate, seed, opt.chunk);
         }
         job.records = OpenInput(job, opt.region);
@@ -203,9 +204,9 @@ int main(int argc, char **argv) {
         uint64_t board_bytes = (kPeWords + kPeWordCount * pes) * 8;
         // Tasks and sources are at most one per spilled bucket, at most one per record; the
         // heaps are sparse, so room that is not written costs nothing.
-        uint64_t size = n * (sizeof(Entry) + sizeof(DirEntry) + 8 + sizeof(TaskRecord) +
-                             sizeof(Source)) +
-                        pes * kMaxSpills * sizeof(SpillRecord) + board_bytes;
+        uint64_t size =
+            n * (sizeof(Entry) + sizeof(DirEntry) + 8 + sizeof(TaskRecord) + sizeof(Source)) +
+            pes * kMaxSpills * sizeof(SpillRecord) + board_bytes;
         region = apps::FreshRegion(f, job.pe, output.c_str(), size + size / 8 + (16 << 20));
         job.runs = apps::SharedItem(f, job.pe, region, "runs", n * sizeof(Entry));
         job.directory = apps::SharedItem(f, job.pe, region, "directory", n * sizeof(DirEntry));
@@ -221,9 +222,10 @@ int main(int argc, char **argv) {
         f.fam_barrier_all();
         if (job.pe.first()) {
             if (opt.keep) {
-                std::printf("famsort: kept region \"%s\" (sorted_index, tasks, sources, runs, "
-                            "directory)%s\n",
-                            output.c_str(), input_region ? " and the generated input" : "");
+                std::printf(
+                    "famsort: kept region \"%s\" (sorted_index, tasks, sources, runs, "
+                    "directory)%s\n",
+                    output.c_str(), input_region ? " and the generated input" : "");
             } else {
                 f.fam_destroy_region(region);
                 // The input only when this run generated it.

@@ -143,10 +143,10 @@ uint64_t AnonRss();
 struct Options {
     std::string region = "gensort";
     uint64_t dram_cap = 16 << 20;
-    uint64_t bucket = 8192;  // entries per bucket before it bursts
-    uint64_t chunk = 8192;   // records per read
-    bool gather = false;     // read only key and index of each record (strided gather)
-    uint64_t run_buffer = 0; // entries per run buffer in a merge at most (0: what fits)
+    uint64_t bucket = 8192;   // entries per bucket before it bursts
+    uint64_t chunk = 8192;    // records per read
+    bool gather = false;      // read only key and index of each record (strided gather)
+    uint64_t run_buffer = 0;  // entries per run buffer in a merge at most (0: what fits)
     bool keep = false;
 };
 

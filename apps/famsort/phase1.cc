@@ -28,7 +28,9 @@ constexpr uint64_t kDirBuffer = 1024;  // directory entries held before a put
 class SpillWriter {
   public:
     SpillWriter(Job &job, uint64_t stage_entries)
-        : job_(job), stage_(new Entry[stage_entries]), stage_capacity_(stage_entries),
+        : job_(job),
+          stage_(new Entry[stage_entries]),
+          stage_capacity_(stage_entries),
           dir_(new DirEntry[kDirBuffer]) {
         uint64_t begin = job.pe.BlockBegin(job.records);
         run_next_ = begin;
@@ -132,8 +134,9 @@ uint64_t SpillBlock(Job &job) {
         SpillWriter writer(job, std::max<uint64_t>(chunk, 4096));
         BurstTrie trie(job.budget, job.opt.bucket);
         if (!job.budget->Fits(64 << 10)) {
-            throw std::runtime_error("--dram-cap leaves less than 64 KiB for the trie after "
-                                     "the read and spill buffers: raise it or lower --chunk");
+            throw std::runtime_error(
+                "--dram-cap leaves less than 64 KiB for the trie after "
+                "the read and spill buffers: raise it or lower --chunk");
         }
         int current = 0;
         if (begin < end) StartRead(job, buffers[0].get(), begin, std::min(chunk, end - begin));

@@ -24,13 +24,13 @@ using namespace openfam;
 namespace famsort {
 namespace {
 
-constexpr uint64_t kStreamEntries = 64;     // directory entries buffered per spill
-constexpr uint64_t kTaskBuffer = 256;       // task records held before a put
-constexpr uint64_t kSourceBuffer = 1024;    // sources held before a put
-constexpr uint64_t kOutEntries = 8192;      // output indices held before a put
-constexpr uint64_t kMinRunBuffer = 16;      // entries; below this the merge would crawl
-constexpr uint64_t kGrabTasks = 64;         // tasks taken per fam_fetch_add at most
-constexpr uint64_t kGrabSources = 4096;     // sources of a grab read in one get at most
+constexpr uint64_t kStreamEntries = 64;   // directory entries buffered per spill
+constexpr uint64_t kTaskBuffer = 256;     // task records held before a put
+constexpr uint64_t kSourceBuffer = 1024;  // sources held before a put
+constexpr uint64_t kOutEntries = 8192;    // output indices held before a put
+constexpr uint64_t kMinRunBuffer = 16;    // entries; below this the merge would crawl
+constexpr uint64_t kGrabTasks = 64;       // tasks taken per fam_fetch_add at most
+constexpr uint64_t kGrabSources = 4096;   // sources of a grab read in one get at most
 
 // Lexicographic order of prefixes, a prefix before its extensions.
 bool PrefixLess(const unsigned char *a, int a_depth, const unsigned char *b, int b_depth) {
@@ -132,8 +132,7 @@ struct RunCursor {
     bool Refill(Job &job) {
         if (next == end) return false;
         fill = std::min(capacity, end - next);
-        job.f->fam_get_blocking(buffer.get(), job.runs, next * sizeof(Entry),
-                                fill * sizeof(Entry));
+        job.f->fam_get_blocking(buffer.get(), job.runs, next * sizeof(Entry), fill * sizeof(Entry));
         next += fill;
         pos = 0;
         return true;
@@ -177,9 +176,9 @@ void MergeTask(Job &job, const TaskRecord &task, const Source *sources, OutputWr
     uint64_t k = task.sources;
     if (k == 0) return;  // an empty task: nothing to write
     uint64_t fixed = k * (sizeof(Source) + sizeof(RunCursor) + 8);
-    uint64_t share = job.budget->Fits(fixed) ? (job.budget->cap() - job.budget->used() - fixed) /
-                                                   (k * sizeof(Entry))
-                                             : 0;
+    uint64_t share = job.budget->Fits(fixed)
+                         ? (job.budget->cap() - job.budget->used() - fixed) / (k * sizeof(Entry))
+                         : 0;
     if (share < kMinRunBuffer) {
         throw std::runtime_error("a task with " + std::to_string(k) +
                                  " runs does not fit --dram-cap: raise it");
@@ -241,12 +240,11 @@ uint64_t BuildTasks(Job &job) {
         spills.resize(old + n);
         if (n > 0) {
             job.f->fam_get_blocking(spills.data() + old, job.spill_table,
-                                    p * kMaxSpills * sizeof(SpillRecord),
-                                    n * sizeof(SpillRecord));
+                                    p * kMaxSpills * sizeof(SpillRecord), n * sizeof(SpillRecord));
         }
     }
-    uint64_t bytes = spills.size() * (sizeof(SpillRecord) + sizeof(DirStream)) +
-                     QueueWriter::Bytes();
+    uint64_t bytes =
+        spills.size() * (sizeof(SpillRecord) + sizeof(DirStream)) + QueueWriter::Bytes();
     if (!job.budget->Fits(bytes)) {
         throw std::runtime_error("the directories of " + std::to_string(spills.size()) +
                                  " spills do not fit --dram-cap: raise it");
@@ -334,8 +332,7 @@ uint64_t RunTasks(Job &job, uint64_t task_count) {
             }
             std::vector<Source> own(task.sources);  // counted in MergeTask's fixed bytes
             if (task.sources > 0) {
-                job.f->fam_get_blocking(own.data(), job.sources,
-                                        task.first_source * sizeof(Source),
+                job.f->fam_get_blocking(own.data(), job.sources, task.first_source * sizeof(Source),
                                         task.sources * sizeof(Source));
             }
             MergeTask(job, task, own.data(), out);

@@ -320,8 +320,8 @@ int Build(Job &job) {
     bool passed = board[kErrors] == 0 && board[kCountMismatch] == 0 &&
                   board[kDegreeSum] == g.edges && board[kCsrPrint] == board[kGeneratedPrint];
     if (job.pe.first()) {
-        uint64_t info[8] = {kInfoMagic, 1, g.scale, g.edge_factor, g.vertices, g.edges, g.seed,
-                            board[kGeneratedPrint]};
+        uint64_t info[8] = {kInfoMagic, 1,       g.scale, g.edge_factor,
+                            g.vertices, g.edges, g.seed,  board[kGeneratedPrint]};
         f.fam_put_blocking(info, job.info, 0, sizeof info);
         const char *names[5] = {"generate", "degrees", "prefix", "place", "check"};
         for (int i = 0; i < 5; ++i) apps::Result("gen_rmat", Fields(job, names[i], seconds[i]));
@@ -359,8 +359,8 @@ int main(int argc, char **argv) {
     job.batch = std::max<uint64_t>(1, args.Count("batch", 8192));
     std::string region_name = args.Text("region", "rmat");
     bool keep = args.Flag("keep");
-    if (job.g.scale < 1 || job.g.scale > 32 || job.g.edge_factor < 1 ||
-        job.g.edge_factor > 1024 || region_name.empty()) {
+    if (job.g.scale < 1 || job.g.scale > 32 || job.g.edge_factor < 1 || job.g.edge_factor > 1024 ||
+        region_name.empty()) {
         std::fprintf(stderr,
                      "gen_rmat: --scale must be 1..32, --edge-factor 1..1024 and --region a "
                      "name\n%s\n",
@@ -374,8 +374,8 @@ int main(int argc, char **argv) {
         const Graph &g = job.g;
         uint64_t board_bytes = (kBlockSums + job.pe.count) * 8;
         uint64_t items = (g.vertices + 1 + g.edges + job.pe.count * g.vertices) * 8 + board_bytes;
-        Fam_Region_Descriptor *region = apps::FreshRegion(
-            f, job.pe, region_name.c_str(), items + items / 16 + (4 << 20));
+        Fam_Region_Descriptor *region =
+            apps::FreshRegion(f, job.pe, region_name.c_str(), items + items / 16 + (4 << 20));
         job.row_ptr = apps::SharedItem(f, job.pe, region, "row_ptr", (g.vertices + 1) * 8);
         job.col_idx = apps::SharedItem(f, job.pe, region, "col_idx", g.edges * 8);
         job.info = apps::SharedItem(f, job.pe, region, "graph_info", 64);
@@ -394,8 +394,8 @@ int main(int argc, char **argv) {
                 f.fam_destroy_region(region);
             }
         }
-        for (Fam_Descriptor *item : {job.row_ptr, job.col_idx, job.info, job.pe_offsets,
-                                     job.board}) {
+        for (Fam_Descriptor *item :
+             {job.row_ptr, job.col_idx, job.info, job.pe_offsets, job.board}) {
             delete item;
         }
         delete region;

@@ -95,8 +95,7 @@ uint64_t Write(Job &job) {
             job.r.Make(first + k, record);
             print += Records::KeyPrint(record);
         }
-        job.f->fam_put_blocking(chunk.data(), job.records, first * kRecordBytes,
-                                n * kRecordBytes);
+        job.f->fam_put_blocking(chunk.data(), job.records, first * kRecordBytes, n * kRecordBytes);
     }
     job.f->fam_add(job.board, kKeyPrint * 8, print);
     job.f->fam_quiet();
@@ -125,8 +124,7 @@ void Verify(Job &job) {
     for (uint64_t k = 0; k < n; ++k) {
         const unsigned char *record = got.data() + k * kRecordBytes;
         job.r.Make(index[k], want);
-        if (std::memcmp(record, want, kRecordBytes) != 0 ||
-            Records::IndexOf(record) != index[k]) {
+        if (std::memcmp(record, want, kRecordBytes) != 0 || Records::IndexOf(record) != index[k]) {
             ++errors;
         }
     }
@@ -161,12 +159,11 @@ int Run(Job &job) {
     f.fam_get_blocking(board, job.board, 0, sizeof board);
     bool passed = board[kErrors] == 0;
     if (job.pe.first()) {
-        uint64_t info[8] = {kInfoMagic, 1, job.r.count, kRecordBytes, kKeyBytes, job.r.seed,
-                            board[kKeyPrint], 0};
+        uint64_t info[8] = {kInfoMagic, 1,          job.r.count,      kRecordBytes,
+                            kKeyBytes,  job.r.seed, board[kKeyPrint], 0};
         f.fam_put_blocking(info, job.info, 0, sizeof info);
-        apps::Result("gen_sort",
-                     Fields(job, "write", write_seconds, job.r.count * kRecordBytes) +
-                         " peak_rss=" + std::to_string(apps::PeakRss()));
+        apps::Result("gen_sort", Fields(job, "write", write_seconds, job.r.count * kRecordBytes) +
+                                     " peak_rss=" + std::to_string(apps::PeakRss()));
         apps::Result("gen_sort",
                      Fields(job, "check", check_seconds, board[kChecked] * kRecordBytes));
         char detail[160];
@@ -199,8 +196,8 @@ int main(int argc, char **argv) {
         job.f = &f;
         job.pe = pe;
         uint64_t bytes = job.r.count * kRecordBytes;
-        Fam_Region_Descriptor *region = apps::FreshRegion(f, job.pe, region_name.c_str(),
-                                                          bytes + bytes / 16 + (4 << 20));
+        Fam_Region_Descriptor *region =
+            apps::FreshRegion(f, job.pe, region_name.c_str(), bytes + bytes / 16 + (4 << 20));
         job.records = apps::SharedItem(f, job.pe, region, "records", bytes);
         job.info = apps::SharedItem(f, job.pe, region, "sort_info", 64);
         job.board = apps::SharedItem(f, job.pe, region, "board", kBoardWords * 8);

@@ -33,9 +33,7 @@ const char *kUsage =
 
 constexpr uint64_t kPoly = 0x0000000000000007ull;
 
-uint64_t Next(uint64_t x) {
-    return (x << 1) ^ (static_cast<int64_t>(x) < 0 ? kPoly : 0);
-}
+uint64_t Next(uint64_t x) { return (x << 1) ^ (static_cast<int64_t>(x) < 0 ? kPoly : 0); }
 
 // The stream's value after `steps` steps from its start (1).
 uint64_t StreamAt(uint64_t steps) {
@@ -146,16 +144,17 @@ int main(int argc, char **argv) {
     std::string which = args.Text("variant", "both");
     if (s.log_size < 3 || s.log_size > 34 ||
         (which != "atomic" && which != "aggregated" && which != "both")) {
-        std::fprintf(stderr, "gups: --log-size must be 3..34 and --variant atomic, aggregated "
-                             "or both\n%s\n", kUsage);
+        std::fprintf(stderr,
+                     "gups: --log-size must be 3..34 and --variant atomic, aggregated "
+                     "or both\n%s\n",
+                     kUsage);
         return 2;
     }
     return apps::RunJob("gups", [&](fam &f, const apps::Pe &pe) {
         s.f = &f;
         s.pe = pe;
         uint64_t table_bytes = 8ull << s.log_size;
-        Fam_Region_Descriptor *region =
-            apps::FreshRegion(f, s.pe, "gups", table_bytes + (1 << 20));
+        Fam_Region_Descriptor *region = apps::FreshRegion(f, s.pe, "gups", table_bytes + (1 << 20));
         s.table = apps::SharedItem(f, s.pe, region, "table", table_bytes);
         s.errors = apps::SharedItem(f, s.pe, region, "errors", 64);
         int status = 0;

@@ -55,8 +55,9 @@ struct Fixed {
         return static_cast<uint64_t>(damping * static_cast<double>(rank) / degree);
     }
     uint64_t NewRank(uint64_t pushed, uint64_t dangling) const {
-        return base + pushed + static_cast<uint64_t>(damping * static_cast<double>(dangling) /
-                                                     static_cast<double>(vertices));
+        return base + pushed +
+               static_cast<uint64_t>(damping * static_cast<double>(dangling) /
+                                     static_cast<double>(vertices));
     }
 };
 
@@ -270,8 +271,10 @@ int main(int argc, char **argv) {
     p.chunk = std::max<uint64_t>(1, args.Count("chunk", 1 << 16));
     if (!(p.damping > 0 && p.damping < 1) || !(p.tolerance > 0) || p.max_iterations == 0 ||
         p.max_iterations > 100000) {
-        std::fprintf(stderr, "pagerank: --damping must be in (0, 1), --tolerance above 0, "
-                             "--iterations 1..100000\n%s\n", kUsage);
+        std::fprintf(stderr,
+                     "pagerank: --damping must be in (0, 1), --tolerance above 0, "
+                     "--iterations 1..100000\n%s\n",
+                     kUsage);
         return 2;
     }
     return apps::RunJob("pagerank", [&](fam &f, const apps::Pe &pe) {

@@ -26,7 +26,8 @@ T *SymmetricArray(const apps::Pe &pe, uint64_t count, const char *what) {
     void *memory = shmem_malloc(bytes);
     if (memory == nullptr) {
         Fail(pe, std::string("shmem_malloc of ") + std::to_string(bytes) + " bytes for the " +
-                     what + " failed: the symmetric heap is too small (set "
+                     what +
+                     " failed: the symmetric heap is too small (set "
                      "SHMEM_SYMMETRIC_HEAP_SIZE, e.g. -x SHMEM_SYMMETRIC_HEAP_SIZE=2G)");
     }
     std::memset(memory, 0, bytes);
@@ -50,8 +51,8 @@ void Histogram(const uint64_t *keys, uint64_t n, unsigned shift, uint64_t mask,
 // Stable counting sort by the digit at `shift`: `offsets` receives the local prefix of
 // `histogram` (where each digit's keys start) and `in` is scattered to `out` in digit order,
 // keys of one digit in their order in `in`.
-void Rank(const uint64_t *in, uint64_t n, unsigned shift, uint64_t mask,
-          const uint64_t *histogram, uint64_t *offsets, uint64_t *out) {
+void Rank(const uint64_t *in, uint64_t n, unsigned shift, uint64_t mask, const uint64_t *histogram,
+          uint64_t *offsets, uint64_t *out) {
     uint64_t sum = 0;
     for (uint64_t d = 0; d <= mask; ++d) {
         offsets[d] = sum;
@@ -102,14 +103,16 @@ void Fail(const apps::Pe &pe, const std::string &message) {
 
 const char *PhaseName(int phase) {
     static const char *const kNames[kPhases] = {
-        "input",        "local_histogram", "local_rank", "global_histogram",
-        "global_prefix", "global_rank",    "send_counts", "displacements",
-        "key_exchange", "recv_histogram",  "recv_rank",  "output"};
+        "input",         "local_histogram", "local_rank",  "global_histogram",
+        "global_prefix", "global_rank",     "send_counts", "displacements",
+        "key_exchange",  "recv_histogram",  "recv_rank",   "output"};
     return kNames[phase];
 }
 
 Sorter::Sorter(const Config &config, const apps::Pe &pe, Exchange *exchange)
-    : config_(config), pe_(pe), exchange_(exchange),
+    : config_(config),
+      pe_(pe),
+      exchange_(exchange),
       count_(pe.BlockEnd(config.keys) - pe.BlockBegin(config.keys)) {
     // shmem_malloc is collective: every PE asks for the largest block.
     uint64_t largest = (config.keys + pe.count - 1) / pe.count;
@@ -229,8 +232,7 @@ void Sorter::Pass(unsigned shift, PhaseTimes *times) {
     lap(kRecvRank);
 }
 
-BlockCheck CheckBlock(const Config &config, const apps::Pe &pe,
-                      const std::vector<uint64_t> &out) {
+BlockCheck CheckBlock(const Config &config, const apps::Pe &pe, const std::vector<uint64_t> &out) {
     BlockCheck check;
     for (uint64_t i = pe.BlockBegin(config.keys); i < pe.BlockEnd(config.keys); ++i) {
         uint64_t key = KeyAt(config, i);
@@ -306,8 +308,8 @@ std::vector<BlockCheck> CollectChecks(const BlockCheck &mine, BlockCheck *total)
     return blocks;
 }
 
-void Report(const char *variant, const std::string &model, const Config &config,
-            const apps::Pe &pe, const PhaseTimes &times, double total_seconds) {
+void Report(const char *variant, const std::string &model, const Config &config, const apps::Pe &pe,
+            const PhaseTimes &times, double total_seconds) {
     constexpr int kValues = kPhases + 1;
     double *source = SymmetricArray<double>(pe, kValues, "timings");
     double *slowest = SymmetricArray<double>(pe, kValues, "timings");
@@ -317,16 +319,15 @@ void Report(const char *variant, const std::string &model, const Config &config,
     std::copy(times.seconds, times.seconds + kPhases, source);
     source[kPhases] = total_seconds;
     shmem_barrier_all();
-    shmem_double_max_to_all(slowest, source, kValues, 0, 0, static_cast<int>(pe.count), work,
-                            sync);
+    shmem_double_max_to_all(slowest, source, kValues, 0, 0, static_cast<int>(pe.count), work, sync);
     if (pe.first()) {
         char common[160];
         std::snprintf(common, sizeof common, "variant=%s model=%s pes=%" PRIu64 " keys=%" PRIu64,
                       variant, model.c_str(), pe.count, config.keys);
         char line[320];
         for (int phase = 0; phase < kPhases; ++phase) {
-            std::snprintf(line, sizeof line, "%s phase=%s seconds=%.6f", common,
-                          PhaseName(phase), slowest[phase]);
+            std::snprintf(line, sizeof line, "%s phase=%s seconds=%.6f", common, PhaseName(phase),
+                          slowest[phase]);
             apps::Result(kApp, line);
         }
         double seconds = slowest[kPhases];

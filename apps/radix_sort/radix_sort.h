@@ -130,8 +130,8 @@ std::vector<BlockCheck> CollectChecks(const BlockCheck &mine, BlockCheck *total)
 
 // The RESULT lines: each phase's and the total time (the slowest PE's) and the rate, printed
 // by PE 0. Collective.
-void Report(const char *variant, const std::string &model, const Config &config,
-            const apps::Pe &pe, const PhaseTimes &times, double total_seconds);
+void Report(const char *variant, const std::string &model, const Config &config, const apps::Pe &pe,
+            const PhaseTimes &times, double total_seconds);
 
 }  // namespace radix
 

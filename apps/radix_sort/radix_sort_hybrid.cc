@@ -70,8 +70,7 @@ class FamExchange : public radix::Exchange {
                                   pe_.rank * npes * sizeof(uint64_t), npes * sizeof(uint64_t));
         fam_->fam_quiet();
         shmem_barrier_all();
-        fam_->fam_get_blocking(counts->data(), items_.counts, 0,
-                               npes * npes * sizeof(uint64_t));
+        fam_->fam_get_blocking(counts->data(), items_.counts, 0, npes * npes * sizeof(uint64_t));
     }
 
   private:

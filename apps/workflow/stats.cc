@@ -14,9 +14,7 @@ namespace {
 // "WFSTATS1" read as a little-endian word.
 constexpr uint64_t kStatsMagic = 0x3153544154534657ull;
 
-enum Word : uint64_t {
-    kMagic = 0, kCount, kSum, kMin, kMax, kMean, kBins, kPes, kHistogram
-};
+enum Word : uint64_t { kMagic = 0, kCount, kSum, kMin, kMax, kMean, kBins, kPes, kHistogram };
 
 uint64_t Bits(double value) {
     uint64_t bits;
@@ -47,8 +45,10 @@ double Reading(uint64_t seed, uint64_t i) {
     uint64_t r = apps::Mix64(apps::Mix64(seed) + i);
     uint64_t phase = i % 86400;
     double cycle = (phase < 43200 ? phase : 86400 - phase) / 43200.0;  // 0 .. 1 .. 0
-    double noise = static_cast<double>((r & 0xffff) + (r >> 16 & 0xffff) + (r >> 32 & 0xffff) +
-                                       (r >> 48)) / 65535.0 - 2.0;  // -2 .. 2
+    double noise =
+        static_cast<double>((r & 0xffff) + (r >> 16 & 0xffff) + (r >> 32 & 0xffff) + (r >> 48)) /
+            65535.0 -
+        2.0;  // -2 .. 2
     return 12.0 + 16.0 * cycle + 1.5 * noise;
 }
 

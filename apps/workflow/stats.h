@@ -44,8 +44,8 @@ constexpr uint64_t kChunkValues = 128 * 1024;
 // The statistics of `values` values, computed by all PEs (each its block, read through
 // `source`) and collected in `item` (kStatsWords words, which it overwrites). Returns the
 // result on every PE. Collective: every PE calls it.
-Stats Compute(openfam::fam &f, const apps::Pe &pe, openfam::Fam_Descriptor *item,
-              uint64_t values, uint64_t bins, const Source &source);
+Stats Compute(openfam::fam &f, const apps::Pe &pe, openfam::Fam_Descriptor *item, uint64_t values,
+              uint64_t bins, const Source &source);
 
 // Reads the statistics another job stored in `item`; false when it holds none.
 bool Load(openfam::fam &f, openfam::Fam_Descriptor *item, Stats *out);

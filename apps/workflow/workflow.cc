@@ -48,7 +48,15 @@ constexpr uint64_t kMiB = 1 << 20;
 
 // Words of the "manifest" item.
 enum Manifest : uint64_t {
-    kMagic = 0, kVersion, kValues, kSeed, kIngestPes, kIngestTime, kAnalysed, kBins, kWords
+    kMagic = 0,
+    kVersion,
+    kValues,
+    kSeed,
+    kIngestPes,
+    kIngestTime,
+    kAnalysed,
+    kBins,
+    kWords
 };
 
 struct Job {
@@ -72,8 +80,7 @@ Fam_Region_Descriptor *FindRegion(Job &job, const std::string &name, const char 
     }
 }
 
-Fam_Descriptor *FindItem(Job &job, const std::string &region, const char *name,
-                         const char *hint) {
+Fam_Descriptor *FindItem(Job &job, const std::string &region, const char *name, const char *hint) {
     try {
         return job.f->fam_lookup(name, region.c_str());
     } catch (const Fam_Exception &e) {
@@ -196,8 +203,14 @@ int Ingest(Job &job) {
     int status = mismatches == 0 && persistent ? 0 : 1;
     if (job.pe.first()) {
         // Written last: a manifest with its magic means the ingest finished.
-        uint64_t words[kWords] = {kManifestMagic, 1, job.values, job.seed, job.pe.count,
-                                  static_cast<uint64_t>(std::time(nullptr)), 0, 0};
+        uint64_t words[kWords] = {kManifestMagic,
+                                  1,
+                                  job.values,
+                                  job.seed,
+                                  job.pe.count,
+                                  static_cast<uint64_t>(std::time(nullptr)),
+                                  0,
+                                  0};
         f.fam_put_blocking(words, manifest, 0, sizeof words);
         apps::Result("workflow", Common(job, "ingest") + Timing(bytes, seconds));
         apps::Check("workflow", status == 0,
@@ -222,8 +235,7 @@ int Analyse(Job &job) {
 
     apps::Timer timer;
     FamSource source{&f, readings, job.seed};
-    workflow::Stats s =
-        workflow::Compute(f, job.pe, stats, job.values, job.bins, std::ref(source));
+    workflow::Stats s = workflow::Compute(f, job.pe, stats, job.values, job.bins, std::ref(source));
     double analyse_seconds = timer.Seconds();
     uint64_t mismatches = SumOverPes(job, board, source.mismatches);
 
@@ -256,8 +268,8 @@ int Analyse(Job &job) {
                   s.min <= s.mean && s.mean <= s.max && listed == 1;
     if (job.pe.first()) {
         uint64_t bytes = job.values * 8;
-        apps::Result("workflow", Common(job, "analyse") + Timing(2 * bytes, analyse_seconds) +
-                                     " " + workflow::Describe(s));
+        apps::Result("workflow", Common(job, "analyse") + Timing(2 * bytes, analyse_seconds) + " " +
+                                     workflow::Describe(s));
         apps::Result("workflow", Common(job, "backup") + Timing(bytes, backup_seconds) +
                                      " backup=" + job.backup);
         apps::Check("workflow", passed,
@@ -282,8 +294,8 @@ int Restore(Job &job) {
         throw StageError("the item \"stats\" holds no statistics: run --stage analyse again");
     }
     uint64_t bytes = job.values * 8;
-    Fam_Region_Descriptor *copy_region = apps::FreshRegion(
-        f, job.pe, job.restore_region.c_str(), bytes + bytes / 16 + 4 * kMiB);
+    Fam_Region_Descriptor *copy_region =
+        apps::FreshRegion(f, job.pe, job.restore_region.c_str(), bytes + bytes / 16 + 4 * kMiB);
     Fam_Descriptor *board = apps::SharedItem(f, job.pe, copy_region, "board", 64);
 
     // PE 0 restores into an item the restore allocates; the others look it up.
@@ -291,8 +303,8 @@ int Restore(Job &job) {
     Fam_Descriptor *copy = nullptr;
     if (job.pe.first()) {
         try {
-            f.fam_restore_wait(f.fam_restore(job.backup.c_str(), copy_region, "readings", 0600,
-                                             &copy));
+            f.fam_restore_wait(
+                f.fam_restore(job.backup.c_str(), copy_region, "readings", 0600, &copy));
         } catch (const Fam_Exception &e) {
             if (e.fam_error() != FAM_BACKUP_NOTFOUND) throw;
             std::fprintf(stderr, "workflow: backup \"%s\" not found: run --stage analyse first\n",
@@ -314,11 +326,12 @@ int Restore(Job &job) {
         workflow::Compute(f, job.pe, restored_item, job.values, stored.bins, std::ref(source));
     double analyse_seconds = timer.Seconds();
     uint64_t seed = job.seed;
-    workflow::Stats expected = workflow::Compute(
-        f, job.pe, expected_item, job.values, stored.bins,
-        [seed](uint64_t first, uint64_t count, double *out, int) {
-            for (uint64_t k = 0; k < count; ++k) out[k] = workflow::Reading(seed, first + k);
-        });
+    workflow::Stats expected =
+        workflow::Compute(f, job.pe, expected_item, job.values, stored.bins,
+                          [seed](uint64_t first, uint64_t count, double *out, int) {
+                              for (uint64_t k = 0; k < count; ++k)
+                                  out[k] = workflow::Reading(seed, first + k);
+                          });
     uint64_t mismatches = SumOverPes(job, board, source.mismatches);
 
     std::string against_stored = workflow::Differences(stored, restored);
@@ -330,12 +343,12 @@ int Restore(Job &job) {
                                      " backup=" + job.backup + " into=" + job.restore_region);
         apps::Result("workflow", Common(job, "reanalyse") + Timing(2 * bytes, analyse_seconds) +
                                      " " + workflow::Describe(restored));
-        apps::Check("workflow", passed,
-                    "stage=restore mismatches=" + std::to_string(mismatches) +
-                        " stored_vs_restored=" +
-                        (against_stored.empty() ? "same" : against_stored) +
-                        " seed_vs_restored=" + (against_seed.empty() ? "same" : against_seed) +
-                        " analysed_by_pes=" + std::to_string(stored.pes));
+        apps::Check(
+            "workflow", passed,
+            "stage=restore mismatches=" + std::to_string(mismatches) +
+                " stored_vs_restored=" + (against_stored.empty() ? "same" : against_stored) +
+                " seed_vs_restored=" + (against_seed.empty() ? "same" : against_seed) +
+                " analysed_by_pes=" + std::to_string(stored.pes));
     }
     f.fam_barrier_all();
     for (Fam_Descriptor *item :
@@ -394,16 +407,14 @@ int Clean(Job &job) {
         if (e.fam_error() != FAM_BACKUP_NOTFOUND) throw;
         backup_gone = true;
     }
-    bool passed = backup_gone && RegionGone(job, job.region) &&
-                  RegionGone(job, job.restore_region);
+    bool passed = backup_gone && RegionGone(job, job.region) && RegionGone(job, job.restore_region);
     if (job.pe.first()) {
         char timing[64];
         std::snprintf(timing, sizeof timing, " seconds=%.4f", seconds);
         apps::Result("workflow", std::string("stage=clean model=") + apps::ModelOf(f) +
                                      " pes=" + std::to_string(job.pe.count) + timing);
         apps::Check("workflow", passed,
-                    "stage=clean backup=" + backup + " region=" + data + " restore_region=" +
-                        copy);
+                    "stage=clean backup=" + backup + " region=" + data + " restore_region=" + copy);
     }
     f.fam_barrier_all();
     return passed ? 0 : 1;

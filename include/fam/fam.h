@@ -30,10 +30,23 @@ typedef ::int128_t int128_t;
 extern "C" {
 #endif
 
-typedef enum Fam_Interleave_Enable { INTERLEAVE_DEFAULT = 0, ENABLE, DISABLE } Fam_Interleave_Enable;
+typedef enum Fam_Interleave_Enable {
+    INTERLEAVE_DEFAULT = 0,
+    ENABLE,
+    DISABLE
+} Fam_Interleave_Enable;
 typedef enum Fam_Memory_Type { MEMORY_TYPE_DEFAULT = 0, VOLATILE, PERSISTENT } Fam_Memory_Type;
-typedef enum Fam_Redundancy_Level { REDUNDANCY_LEVEL_DEFAULT = 0, NONE, RAID1, RAID5 } Fam_Redundancy_Level;
-typedef enum Fam_Permission_Level { PERMISSION_LEVEL_DEFAULT = 0, REGION, DATAITEM } Fam_Permission_Level;
+typedef enum Fam_Redundancy_Level {
+    REDUNDANCY_LEVEL_DEFAULT = 0,
+    NONE,
+    RAID1,
+    RAID5
+} Fam_Redundancy_Level;
+typedef enum Fam_Permission_Level {
+    PERMISSION_LEVEL_DEFAULT = 0,
+    REGION,
+    DATAITEM
+} Fam_Permission_Level;
 
 typedef struct Fam_Region_Attributes {
     Fam_Redundancy_Level redundancyLevel;
@@ -79,17 +92,17 @@ typedef struct Fam_Stat {
 // Usage: how the data is accessed. Accessibility: who reads it. Resilience: what it survives.
 typedef enum Fam_Intent_Hint {
     FAM_HINT_NONE = 0,
-    FAM_HINT_BANDWIDTH = 1u << 0,  // streamed in large transfers: the set of servers whose
-                                   // striped bandwidth is the highest
-    FAM_HINT_LATENCY = 1u << 1,    // small scattered accesses: the lowest-latency servers
-    FAM_HINT_NEAR_PE = 1u << 2,    // used mostly by the creating PE: servers on its node first
-    FAM_HINT_CAPACITY = 1u << 3,   // large and cold: the far tier, then the most free memory
+    FAM_HINT_BANDWIDTH = 1u << 0,    // streamed in large transfers: the set of servers whose
+                                     // striped bandwidth is the highest
+    FAM_HINT_LATENCY = 1u << 1,      // small scattered accesses: the lowest-latency servers
+    FAM_HINT_NEAR_PE = 1u << 2,      // used mostly by the creating PE: servers on its node first
+    FAM_HINT_CAPACITY = 1u << 3,     // large and cold: the far tier, then the most free memory
     FAM_HINT_JOB = 1u << 8,          // read by this job only: volatile memory is enough
     FAM_HINT_ACROSS_JOBS = 1u << 9,  // read by later jobs, across restarts: persistent memory
-    FAM_HINT_VOLATILE = 1u << 16,         // may be lost with a server's restart
-    FAM_HINT_PERSISTENT = 1u << 17,       // survives a server's restart: persistent memory
-    FAM_HINT_SURVIVE_FAILURE = 1u << 18   // survives a server's death: RAID1 (and persistent
-                                          // memory unless FAM_HINT_VOLATILE is given)
+    FAM_HINT_VOLATILE = 1u << 16,    // may be lost with a server's restart
+    FAM_HINT_PERSISTENT = 1u << 17,  // survives a server's restart: persistent memory
+    FAM_HINT_SURVIVE_FAILURE = 1u << 18  // survives a server's death: RAID1 (and persistent
+                                         // memory unless FAM_HINT_VOLATILE is given)
 } Fam_Intent_Hint;
 
 // A memory server's kind of memory: DRAM, persistent memory (NVRAM, or heaps on a local file
@@ -107,9 +120,9 @@ typedef enum Fam_Memory_Kind {
 // Hints and constraints. Constraints must hold, or the region is refused with an error that
 // names the unmet one; hints choose among the servers the constraints leave.
 typedef struct Fam_Region_Intent {
-    uint32_t hints;        // Fam_Intent_Hint values or'ed; 0: none
-    Fam_Memory_Kind kind;  // only servers of this kind; FAM_KIND_ANY: any
-    uint32_t server_count;                    // only these memory servers (ids); 0: any
+    uint32_t hints;         // Fam_Intent_Hint values or'ed; 0: none
+    Fam_Memory_Kind kind;   // only servers of this kind; FAM_KIND_ANY: any
+    uint32_t server_count;  // only these memory servers (ids); 0: any
     uint64_t servers[FAM_INTENT_MAX_SERVERS];
     char failure_domain[FAM_INTENT_DOMAIN_LENGTH];  // only servers in this domain; "": any
 } Fam_Region_Intent;
@@ -162,24 +175,56 @@ typedef struct Fam_Options {
 
 // The global names of the types and enumerators above (OpenFAM 3.2 declares nine of these; the
 // rest keep programs written for earlier fampool versions compiling).
-using openfam::Fam_Interleave_Enable; using openfam::INTERLEAVE_DEFAULT; using openfam::ENABLE;
-using openfam::DISABLE; using openfam::Fam_Memory_Type; using openfam::MEMORY_TYPE_DEFAULT;
-using openfam::VOLATILE; using openfam::PERSISTENT; using openfam::Fam_Redundancy_Level;
-using openfam::REDUNDANCY_LEVEL_DEFAULT; using openfam::NONE; using openfam::RAID1;
-using openfam::RAID5; using openfam::Fam_Permission_Level; using openfam::PERMISSION_LEVEL_DEFAULT;
-using openfam::REGION; using openfam::DATAITEM; using openfam::Fam_Region_Attributes;
-using openfam::Fam_Descriptor_Status; using openfam::DESC_INVALID; using openfam::DESC_INIT_DONE;
-using openfam::DESC_INIT_DONE_BUT_KEY_NOT_VALID; using openfam::DESC_UNINITIALIZED;
-using openfam::Fam_Global_Descriptor; using openfam::Fam_Stat; using openfam::Fam_Intent_Hint;
-using openfam::FAM_HINT_NONE; using openfam::FAM_HINT_BANDWIDTH; using openfam::FAM_HINT_LATENCY;
-using openfam::FAM_HINT_NEAR_PE; using openfam::FAM_HINT_CAPACITY; using openfam::FAM_HINT_JOB;
-using openfam::FAM_HINT_ACROSS_JOBS; using openfam::FAM_HINT_VOLATILE;
-using openfam::FAM_HINT_PERSISTENT; using openfam::FAM_HINT_SURVIVE_FAILURE;
-using openfam::Fam_Memory_Kind; using openfam::FAM_KIND_ANY; using openfam::FAM_KIND_DRAM;
-using openfam::FAM_KIND_PERSISTENT; using openfam::FAM_KIND_FAR; using openfam::Fam_Region_Intent;
-using openfam::Fam_Region_Intent_Attributes; using openfam::Fam_Placement;
-using openfam::FAM_QUEUE_OP; using openfam::OP_ADD_INDEXED; using openfam::OP_SCATTER;
-using openfam::OP_GATHER; using openfam::Fam_Backup_Options; using openfam::Fam_Options;
+using openfam::DATAITEM;
+using openfam::DESC_INIT_DONE;
+using openfam::DESC_INIT_DONE_BUT_KEY_NOT_VALID;
+using openfam::DESC_INVALID;
+using openfam::DESC_UNINITIALIZED;
+using openfam::DISABLE;
+using openfam::ENABLE;
+using openfam::Fam_Backup_Options;
+using openfam::Fam_Descriptor_Status;
+using openfam::Fam_Global_Descriptor;
+using openfam::FAM_HINT_ACROSS_JOBS;
+using openfam::FAM_HINT_BANDWIDTH;
+using openfam::FAM_HINT_CAPACITY;
+using openfam::FAM_HINT_JOB;
+using openfam::FAM_HINT_LATENCY;
+using openfam::FAM_HINT_NEAR_PE;
+using openfam::FAM_HINT_NONE;
+using openfam::FAM_HINT_PERSISTENT;
+using openfam::FAM_HINT_SURVIVE_FAILURE;
+using openfam::FAM_HINT_VOLATILE;
+using openfam::Fam_Intent_Hint;
+using openfam::Fam_Interleave_Enable;
+using openfam::FAM_KIND_ANY;
+using openfam::FAM_KIND_DRAM;
+using openfam::FAM_KIND_FAR;
+using openfam::FAM_KIND_PERSISTENT;
+using openfam::Fam_Memory_Kind;
+using openfam::Fam_Memory_Type;
+using openfam::Fam_Options;
+using openfam::Fam_Permission_Level;
+using openfam::Fam_Placement;
+using openfam::FAM_QUEUE_OP;
+using openfam::Fam_Redundancy_Level;
+using openfam::Fam_Region_Attributes;
+using openfam::Fam_Region_Intent;
+using openfam::Fam_Region_Intent_Attributes;
+using openfam::Fam_Stat;
+using openfam::INTERLEAVE_DEFAULT;
+using openfam::MEMORY_TYPE_DEFAULT;
+using openfam::NONE;
+using openfam::OP_ADD_INDEXED;
+using openfam::OP_GATHER;
+using openfam::OP_SCATTER;
+using openfam::PERMISSION_LEVEL_DEFAULT;
+using openfam::PERSISTENT;
+using openfam::RAID1;
+using openfam::RAID5;
+using openfam::REDUNDANCY_LEVEL_DEFAULT;
+using openfam::REGION;
+using openfam::VOLATILE;
 
 #include <fam/fam_exception.h>
 
@@ -323,7 +368,7 @@ class fam {
     void fam_barrier_all();
     const char **fam_list_options();
     const void *fam_get_option(const char *optionName);
-    const void *fam_get_option(char *optionName);  // OpenFAM 3.2's signature
+    const void *fam_get_option(char *optionName);    // OpenFAM 3.2's signature
     const void *fam_get_option(decltype(nullptr)) {  // refused, FAM_ERR_NULLPTR
         return fam_get_option(static_cast<const char *>(nullptr));
     }

@@ -125,8 +125,7 @@ Fam_Region_Descriptor::Fam_Region_Descriptor(Fam_Global_Descriptor gDescriptor)
     state_->global = gDescriptor;
 }
 
-Fam_Region_Descriptor::Fam_Region_Descriptor(Fam_Global_Descriptor gDescriptor,
-                                             uint64_t regionSize)
+Fam_Region_Descriptor::Fam_Region_Descriptor(Fam_Global_Descriptor gDescriptor, uint64_t regionSize)
     : Fam_Region_Descriptor(gDescriptor) {
     state_->region.size = regionSize;
     state_->size_known = true;

@@ -39,8 +39,7 @@ Fam_Descriptor *fam_context::fam_allocate(uint64_t nbytes, mode_t accessPermissi
     return fam::fam_allocate(nbytes, accessPermissions, region);
 }
 Fam_Descriptor *fam_context::fam_allocate(const char *name, uint64_t nbytes,
-                                          mode_t accessPermissions,
-                                          Fam_Region_Descriptor *region) {
+                                          mode_t accessPermissions, Fam_Region_Descriptor *region) {
     return fam::fam_allocate(name, nbytes, accessPermissions, region);
 }
 void fam_context::fam_deallocate(Fam_Descriptor *descriptor) { fam::fam_deallocate(descriptor); }

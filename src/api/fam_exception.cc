@@ -6,8 +6,7 @@
 namespace openfam {
 
 Fam_Exception::Fam_Exception() : error_(FAM_ERR_UNKNOWN), message_("unknown fam error") {}
-Fam_Exception::Fam_Exception(const char *msg)
-    : error_(FAM_ERR_UNKNOWN), message_(msg ? msg : "") {}
+Fam_Exception::Fam_Exception(const char *msg) : error_(FAM_ERR_UNKNOWN), message_(msg ? msg : "") {}
 Fam_Exception::Fam_Exception(Fam_Error fErr, const char *msg)
     : error_(fErr), message_(msg ? msg : "") {}
 Fam_Exception::Fam_Exception(const Fam_Exception &other) = default;

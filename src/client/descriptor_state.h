@@ -40,13 +40,17 @@ struct DescriptorState {
     Fam_Descriptor_Status status = DESC_UNINITIALIZED;
     bool size_known = false;
     bool closed = false;  // DESC_INVALID by fam_close (not by fam_deallocate)
-    ItemInfo item;  // valid once status is DESC_INIT_DONE
+    ItemInfo item;        // valid once status is DESC_INIT_DONE
     ShownAttributes shown;
 
     DescriptorState() = default;
     DescriptorState(const DescriptorState &other)
-        : global(other.global), status(other.status), size_known(other.size_known),
-          closed(other.closed), item(other.item), shown(other.shown) {
+        : global(other.global),
+          status(other.status),
+          size_known(other.size_known),
+          closed(other.closed),
+          item(other.item),
+          shown(other.shown) {
         set_binding(other.binding());
     }
     DescriptorState &operator=(const DescriptorState &other) {

@@ -14,16 +14,20 @@ namespace {
 // FAM_QUEUE_OP values as fam/fam.h numbers them.
 bool ToElementOp(int op, ElementOp *out) {
     switch (op) {
-        case OP_ADD_INDEXED: *out = ElementOp::kAdd; return true;
-        case OP_SCATTER: *out = ElementOp::kScatter; return true;
-        case OP_GATHER: *out = ElementOp::kGather; return true;
+        case OP_ADD_INDEXED:
+            *out = ElementOp::kAdd;
+            return true;
+        case OP_SCATTER:
+            *out = ElementOp::kScatter;
+            return true;
+        case OP_GATHER:
+            *out = ElementOp::kGather;
+            return true;
     }
     return false;
 }
 
-unsigned AccessFor(ElementOp op) {
-    return op == ElementOp::kGather ? kRead : kWrite;
-}
+unsigned AccessFor(ElementOp op) { return op == ElementOp::kGather ? kRead : kWrite; }
 
 }  // namespace
 
@@ -53,8 +57,8 @@ void FamImpl::QueueOperation(int op_number, void *local, Fam_Descriptor *item, u
     if (!index) Fail(openfam::FAM_ERR_NULLPTR, "element index array is NULL");
     uint64_t last = 0, end = 0;
     for (uint64_t i = 0; i < count; ++i) last = std::max(last, index[i]);
-    if (__builtin_add_overflow(last, 1, &end) ||
-        __builtin_mul_overflow(end, element_size, &end) || end > info.size) {
+    if (__builtin_add_overflow(last, 1, &end) || __builtin_mul_overflow(end, element_size, &end) ||
+        end > info.size) {
         Fail(openfam::FAM_ERR_OUTOFRANGE,
              "element {} of {} bytes (of {} elements) lies past end of {} (size {})", last,
              element_size, count, Describe(info), info.size);
@@ -150,16 +154,15 @@ void FamImpl::Ship(Session &session, Queue queue) {
         try {
             if (!refreshed) RefreshQueued(session, queue.item);  // once per shipment
             refreshed = true;
-            ApplyElements(session, queue.item, run.op, AccessFor(run.op), run.indices.data(),
-                          count, run.element_size, run.data.data());
+            ApplyElements(session, queue.item, run.op, AccessFor(run.op), run.indices.data(), count,
+                          run.element_size, run.data.data());
         } catch (const Failure &failure) {
             auto error = static_cast<openfam::Fam_Error>(failure.fam_error());
             // The descriptor's own problems keep their error; the memory side failing to
             // apply the batch is FAM_ERR_ATL.
-            bool item_problem = error == openfam::FAM_ERR_NOPERM ||
-                                error == openfam::FAM_ERR_NOTFOUND ||
-                                error == openfam::FAM_ERR_INVALID ||
-                                error == openfam::FAM_ERR_OUTOFRANGE;
+            bool item_problem =
+                error == openfam::FAM_ERR_NOPERM || error == openfam::FAM_ERR_NOTFOUND ||
+                error == openfam::FAM_ERR_INVALID || error == openfam::FAM_ERR_OUTOFRANGE;
             Fail(item_problem ? error : openfam::FAM_ERR_ATL,
                  "{} queued elements were not applied, or (the first {} of them, {}) only in "
                  "part; the queue is now empty: {}",

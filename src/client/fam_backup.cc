@@ -214,7 +214,6 @@ std::vector<uint64_t> HoldersOf(const ItemLayout &item, uint64_t offset, uint64_
     return ids;
 }
 
-
 // Runs the calls at once and waits for all of them; then rethrows the first failure.
 void RunAll(std::vector<std::function<void()>> calls) {
     if (calls.size() == 1) return calls.front()();

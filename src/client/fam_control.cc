@@ -201,12 +201,12 @@ void FamImpl::Stat(Fam_Region_Descriptor *region, Fam_Stat *info, Fam_Placement 
     *placement = Fam_Placement{};
     placement->intent.hints = r.intent.hints;
     placement->intent.kind = static_cast<Fam_Memory_Kind>(KindValue(r.intent.kind));
-    placement->intent.server_count = static_cast<uint32_t>(
-        std::min<size_t>(r.intent.servers.size(), FAM_INTENT_MAX_SERVERS));
+    placement->intent.server_count =
+        static_cast<uint32_t>(std::min<size_t>(r.intent.servers.size(), FAM_INTENT_MAX_SERVERS));
     std::copy_n(r.intent.servers.begin(), placement->intent.server_count,
                 placement->intent.servers);
-    std::snprintf(placement->intent.failure_domain, sizeof placement->intent.failure_domain,
-                  "%s", r.intent.failure_domain.c_str());
+    std::snprintf(placement->intent.failure_domain, sizeof placement->intent.failure_domain, "%s",
+                  r.intent.failure_domain.c_str());
     std::string reason = r.placement.empty() ? PlainPlacement(r) : r.placement;
     std::snprintf(placement->reason, sizeof placement->reason, "%s", reason.c_str());
 }
@@ -216,8 +216,8 @@ Fam_Descriptor *FamImpl::Lookup(const char *item, const char *region) {
     CheckNameArgument("item", item);
     CheckNameArgument("region", region);
     ItemInfo info = session.metadata->LookupItem(item, region, session.caller);
-    auto *descriptor = new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset},
-                                          info.size);
+    auto *descriptor =
+        new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset}, info.size);
     DescriptorState *state = descriptor->state();
     state->set_binding(session.transport->Attach(info));
     state->item = std::move(info);
@@ -232,8 +232,8 @@ Fam_Descriptor *FamImpl::Allocate(const char *name, uint64_t nbytes, mode_t perm
         region ? ResolveRegion(session, region).region.id : DefaultRegion(session).id;
     ItemInfo info =
         session.metadata->AllocateItem(region_id, name ? name : "", nbytes, perm, session.caller);
-    auto *descriptor = new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset},
-                                          info.size);
+    auto *descriptor =
+        new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset}, info.size);
     DescriptorState *state = descriptor->state();
     state->set_binding(session.transport->Attach(info));
     state->item = std::move(info);
@@ -284,8 +284,8 @@ void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {
     // The change revoked the keys behind this descriptor: bind it again with new ones, unless
     // the new mode leaves the owner no access at all (0, 01, ...): the descriptor then refuses
     // every transfer until it is given access back through this call (or looked up again).
-    ItemInfo fresh = session.metadata->GetItem(state.item.region_id, state.item.offset,
-                                               session.caller);
+    ItemInfo fresh =
+        session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller);
     std::lock_guard<std::mutex> lock(resolve_mutex_);
     if (state.status != DESC_INIT_DONE) return;  // closed meanwhile by another thread
     if (fresh.can_read || fresh.can_write) state.Rebind(session.transport->Attach(fresh));

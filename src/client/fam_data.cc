@@ -11,11 +11,9 @@ const char *AccessName(unsigned access) {
     return access == kRead ? "read" : access == kWrite ? "write" : "read and write";
 }
 
-
 void CheckPermission(const ItemInfo &info, unsigned access) {
     if (((access & kRead) && !info.can_read) || ((access & kWrite) && !info.can_write)) {
-        Fail(openfam::FAM_ERR_NOPERM, "no {} permission on {}", AccessName(access),
-             Describe(info));
+        Fail(openfam::FAM_ERR_NOPERM, "no {} permission on {}", AccessName(access), Describe(info));
     }
 }
 
@@ -57,8 +55,8 @@ DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigne
     return state;
 }
 
-ItemInfo FamImpl::Granted(Session &session, Fam_Descriptor *item, unsigned access,
-                          uint64_t offset, uint64_t nbytes) {
+ItemInfo FamImpl::Granted(Session &session, Fam_Descriptor *item, unsigned access, uint64_t offset,
+                          uint64_t nbytes) {
     const ItemInfo &held = Access(session, item, access, offset, nbytes).item;
     ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
     RequireSameItem(fresh, held);
@@ -66,8 +64,7 @@ ItemInfo FamImpl::Granted(Session &session, Fam_Descriptor *item, unsigned acces
     return fresh;
 }
 
-bool FamImpl::Rebind(Session &session, DescriptorState &state, const Binding *used,
-                     ItemInfo *now) {
+bool FamImpl::Rebind(Session &session, DescriptorState &state, const Binding *used, ItemInfo *now) {
     ItemInfo held;
     {
         std::lock_guard<std::mutex> lock(resolve_mutex_);
@@ -92,8 +89,8 @@ bool FamImpl::Rebind(Session &session, DescriptorState &state, const Binding *us
 }
 
 template <typename Move>
-void FamImpl::Transfer(Session &session, DescriptorState &state, unsigned access,
-                       bool repeatable, const Move &move) {
+void FamImpl::Transfer(Session &session, DescriptorState &state, unsigned access, bool repeatable,
+                       const Move &move) {
     const std::shared_ptr<Binding> *binding = &state.binding();
     try {
         move(*binding);
@@ -197,8 +194,8 @@ void FamImpl::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64
     }
     Transfer(session, state, access, /*repeatable=*/true,
              [&](const std::shared_ptr<Binding> &binding) {
-                 channel_->Elements(binding, plan, static_cast<char *>(local), count,
-                                    element_size, to_fam, true);
+                 channel_->Elements(binding, plan, static_cast<char *>(local), count, element_size,
+                                    to_fam, true);
              });
 }
 
@@ -216,9 +213,9 @@ void FamImpl::RefreshQueued(Session &session, DescriptorState &state) {
     state.item = std::move(fresh);
 }
 
-void FamImpl::ApplyElements(Session &session, DescriptorState &state, ElementOp op,
-                            unsigned access, const uint64_t *index, uint64_t count,
-                            uint64_t element_size, char *data) {
+void FamImpl::ApplyElements(Session &session, DescriptorState &state, ElementOp op, unsigned access,
+                            const uint64_t *index, uint64_t count, uint64_t element_size,
+                            char *data) {
     CheckPermission(state.item, access);
     Transfer(session, state, access, op != ElementOp::kAdd,
              [&](const std::shared_ptr<Binding> &binding) {
@@ -272,13 +269,12 @@ void FamImpl::AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size
     }
     // Done twice, these leave what once does (a fetch, or a non-fetching set, min, max, and,
     // or); the others are not made again after a failure, whatever the keys.
-    bool repeatable = op == AtomicOp::kFetch ||
-                      (!fetching && (op == AtomicOp::kSet || op == AtomicOp::kMin ||
-                                     op == AtomicOp::kMax || op == AtomicOp::kAnd ||
-                                     op == AtomicOp::kOr));
+    bool repeatable =
+        op == AtomicOp::kFetch ||
+        (!fetching && (op == AtomicOp::kSet || op == AtomicOp::kMin || op == AtomicOp::kMax ||
+                       op == AtomicOp::kAnd || op == AtomicOp::kOr));
     Transfer(session, state, access, repeatable, [&](const std::shared_ptr<Binding> &binding) {
-        channel_->Atomic(*binding, offset, op, type, operand, compare,
-                         fetching ? result : nullptr);
+        channel_->Atomic(*binding, offset, op, type, operand, compare, fetching ? result : nullptr);
     });
 }
 

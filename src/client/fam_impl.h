@@ -22,20 +22,43 @@
 
 namespace fampool {
 
-template <typename T> constexpr DataType TypeOf();
-template <> constexpr DataType TypeOf<int32_t>() { return DataType::kInt32; }
-template <> constexpr DataType TypeOf<int64_t>() { return DataType::kInt64; }
-template <> constexpr DataType TypeOf<__int128>() { return DataType::kInt128; }
-template <> constexpr DataType TypeOf<uint32_t>() { return DataType::kUint32; }
-template <> constexpr DataType TypeOf<uint64_t>() { return DataType::kUint64; }
-template <> constexpr DataType TypeOf<float>() { return DataType::kFloat; }
-template <> constexpr DataType TypeOf<double>() { return DataType::kDouble; }
+template <typename T>
+constexpr DataType TypeOf();
+template <>
+constexpr DataType TypeOf<int32_t>() {
+    return DataType::kInt32;
+}
+template <>
+constexpr DataType TypeOf<int64_t>() {
+    return DataType::kInt64;
+}
+template <>
+constexpr DataType TypeOf<__int128>() {
+    return DataType::kInt128;
+}
+template <>
+constexpr DataType TypeOf<uint32_t>() {
+    return DataType::kUint32;
+}
+template <>
+constexpr DataType TypeOf<uint64_t>() {
+    return DataType::kUint64;
+}
+template <>
+constexpr DataType TypeOf<float>() {
+    return DataType::kFloat;
+}
+template <>
+constexpr DataType TypeOf<double>() {
+    return DataType::kDouble;
+}
 
 class FamImpl {
   public:
     FamImpl() = default;
     FamImpl(std::shared_ptr<Session> session, FamImpl *parent)
-        : session_(std::move(session)), parent_(parent),
+        : session_(std::move(session)),
+          parent_(parent),
           channel_(session_->transport->OpenChannel()) {}
     ~FamImpl();
 
@@ -72,16 +95,16 @@ class FamImpl {
     // Data path.
     void Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes, bool blocking);
     void Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes, bool blocking);
-    void Gather(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
-                uint64_t stride, uint64_t element_size, bool blocking);
+    void Gather(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first, uint64_t stride,
+                uint64_t element_size, bool blocking);
     void Gather(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
                 uint64_t element_size, bool blocking);
-    void Scatter(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
-                 uint64_t stride, uint64_t element_size, bool blocking);
+    void Scatter(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first, uint64_t stride,
+                 uint64_t element_size, bool blocking);
     void Scatter(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
                  uint64_t element_size, bool blocking);
-    void *Copy(Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest,
-               uint64_t dest_offset, uint64_t nbytes);
+    void *Copy(Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest, uint64_t dest_offset,
+               uint64_t nbytes);
     void *Map(Fam_Descriptor *item);
     void Unmap(void *local, Fam_Descriptor *item);
 
@@ -197,7 +220,7 @@ class FamImpl {
                   ElementPlan plan, bool to_fam, bool blocking);
 
     std::shared_ptr<Session> session_;
-    FamImpl *parent_ = nullptr;  // set for contexts
+    FamImpl *parent_ = nullptr;         // set for contexts
     std::unique_ptr<Channel> channel_;  // after session_: closed before the session goes
 
     // Failures found while issuing non-blocking calls, for the next Quiet (the first few word

@@ -67,16 +67,16 @@ std::vector<StripePiece> Raid5Pieces(const ItemInfo &item, uint64_t offset, uint
 
 // Sends each server its stripe request at once and waits for every answer; throws the first
 // failure.
-std::vector<rpc::StripeReply> SendStripes(RedundantTransport &transport,
-                                          const std::vector<std::pair<uint64_t, rpc::StripeRequest>> &requests) {
+std::vector<rpc::StripeReply> SendStripes(
+    RedundantTransport &transport,
+    const std::vector<std::pair<uint64_t, rpc::StripeRequest>> &requests) {
     std::vector<std::future<rpc::StripeReply>> answers;
     for (const auto &[server, request] : requests) {
         // (request = request: clang 14 cannot capture a structured binding)
-        answers.push_back(std::async(std::launch::async,
-                                     [&transport, server = server, &request = request] {
-                                         return transport.services().server(server).Stripe(
-                                             request);
-                                     }));
+        answers.push_back(
+            std::async(std::launch::async, [&transport, server = server, &request = request] {
+                return transport.services().server(server).Stripe(request);
+            }));
     }
     std::vector<rpc::StripeReply> replies;
     std::optional<Failure> failure;
@@ -130,9 +130,8 @@ void RedundantChannel::Write(const std::shared_ptr<Binding> &item, uint64_t offs
              blocking);
 }
 
-void RedundantChannel::Elements(const std::shared_ptr<Binding> &item, ElementPlan plan,
-                                char *local, uint64_t count, uint64_t element_size, bool to_fam,
-                                bool blocking) {
+void RedundantChannel::Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
+                                uint64_t count, uint64_t element_size, bool to_fam, bool blocking) {
     if (!IsRedundantBinding(item.get())) {
         return plain_->Elements(item, std::move(plan), local, count, element_size, to_fam,
                                 blocking);
@@ -145,8 +144,8 @@ void RedundantChannel::Elements(const std::shared_ptr<Binding> &item, ElementPla
 }
 
 void RedundantChannel::ApplyElements(const std::shared_ptr<Binding> &item, ElementOp op,
-                                     const uint64_t *index, uint64_t count,
-                                     uint64_t element_size, char *data) {
+                                     const uint64_t *index, uint64_t count, uint64_t element_size,
+                                     char *data) {
     if (!IsRedundantBinding(item.get())) {
         return plain_->ApplyElements(item, op, index, count, element_size, data);
     }
@@ -154,8 +153,8 @@ void RedundantChannel::ApplyElements(const std::shared_ptr<Binding> &item, Eleme
         ElementPlan plan;
         plan.strided = false;
         plan.indices.assign(index, index + count);
-        return Elements(item, std::move(plan), data, count, element_size,
-                        op == ElementOp::kScatter, true);
+        return Elements(item, std::move(plan), data, count, element_size, op == ElementOp::kScatter,
+                        true);
     }
     DataType type = element_size == 4 ? DataType::kUint32 : DataType::kUint64;
     for (uint64_t i = 0; i < count; ++i) {
@@ -164,8 +163,8 @@ void RedundantChannel::ApplyElements(const std::shared_ptr<Binding> &item, Eleme
     }
 }
 
-void RedundantChannel::Transfer(const std::shared_ptr<Binding> &item, bool write,
-                                uint64_t offset, char *local, uint64_t nbytes, bool blocking) {
+void RedundantChannel::Transfer(const std::shared_ptr<Binding> &item, bool write, uint64_t offset,
+                                char *local, uint64_t nbytes, bool blocking) {
     Logged op;
     op.write = write;
     op.binding = item;
@@ -240,8 +239,8 @@ void RedundantChannel::Settle(uint64_t upto) {
     std::erase_if(log_, [upto](const Logged &op) { return op.sequence < upto; });
 }
 
-void RedundantChannel::Raid1Read(const RedundantBinding::View &view, uint64_t offset,
-                                 char *local, uint64_t nbytes) {
+void RedundantChannel::Raid1Read(const RedundantBinding::View &view, uint64_t offset, char *local,
+                                 uint64_t nbytes) {
     const ItemInfo &item = view.item;
     uint64_t k = item.region.memory_servers.size();
     std::vector<Piece> pieces = Raid1Pieces(item, offset, nbytes);
@@ -284,8 +283,8 @@ bool RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t o
         for (const Piece &piece : pieces) {
             size_t m = copy * k + piece.slot;
             if (Healthy(item, m)) {
-                Raid().Write(view.copies[copy], piece.at, local + (piece.at - offset),
-                             piece.length, false);
+                Raid().Write(view.copies[copy], piece.at, local + (piece.at - offset), piece.length,
+                             false);
             }
             rebuilding |= Writable(item, m) && !Healthy(item, m);
         }
@@ -296,16 +295,16 @@ bool RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t o
         for (const Piece &piece : pieces) {
             size_t m = copy * k + piece.slot;
             if (Writable(item, m) && !Healthy(item, m)) {
-                Raid().Write(view.copies[copy], piece.at, local + (piece.at - offset),
-                             piece.length, false);
+                Raid().Write(view.copies[copy], piece.at, local + (piece.at - offset), piece.length,
+                             false);
             }
         }
     }
     return false;
 }
 
-void RedundantChannel::Raid5Read(const RedundantBinding::View &view, uint64_t offset,
-                                 char *local, uint64_t nbytes) {
+void RedundantChannel::Raid5Read(const RedundantBinding::View &view, uint64_t offset, char *local,
+                                 uint64_t nbytes) {
     const ItemInfo &item = view.item;
     uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
     // Units of lost or rebuilding members: read by their stripes' parity servers.
@@ -490,9 +489,9 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
                 bool persistent = item.region.attributes.memoryType == PERSISTENT;
                 transport_.services()
                     .server(MemberServer(item.region, d))
-                    .Atomic(ExtentRef{item.region_id, persistent, false},
-                            item.member_access[d].key, piece.stripe * unit + piece.within,
-                            static_cast<int>(op), static_cast<int>(type), operand, compare, old);
+                    .Atomic(ExtentRef{item.region_id, persistent, false}, item.member_access[d].key,
+                            piece.stripe * unit + piece.within, static_cast<int>(op),
+                            static_cast<int>(type), operand, compare, old);
             }
             if (result) std::memcpy(result, old, size);
             return;
@@ -543,8 +542,6 @@ void RedundantChannel::Drain() {
     }
 }
 
-uint64_t RedundantChannel::Pending() {
-    return plain_->Pending() + (raid_ ? raid_->Pending() : 0);
-}
+uint64_t RedundantChannel::Pending() { return plain_->Pending() + (raid_ ? raid_->Pending() : 0); }
 
 }  // namespace fampool

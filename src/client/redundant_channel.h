@@ -29,8 +29,8 @@ class RedundantChannel : public Channel {
     RedundantChannel(RedundantTransport &transport, std::unique_ptr<Channel> plain, Opener open)
         : transport_(transport), plain_(std::move(plain)), open_(std::move(open)) {}
 
-    void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
-              uint64_t nbytes, bool blocking) override;
+    void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local, uint64_t nbytes,
+              bool blocking) override;
     void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
                uint64_t nbytes, bool blocking) override;
     // Redundant items: one transfer per element.

@@ -1,16 +1,16 @@
 #include "client/session.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
-
-#include <unistd.h>
 
 #include "client/redundant_transport.h"
 #include "common/error.h"
 #include "common/network.h"
+#include "meta/client/sharded_metadata.h"
 #include "meta/metadata_store.h"
 #include "rpc/memory_server_client.h"
-#include "meta/client/sharded_metadata.h"
 #include "transport/fabric/fabric_transport.h"
 #include "transport/shm/shm_transport.h"
 

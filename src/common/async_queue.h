@@ -52,7 +52,7 @@ class AsyncQueue {
     std::atomic<bool> error_hint_{false};  // first_error_ is set, readable without the lock
     bool stopping_ = false;
     bool worker_idle_ = false;  // the worker waits for work: Post must wake it
-    std::thread worker_;  // started on the first Post
+    std::thread worker_;        // started on the first Post
 };
 
 }  // namespace fampool

@@ -33,18 +33,27 @@ T Load(T *p) {
 template <typename T>
 T Combine(AtomicOp op, T old, T operand) {
     switch (op) {
-        case AtomicOp::kAdd: return old + operand;
-        case AtomicOp::kSubtract: return old - operand;
-        case AtomicOp::kMin: return operand < old ? operand : old;
-        case AtomicOp::kMax: return operand > old ? operand : old;
-        default: break;
+        case AtomicOp::kAdd:
+            return old + operand;
+        case AtomicOp::kSubtract:
+            return old - operand;
+        case AtomicOp::kMin:
+            return operand < old ? operand : old;
+        case AtomicOp::kMax:
+            return operand > old ? operand : old;
+        default:
+            break;
     }
     if constexpr (std::is_integral_v<T>) {
         switch (op) {
-            case AtomicOp::kAnd: return old & operand;
-            case AtomicOp::kOr: return old | operand;
-            case AtomicOp::kXor: return old ^ operand;
-            default: break;
+            case AtomicOp::kAnd:
+                return old & operand;
+            case AtomicOp::kOr:
+                return old | operand;
+            case AtomicOp::kXor:
+                return old ^ operand;
+            default:
+                break;
         }
     }
     return operand;  // kSet, kSwap
@@ -69,13 +78,20 @@ T Apply(T *p, AtomicOp op, T operand, T compare) {
     if constexpr (std::is_integral_v<T> && sizeof(T) <= 8) {
         switch (op) {
             case AtomicOp::kSet:
-            case AtomicOp::kSwap: return __atomic_exchange_n(p, operand, __ATOMIC_SEQ_CST);
-            case AtomicOp::kAdd: return __atomic_fetch_add(p, operand, __ATOMIC_SEQ_CST);
-            case AtomicOp::kSubtract: return __atomic_fetch_sub(p, operand, __ATOMIC_SEQ_CST);
-            case AtomicOp::kAnd: return __atomic_fetch_and(p, operand, __ATOMIC_SEQ_CST);
-            case AtomicOp::kOr: return __atomic_fetch_or(p, operand, __ATOMIC_SEQ_CST);
-            case AtomicOp::kXor: return __atomic_fetch_xor(p, operand, __ATOMIC_SEQ_CST);
-            default: break;
+            case AtomicOp::kSwap:
+                return __atomic_exchange_n(p, operand, __ATOMIC_SEQ_CST);
+            case AtomicOp::kAdd:
+                return __atomic_fetch_add(p, operand, __ATOMIC_SEQ_CST);
+            case AtomicOp::kSubtract:
+                return __atomic_fetch_sub(p, operand, __ATOMIC_SEQ_CST);
+            case AtomicOp::kAnd:
+                return __atomic_fetch_and(p, operand, __ATOMIC_SEQ_CST);
+            case AtomicOp::kOr:
+                return __atomic_fetch_or(p, operand, __ATOMIC_SEQ_CST);
+            case AtomicOp::kXor:
+                return __atomic_fetch_xor(p, operand, __ATOMIC_SEQ_CST);
+            default:
+                break;
         }
     }
     return UpdateLoop(p, op, operand);
@@ -95,18 +111,28 @@ void ApplyTyped(char *address, AtomicOp op, const void *operand, const void *com
 
 size_t SizeOf(DataType type) {
     switch (type) {
-        case DataType::kInt32: case DataType::kUint32: case DataType::kFloat: return 4;
-        case DataType::kInt64: case DataType::kUint64: case DataType::kDouble: return 8;
-        case DataType::kInt128: return 16;
+        case DataType::kInt32:
+        case DataType::kUint32:
+        case DataType::kFloat:
+            return 4;
+        case DataType::kInt64:
+        case DataType::kUint64:
+        case DataType::kDouble:
+            return 8;
+        case DataType::kInt128:
+            return 16;
     }
     return 0;
 }
 
 const char *NameOf(ElementOp op) {
     switch (op) {
-        case ElementOp::kAdd: return "OP_ADD_INDEXED";
-        case ElementOp::kScatter: return "OP_SCATTER";
-        case ElementOp::kGather: return "OP_GATHER";
+        case ElementOp::kAdd:
+            return "OP_ADD_INDEXED";
+        case ElementOp::kScatter:
+            return "OP_SCATTER";
+        case ElementOp::kGather:
+            return "OP_GATHER";
     }
     return "an unknown element operation";
 }
@@ -114,13 +140,20 @@ const char *NameOf(ElementOp op) {
 void ApplyAtomic(char *address, AtomicOp op, DataType type, const void *operand,
                  const void *compare, void *result) {
     switch (type) {
-        case DataType::kInt32: return ApplyTyped<int32_t>(address, op, operand, compare, result);
-        case DataType::kInt64: return ApplyTyped<int64_t>(address, op, operand, compare, result);
-        case DataType::kInt128: return ApplyTyped<__int128>(address, op, operand, compare, result);
-        case DataType::kUint32: return ApplyTyped<uint32_t>(address, op, operand, compare, result);
-        case DataType::kUint64: return ApplyTyped<uint64_t>(address, op, operand, compare, result);
-        case DataType::kFloat: return ApplyTyped<float>(address, op, operand, compare, result);
-        case DataType::kDouble: return ApplyTyped<double>(address, op, operand, compare, result);
+        case DataType::kInt32:
+            return ApplyTyped<int32_t>(address, op, operand, compare, result);
+        case DataType::kInt64:
+            return ApplyTyped<int64_t>(address, op, operand, compare, result);
+        case DataType::kInt128:
+            return ApplyTyped<__int128>(address, op, operand, compare, result);
+        case DataType::kUint32:
+            return ApplyTyped<uint32_t>(address, op, operand, compare, result);
+        case DataType::kUint64:
+            return ApplyTyped<uint64_t>(address, op, operand, compare, result);
+        case DataType::kFloat:
+            return ApplyTyped<float>(address, op, operand, compare, result);
+        case DataType::kDouble:
+            return ApplyTyped<double>(address, op, operand, compare, result);
     }
 }
 

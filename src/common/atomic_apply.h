@@ -22,12 +22,14 @@ void ApplyAtomic(char *address, AtomicOp op, DataType type, const void *operand,
 inline void ApplyElement(ElementOp op, uint64_t element_size, char *fam, char *mine) {
     switch (op) {
         case ElementOp::kAdd:
-            ApplyAtomic(fam, AtomicOp::kAdd, element_size == 4 ? DataType::kUint32
-                                                               : DataType::kUint64,
-                        mine, nullptr, nullptr);
+            ApplyAtomic(fam, AtomicOp::kAdd,
+                        element_size == 4 ? DataType::kUint32 : DataType::kUint64, mine, nullptr,
+                        nullptr);
             return;
-        case ElementOp::kScatter: return CopyFamBytes(fam, mine, element_size);
-        case ElementOp::kGather: return CopyFamBytes(mine, fam, element_size);
+        case ElementOp::kScatter:
+            return CopyFamBytes(fam, mine, element_size);
+        case ElementOp::kGather:
+            return CopyFamBytes(mine, fam, element_size);
     }
 }
 

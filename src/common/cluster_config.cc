@@ -1,8 +1,7 @@
 #include "common/cluster_config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -14,17 +13,16 @@
 #include "common/error.h"
 #include "common/memory_kind.h"
 #include "common/network.h"
-#include "common/shards.h"
 #include "common/openfam_config.h"
+#include "common/shards.h"
 
 namespace fampool {
 namespace {
 
-const std::set<std::string> kServerKeys = {"id", "rpc_interface", "rpc_address", "libfabric_port",
-                                           "fabric_host", "fam_path", "heap_dir", "shm_path",
-                                           "shm_dir", "memory_type", "if_device",
-                                           "failure_domain", "spare", "capacity",
-                                           "kind", "bandwidth", "latency"};
+const std::set<std::string> kServerKeys = {
+    "id",       "rpc_interface", "rpc_address", "libfabric_port", "fabric_host", "fam_path",
+    "heap_dir", "shm_path",      "shm_dir",     "memory_type",    "if_device",   "failure_domain",
+    "spare",    "capacity",      "kind",        "bandwidth",      "latency"};
 
 [[noreturn]] void Bad(const std::string &path, const std::string &what) {
     Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}", path, what);
@@ -52,9 +50,11 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
     for (const auto &entry : node) {
         std::string key = entry.first.as<std::string>();
         if (!kServerKeys.count(key)) {
-            Bad(path, which + ": unknown key \"" + key + "\" (known: id, rpc_interface, "
-                      "libfabric_port, fabric_host, if_device, fam_path, shm_path, memory_type, "
-                      "failure_domain, spare, capacity, kind, bandwidth, latency)");
+            Bad(path,
+                which + ": unknown key \"" + key +
+                    "\" (known: id, rpc_interface, "
+                    "libfabric_port, fabric_host, if_device, fam_path, shm_path, memory_type, "
+                    "failure_domain, spare, capacity, kind, bandwidth, latency)");
         }
         const YAML::Node &value = entry.second;
         if (!value.IsScalar()) Bad(path, which + ": " + key + " must be a single value");
@@ -290,8 +290,9 @@ void CheckClusterConfig(const ClusterConfig &config) {
     if (config.tls_ca.empty() &&
         (!config.tls_certificate.empty() || !config.tls_private_key.empty() ||
          config.tls_client_certificates != "none")) {
-        Bad(path, "tls_certificate, tls_private_key and tls_client_certificates need tls_ca "
-                  "(the CA that signed the certificates): TLS is on only with it");
+        Bad(path,
+            "tls_certificate, tls_private_key and tls_client_certificates need tls_ca "
+            "(the CA that signed the certificates): TLS is on only with it");
     }
     if (config.authentication != "none" && config.authentication != "munge") {
         Bad(path, "authentication \"" + config.authentication + "\" is not munge or none");
@@ -300,8 +301,8 @@ void CheckClusterConfig(const ClusterConfig &config) {
         Bad(path, "rpc_timeout_ms and fabric_timeout_ms must be at least 1");
     }
     if (config.delayed_free_threads < 0) {
-        Bad(path, "delayed_free_threads " + std::to_string(config.delayed_free_threads) +
-                      " is negative");
+        Bad(path,
+            "delayed_free_threads " + std::to_string(config.delayed_free_threads) + " is negative");
     }
     CheckShards(config);
     uint64_t i = config.interleave_size;
@@ -328,8 +329,7 @@ void CheckClusterConfig(const ClusterConfig &config) {
                           "\" is not volatile or persistent");
         }
         if (!server.kind.empty() && !IsMemoryKind(server.kind)) {
-            Bad(path, which + ": kind \"" + server.kind + "\" is not one of " +
-                          MemoryKindList());
+            Bad(path, which + ": kind \"" + server.kind + "\" is not one of " + MemoryKindList());
         }
     }
 }
@@ -390,14 +390,16 @@ std::string ClusterFileText(const ClusterConfig &c) {
     }
     text += "memservers:\n";
     for (const MemoryServerConfig &m : c.memservers) {
-        text += fmt::format("  - id: {}\n    rpc_interface: {}\n    libfabric_port: {}\n"
-                            "    fam_path: {}\n    shm_path: {}\n",
-                            m.id, YamlQuoted(m.rpc_address), YamlQuoted(m.fabric_port),
-                            YamlQuoted(m.heap_dir), YamlQuoted(m.shm_dir));
+        text += fmt::format(
+            "  - id: {}\n    rpc_interface: {}\n    libfabric_port: {}\n"
+            "    fam_path: {}\n    shm_path: {}\n",
+            m.id, YamlQuoted(m.rpc_address), YamlQuoted(m.fabric_port), YamlQuoted(m.heap_dir),
+            YamlQuoted(m.shm_dir));
         if (!m.fabric_host.empty()) {
             text += fmt::format("    fabric_host: {}\n", YamlQuoted(m.fabric_host));
         }
-        if (!m.if_device.empty()) text += fmt::format("    if_device: {}\n", YamlQuoted(m.if_device));
+        if (!m.if_device.empty())
+            text += fmt::format("    if_device: {}\n", YamlQuoted(m.if_device));
         if (!m.memory_type.empty()) text += fmt::format("    memory_type: {}\n", m.memory_type);
         if (!m.failure_domain.empty()) {
             text += fmt::format("    failure_domain: {}\n", YamlQuoted(m.failure_domain));

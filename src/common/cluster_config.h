@@ -20,11 +20,11 @@ namespace fampool {
 
 struct MemoryServerConfig {
     uint64_t id = 0;
-    std::string rpc_address;           // host:port of its gRPC service
+    std::string rpc_address;  // host:port of its gRPC service
     // The address its libfabric endpoint binds; empty: the address of `if_device`, else
     // 127.0.0.1.
     std::string fabric_host;
-    std::string fabric_port;           // libfabric service (port)
+    std::string fabric_port;  // libfabric service (port)
     // A network interface whose address the endpoint binds, or a fabric domain ("mlx5_0").
     std::string if_device;
     std::string heap_dir;              // persistent heaps
@@ -124,8 +124,7 @@ ClusterConfig LoadClusterConfig(const std::string &path);
 // key or a value of the wrong kind.
 MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const std::string &path);
 // OpenFAM's `Memservers`: a map from id to server, returned in the order of the ids.
-std::vector<MemoryServerConfig> ReadMemoryServerMap(const YAML::Node &map,
-                                                    const std::string &path);
+std::vector<MemoryServerConfig> ReadMemoryServerMap(const YAML::Node &map, const std::string &path);
 
 // The keys of a memory server's entry in a cluster file (docs/configuration.md lists each).
 const std::set<std::string> &MemoryServerKeyTable();

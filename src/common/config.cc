@@ -55,7 +55,6 @@ bool LayerSwitch(const YAML::Node &yaml, const char *key, const char *env, bool 
     return value == "true" || value == "yes" || value == "1";
 }
 
-
 // A count (a number, with k/M/G suffixes allowed) from the YAML key `key` or the environment
 // variable `env`.
 uint64_t LayerCount(const YAML::Node &yaml, const char *key, const char *env, uint64_t fallback) {
@@ -88,8 +87,8 @@ std::vector<Config::MemoryTier> ReadMemoryTiers(const YAML::Node &list, const st
     if (!list.IsSequence()) bad("must be a list of {kind, dir, capacity, bandwidth, latency}");
     std::vector<Config::MemoryTier> tiers;
     for (const YAML::Node &node : list) {
-        std::string which = fmt::format("tier {} (memory server {})", tiers.size() + 1,
-                                        tiers.size() + 1);
+        std::string which =
+            fmt::format("tier {} (memory server {})", tiers.size() + 1, tiers.size() + 1);
         if (!node.IsMap()) bad(which + " must be a map");
         Config::MemoryTier tier;
         for (const auto &entry : node) {
@@ -178,16 +177,16 @@ Config ReadConfig(const Fam_Options *options) {
           "FAMPOOL_GRPC_PORT", o.grpcPort);
     Layer(c.libfabric_provider, yaml, {"provider", "libfabric_provider"}, "FAMPOOL_PROVIDER",
           o.libfabricProvider);
-    c.libfabric_provider_set = o.libfabricProvider || Env("FAMPOOL_PROVIDER") ||
-                               (yaml && yaml.IsMap() &&
-                                (yaml["provider"] || yaml["libfabric_provider"]));
+    c.libfabric_provider_set =
+        o.libfabricProvider || Env("FAMPOOL_PROVIDER") ||
+        (yaml && yaml.IsMap() && (yaml["provider"] || yaml["libfabric_provider"]));
     Layer(c.thread_model, yaml, {"FamThreadModel", "fam_thread_model"}, "FAMPOOL_THREAD_MODEL",
           o.famThreadModel);
     Layer(c.cis_interface_type, yaml, {"client_interface_type"}, "FAMPOOL_CIS_INTERFACE",
           o.cisInterfaceType);
     Layer(c.model, yaml, {"openfam_model"}, "FAMPOOL_MODEL", o.openFamModel);
-    Layer(c.context_model, yaml, {"FamContextModel", "fam_context_model"},
-          "FAMPOOL_CONTEXT_MODEL", o.famContextModel);
+    Layer(c.context_model, yaml, {"FamContextModel", "fam_context_model"}, "FAMPOOL_CONTEXT_MODEL",
+          o.famContextModel);
     Layer(c.num_consumer, yaml, {"num_consumer"}, "FAMPOOL_NUM_CONSUMER", o.numConsumer);
     Layer(c.runtime, yaml, {"runtime"}, "FAMPOOL_RUNTIME", o.runtime);
     Layer(c.default_memory_type, yaml, {"fam_default_memory_type", "default_memory_type"},
@@ -306,8 +305,8 @@ Config ReadConfig(const Fam_Options *options) {
     c.aggregation = LayerSwitch(yaml, "aggregation", "FAMPOOL_AGGREGATION", true);
     c.aggregation_threshold = LayerCount(yaml, "aggregation_threshold",
                                          "FAMPOOL_AGGREGATION_THRESHOLD", c.aggregation_threshold);
-    c.atl_queue_size = LayerCount(yaml, "ATL_queue_size", "FAMPOOL_ATL_QUEUE_SIZE",
-                                  c.atl_queue_size);
+    c.atl_queue_size =
+        LayerCount(yaml, "ATL_queue_size", "FAMPOOL_ATL_QUEUE_SIZE", c.atl_queue_size);
     c.atl_data_size = LayerCount(yaml, "ATL_data_size", "FAMPOOL_ATL_DATA_SIZE", c.atl_data_size);
     if (c.atl_data_size < 4096) {
         Fail(openfam::FAM_ERR_INVALID, "ATL_data_size {} is below 4096 bytes", c.atl_data_size);
@@ -365,11 +364,16 @@ uint64_t ParseSize(const char *what, const std::string &text) {
         Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" is not a number", what, text);
     }
     std::string suffix(end);
-    if (suffix == "k" || suffix == "K" || suffix == "KiB") value <<= 10;
-    else if (suffix == "m" || suffix == "M" || suffix == "MiB") value <<= 20;
-    else if (suffix == "g" || suffix == "G" || suffix == "GiB") value <<= 30;
-    else if (suffix == "t" || suffix == "T" || suffix == "TiB") value <<= 40;
-    else if (!suffix.empty()) Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" has an unknown unit", what, text);
+    if (suffix == "k" || suffix == "K" || suffix == "KiB")
+        value <<= 10;
+    else if (suffix == "m" || suffix == "M" || suffix == "MiB")
+        value <<= 20;
+    else if (suffix == "g" || suffix == "G" || suffix == "GiB")
+        value <<= 30;
+    else if (suffix == "t" || suffix == "T" || suffix == "TiB")
+        value <<= 40;
+    else if (!suffix.empty())
+        Fail(openfam::FAM_ERR_INVALID, "{} \"{}\" has an unknown unit", what, text);
     return value;
 }
 

@@ -34,12 +34,12 @@ struct Config {
     uint64_t local_buf_size = 0;
 
     // fampool settings.
-    std::string data_dir;     // metadata, persistent heaps, default archive
-    std::string shm_dir;      // volatile heaps
-    std::string archive_dir;  // backups
-    uint64_t interleave_size = 0;           // 0: no interleaving (one memory server)
+    std::string data_dir;          // metadata, persistent heaps, default archive
+    std::string shm_dir;           // volatile heaps
+    std::string archive_dir;       // backups
+    uint64_t interleave_size = 0;  // 0: no interleaving (one memory server)
     uint64_t default_region_size = 1ull << 30;
-    bool meta_sync = false;                 // fsync every metadata commit
+    bool meta_sync = false;  // fsync every metadata commit
     // Embedded model: more memory beside the default heaps (memory server 0: volatile in
     // shm_dir, persistent in data_dir), each a memory server of its own (ids 1, 2, ... in
     // order) that intent-based placement chooses by kind and speed (docs/intent.md).
@@ -50,27 +50,28 @@ struct Config {
     };
     std::vector<MemoryTier> memory_tiers;
     // Memory-server model.
-    std::string metadata_address;           // host:port of the metadata service
+    std::string metadata_address;  // host:port of the metadata service
     // Its shards (metadata_shards), when the file lists them with metadata_address first;
     // empty: learnt from the service at fam_initialize.
     std::vector<std::string> metadata_shards;
-    int rpc_timeout_ms = 10000;             // bound on every control-path call
+    int rpc_timeout_ms = 10000;  // bound on every control-path call
     // How long fam_initialize keeps trying to reach the metadata service (a job's PEs all
     // connecting at once can find it slow to accept).
     int connect_timeout_ms = 60000;
-    int fabric_timeout_ms = 10000;          // bound on every data-path completion
-    bool metadata_fabric = true;            // lookups and allocations over the fabric if offered
-    bool fabric_checked_reads = false;      // every read checks its key (shm: no fast reads)
-    bool fabric_direct = true;              // shm: loads and stores on same-node heaps
-    bool fabric_direct_by_path = false;     // ... opened by name, not asked of the server
+    int fabric_timeout_ms = 10000;       // bound on every data-path completion
+    bool metadata_fabric = true;         // lookups and allocations over the fabric if offered
+    bool fabric_checked_reads = false;   // every read checks its key (shm: no fast reads)
+    bool fabric_direct = true;           // shm: loads and stores on same-node heaps
+    bool fabric_direct_by_path = false;  // ... opened by name, not asked of the server
     // Gathers and scatters of at least this many scattered elements are done by the memory
     // servers (0: never; one RMA per element instead).
     uint64_t fabric_memory_side_elements = 64;
     // fam_queue_operation (memory-side aggregation).
-    bool aggregation = true;                 // false: the calls fail with FAM_ERR_ATL_NOT_ENABLED
-    uint64_t aggregation_threshold = 16384;  // elements that ship a descriptor's queue; 0: flush only
-    uint64_t atl_queue_size = 1 << 20;       // ATL_queue_size: elements a queue holds at most
-    uint64_t atl_data_size = 4 << 20;        // ATL_data_size: bytes of one request to a server
+    bool aggregation = true;  // false: the calls fail with FAM_ERR_ATL_NOT_ENABLED
+    uint64_t aggregation_threshold =
+        16384;                          // elements that ship a descriptor's queue; 0: flush only
+    uint64_t atl_queue_size = 1 << 20;  // ATL_queue_size: elements a queue holds at most
+    uint64_t atl_data_size = 4 << 20;   // ATL_data_size: bytes of one request to a server
     // "munge": the metadata service must authenticate callers (fam_initialize fails against
     // one that does not); "none": authenticate when the service asks for it. The credential
     // comes from the munged on munge_socket (empty: libmunge's default socket).
@@ -84,7 +85,7 @@ struct Config {
     // certificate (tls_ca; unset: no TLS), the name in it (tls_server_name), and this
     // client's certificate and key where the servers require one.
     std::string tls_ca, tls_server_name, tls_client_certificate, tls_client_key;
-    std::string config_file;                // the YAML file that was read, if any
+    std::string config_file;  // the YAML file that was read, if any
 };
 
 // A size or count: a number (decimal, or 0x...) with an optional unit k/K/KiB, m/M/MiB, g/G/GiB,

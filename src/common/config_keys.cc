@@ -15,14 +15,13 @@ const std::set<std::string> &Keys() {
         // What a client reads (common/config.cc).
         "openfam_model", "runtime", "provider", "libfabric_provider", "FamThreadModel",
         "fam_thread_model", "FamContextModel", "fam_context_model", "client_interface_type",
-        "fam_client_interface_service_address", "fam_client_interface_service_port",
-        "cis_server", "grpc_port",
-        "default_region_name", "default_region_size", "fam_default_memory_type", "num_consumer",
-        "if_device", "fampool_home", "fampool_shm_dir", "fampool_archive_dir", "archive_path",
-        "dataitem_interleave_size", "metadata_sync", "metadata_address", "rpc_timeout_ms",
-        "fabric_timeout_ms", "metadata_fabric", "default_memory_type", "connect_timeout_ms",
-        "fabric_checked_reads", "fabric_direct", "fabric_memory_side_elements", "aggregation",
-        "aggregation_threshold", "memory_tiers",
+        "fam_client_interface_service_address", "fam_client_interface_service_port", "cis_server",
+        "grpc_port", "default_region_name", "default_region_size", "fam_default_memory_type",
+        "num_consumer", "if_device", "fampool_home", "fampool_shm_dir", "fampool_archive_dir",
+        "archive_path", "dataitem_interleave_size", "metadata_sync", "metadata_address",
+        "rpc_timeout_ms", "fabric_timeout_ms", "metadata_fabric", "default_memory_type",
+        "connect_timeout_ms", "fabric_checked_reads", "fabric_direct",
+        "fabric_memory_side_elements", "aggregation", "aggregation_threshold", "memory_tiers",
         // Both read these (authentication: munge, docs/deployment.md).
         "authentication", "munge_socket", "sharing_group", "tls_ca", "tls_server_name",
         "tls_client_certificate", "tls_client_key",
@@ -34,8 +33,8 @@ const std::set<std::string> &Keys() {
         // OpenFAM's own files hold these; CheckOpenFamValue takes the values that describe
         // what fampool does.
         "rpc_framework_type", "resource_release", "metadata_manager", "metadata_interface_type",
-        "memsrv_interface_type", "memsrv_list", "metadata_list", "ATL_threads",
-        "ATL_queue_size", "ATL_data_size"};
+        "memsrv_interface_type", "memsrv_list", "metadata_list", "ATL_threads", "ATL_queue_size",
+        "ATL_data_size"};
     return keys;
 }
 
@@ -71,22 +70,21 @@ void RequireValue(const std::string &path, const std::string &key, const YAML::N
     for (const char *ok : taken) {
         if (text == ok) return;
     }
-    Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}: \"{}\" is not available: {}",
-         path, key, text, why);
+    Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}: \"{}\" is not available: {}", path,
+         key, text, why);
 }
 
 void RequireCount(const std::string &path, const std::string &key, const YAML::Node &value) {
     std::string text = ScalarOf(value);
     if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
-        Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}: \"{}\" is not a number",
-             path, key, text);
+        Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}: \"{}\" is not a number", path,
+             key, text);
     }
 }
 
 }  // namespace
 
-void CheckOpenFamValue(const std::string &path, const std::string &key,
-                       const YAML::Node &value) {
+void CheckOpenFamValue(const std::string &path, const std::string &key, const YAML::Node &value) {
     if (key == "rpc_framework_type") {
         RequireValue(path, key, value, {"grpc"}, "fampool's control path is gRPC");
     } else if (key == "resource_release") {
@@ -103,8 +101,9 @@ void CheckOpenFamValue(const std::string &path, const std::string &key,
         RequireValue(path, key, value, {"0"},
                      "fampool's memory servers apply queued operations (fam_queue_operation) on "
                      "their request threads, not on a pool of their own (docs/configuration.md)");
-    } else if (key == "ATL_queue_size" || key == "ATL_data_size" || key == "aggregation_threshold" ||
-               key == "fabric_memory_side_elements" || key == "delayed_free_threads") {
+    } else if (key == "ATL_queue_size" || key == "ATL_data_size" ||
+               key == "aggregation_threshold" || key == "fabric_memory_side_elements" ||
+               key == "delayed_free_threads") {
         RequireCount(path, key, value);
     } else if (key == "memsrv_list" || key == "metadata_list") {
         if (!value.IsSequence()) {

@@ -5,9 +5,9 @@
 #ifndef FAMPOOL_COMMON_CONFIG_KEYS_H_
 #define FAMPOOL_COMMON_CONFIG_KEYS_H_
 
-#include <string>
-
 #include <yaml-cpp/exceptions.h>
+
+#include <string>
 
 #include "common/error.h"
 

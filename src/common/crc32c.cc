@@ -27,7 +27,7 @@ uint32_t Software(uint32_t crc, const unsigned char *p, size_t n) {
 }
 
 __attribute__((target("sse4.2"))) uint32_t Hardware(uint32_t crc, const unsigned char *p,
-                                                     size_t n) {
+                                                    size_t n) {
     uint64_t c = crc;
     while (n >= 8) {
         uint64_t word;

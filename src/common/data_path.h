@@ -19,8 +19,17 @@ struct Binding {
 };
 
 enum class AtomicOp : uint8_t {
-    kSet, kAdd, kSubtract, kMin, kMax, kAnd, kOr, kXor,  // result: the previous value
-    kFetch, kSwap, kCompareSwap
+    kSet,
+    kAdd,
+    kSubtract,
+    kMin,
+    kMax,
+    kAnd,
+    kOr,
+    kXor,  // result: the previous value
+    kFetch,
+    kSwap,
+    kCompareSwap
 };
 
 enum class DataType : uint8_t { kInt32, kInt64, kInt128, kUint32, kUint64, kFloat, kDouble };

@@ -33,19 +33,20 @@ enum Access : unsigned { kRead = 4, kWrite = 2 };
 // POSIX owner/group/other check of `access` bits against `mode`.
 inline bool Allowed(uint32_t mode, uint32_t owner, uint32_t group, const Caller &caller,
                     unsigned access) {
-    unsigned bits = caller.uid == owner ? (mode >> 6) & 7 : caller.gid == group ? (mode >> 3) & 7
-                                                                                 : mode & 7;
+    unsigned bits = caller.uid == owner   ? (mode >> 6) & 7
+                    : caller.gid == group ? (mode >> 3) & 7
+                                          : mode & 7;
     return (bits & access) == access;
 }
 
 // What a region's creator intends for its data (fam/fam.h's Fam_Region_Intent; docs/intent.md),
 // as the metadata service records it.
 struct RegionIntent {
-    uint32_t hints = 0;                 // Fam_Intent_Hint bits
-    std::string kind;                   // constraint: "dram", "persistent", "far"; "": any
-    std::vector<uint64_t> servers;      // constraint: only these server ids; empty: any
-    std::string failure_domain;         // constraint: only servers of this domain; "": any
-    std::string host;                   // the creating PE's host (FAM_HINT_NEAR_PE); "": local
+    uint32_t hints = 0;             // Fam_Intent_Hint bits
+    std::string kind;               // constraint: "dram", "persistent", "far"; "": any
+    std::vector<uint64_t> servers;  // constraint: only these server ids; empty: any
+    std::string failure_domain;     // constraint: only servers of this domain; "": any
+    std::string host;               // the creating PE's host (FAM_HINT_NEAR_PE); "": local
     bool empty() const {
         return hints == 0 && kind.empty() && servers.empty() && failure_domain.empty();
     }
@@ -125,9 +126,9 @@ struct ServerAccess {
     std::string fabric_address;  // fi_getname() of the memory server's endpoint
     uint64_t key = 0;
     uint64_t base = 0;
-    std::string heap_path;  // the extent's heap file on the server's host
-    std::string node;       // the server host's boot id (NodeIdentity)
-    std::string socket;     // the server's same-node socket (KeyGrant::socket)
+    std::string heap_path;    // the extent's heap file on the server's host
+    std::string node;         // the server host's boot id (NodeIdentity)
+    std::string socket;       // the server's same-node socket (KeyGrant::socket)
     uint32_t server_uid = 0;  // who must answer there (KeyGrant::server_uid)
 };
 
@@ -149,8 +150,7 @@ struct BytePlace {
     uint64_t physical = 0;
     uint64_t contiguous = 0;
 };
-inline BytePlace PlaceOfByte(uint64_t offset, uint64_t interleave, uint64_t servers,
-                             uint64_t at) {
+inline BytePlace PlaceOfByte(uint64_t offset, uint64_t interleave, uint64_t servers, uint64_t at) {
     if (interleave == 0) return {ServerIndexOf(offset), PhysicalOf(offset) + at, ~uint64_t{0}};
     uint64_t block = (offset + at) / interleave, within = (offset + at) % interleave;
     return {block % servers, (block / servers) * interleave + within, interleave - within};
@@ -169,7 +169,7 @@ struct ItemInfo {
     uint64_t region_id = 0;
     uint64_t offset = 0;  // within the region
     uint64_t size = 0;
-    std::string name;      // empty for unnamed items
+    std::string name;  // empty for unnamed items
     uint32_t perm = 0, uid = 0, gid = 0;
     RegionInfo region;
     // What the caller may do, decided by the service (the embedded model's capability).

@@ -52,8 +52,8 @@ bool MemberOf(gid_t gid) {
     if (count <= 0) return false;
     std::vector<gid_t> groups(static_cast<size_t>(count));
     count = getgroups(count, groups.data());
-    return count > 0 && std::find(groups.begin(), groups.begin() + count, gid) !=
-                            groups.begin() + count;
+    return count > 0 &&
+           std::find(groups.begin(), groups.begin() + count, gid) != groups.begin() + count;
 }
 
 }  // namespace
@@ -136,8 +136,7 @@ void FileAccess::MakeDirectory(const std::string &dir, Dir kind, bool reachable,
              "store only through a sharing_group (docs/security.md)",
              dir, st.st_uid, geteuid());
     }
-    if (shared_ && st.st_gid != group_ &&
-        chown(dir.c_str(), static_cast<uid_t>(-1), group_) != 0) {
+    if (shared_ && st.st_gid != group_ && chown(dir.c_str(), static_cast<uid_t>(-1), group_) != 0) {
         Fail(error, "cannot give directory {} to group {}: {}", dir, group_name_,
              std::strerror(errno));
     }

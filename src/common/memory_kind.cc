@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -112,8 +112,8 @@ MemorySpeed MeasureMemory(const std::string &dir, uint64_t bytes) {
     int error = errno;
     close(fd);
     if (map == MAP_FAILED) {
-        Fail(openfam::FAM_ERR_MEMORY, "measuring memory in {}: cannot map {} bytes there: {}",
-             dir, bytes, std::strerror(error));
+        Fail(openfam::FAM_ERR_MEMORY, "measuring memory in {}: cannot map {} bytes there: {}", dir,
+             bytes, std::strerror(error));
     }
     auto *heap = static_cast<char *>(map);
     std::vector<char> source(bytes, 1);

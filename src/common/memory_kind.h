@@ -33,12 +33,12 @@ std::string LatencyText(uint64_t nanoseconds);
 
 // What placement knows of a memory server's memory.
 struct MemoryProfile {
-    std::string kind;          // dram, persistent or far
-    uint64_t bandwidth = 0;    // bytes per second; 0: unknown
-    uint64_t latency_ns = 0;   // 0: unknown
-    uint64_t capacity = 0;     // bytes of extents it may hold; 0: no limit
-    std::string host;          // the node it runs on ("": this process's node)
-    bool known = false;        // false: not learnt yet (the server did not answer)
+    std::string kind;         // dram, persistent or far
+    uint64_t bandwidth = 0;   // bytes per second; 0: unknown
+    uint64_t latency_ns = 0;  // 0: unknown
+    uint64_t capacity = 0;    // bytes of extents it may hold; 0: no limit
+    std::string host;         // the node it runs on ("": this process's node)
+    bool known = false;       // false: not learnt yet (the server did not answer)
 };
 
 // A server's declared memory: its kind and what is known of its speed (0: to be measured).

@@ -42,7 +42,7 @@ struct ItemLayout {
         bool copy = false;  // the bytes are in the region's RAID1 copy extent on that server
     };
     ExtentRef extent;
-    uint64_t offset = 0;      // virtual offset of the item in its region
+    uint64_t offset = 0;  // virtual offset of the item in its region
     uint64_t size = 0;
     uint64_t interleave = 0;  // block size; 0: not interleaved
     // RAID5: the region's member count N (servers lists the N members), whose data bytes lie
@@ -142,8 +142,7 @@ class MemoryServer {
     // Verifies the checksum, then writes the backup into the item from its first byte (parts
     // on other servers over the fabric). Throws FAM_ERR_RESOURCE on a checksum mismatch and
     // FAM_ERR_OUTOFRANGE when the item is too small, in both cases writing nothing.
-    virtual void Restore(const std::string &name, const ItemLayout &item,
-                         const Caller &caller) = 0;
+    virtual void Restore(const std::string &name, const ItemLayout &item, const Caller &caller) = 0;
     virtual void DeleteBackup(const std::string &name, const Caller &caller) = 0;
     // The backups `caller` may read.
     virtual std::vector<BackupInfo> ListBackups(const Caller &caller) = 0;
@@ -161,9 +160,8 @@ class MemoryServer {
     // extent: element i at physical offset offsets[i], `data` as in Channel::ApplyElements.
     // `key` must grant the span of the elements (write access unless kGather), checked as
     // Atomic checks it, before any element is touched.
-    virtual void ApplyElements(ExtentRef extent, uint64_t key, ElementOp op,
-                               uint64_t element_size, const std::vector<uint64_t> &offsets,
-                               char *data) = 0;
+    virtual void ApplyElements(ExtentRef extent, uint64_t key, ElementOp op, uint64_t element_size,
+                               const std::vector<uint64_t> &offsets, char *data) = 0;
 
     // Registers [offset, offset + size) of the extent (the whole extent when size is 0) for
     // remote reads, or reads and writes, and returns its key. The metadata service calls this

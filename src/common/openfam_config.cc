@@ -140,11 +140,12 @@ ClusterConfig ReadOpenFamFiles(const std::string &dir) {
 
     std::string default_port;
     Get(memory, "libfabric_port", &default_port);
-    YAML::Node servers = memory.root && memory.root.IsMap() ? memory.root["Memservers"]
-                                                            : YAML::Node();
+    YAML::Node servers =
+        memory.root && memory.root.IsMap() ? memory.root["Memservers"] : YAML::Node();
     if (!servers || !servers.IsMap() || servers.size() == 0) {
-        Bad(memory.path, "no Memservers map (id: {memory_type, fam_path, rpc_interface, "
-                         "libfabric_port, if_device})");
+        Bad(memory.path,
+            "no Memservers map (id: {memory_type, fam_path, rpc_interface, "
+            "libfabric_port, if_device})");
     }
     std::map<uint64_t, MemoryServerConfig> by_id;
     for (MemoryServerConfig &server : ReadMemoryServerMap(servers, memory.path)) {
@@ -162,8 +163,8 @@ ClusterConfig ReadOpenFamFiles(const std::string &dir) {
     for (const auto &[id, address] : ServiceList(client, "memsrv_list")) {
         auto server = by_id.find(id);
         if (server == by_id.end()) {
-            Bad(client.path, "memsrv_list names memory server " + std::to_string(id) +
-                                 ", which " + memory.path + " does not have");
+            Bad(client.path, "memsrv_list names memory server " + std::to_string(id) + ", which " +
+                                 memory.path + " does not have");
         }
         if (server->second.rpc_address.empty()) server->second.rpc_address = address;
         if (server->second.rpc_address != address) {

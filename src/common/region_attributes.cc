@@ -32,10 +32,9 @@ Fam_Region_Attributes AttributesFromIntegers(int redundancy, int memory_type, in
 
 Fam_Region_Attributes CheckedAttributes(const Fam_Region_Attributes &attributes,
                                         const std::string &region) {
-    return AttributesFromIntegers(RawValue(attributes.redundancyLevel),
-                                  RawValue(attributes.memoryType),
-                                  RawValue(attributes.interleaveEnable),
-                                  RawValue(attributes.permissionLevel), region);
+    return AttributesFromIntegers(
+        RawValue(attributes.redundancyLevel), RawValue(attributes.memoryType),
+        RawValue(attributes.interleaveEnable), RawValue(attributes.permissionLevel), region);
 }
 
 }  // namespace fampool

@@ -19,9 +19,8 @@ namespace {
 
 bool HandlerInLibInfinipath(const struct sigaction &action) {
     if (action.sa_handler == SIG_DFL || action.sa_handler == SIG_IGN) return false;
-    void *address = (action.sa_flags & SA_SIGINFO)
-                        ? reinterpret_cast<void *>(action.sa_sigaction)
-                        : reinterpret_cast<void *>(action.sa_handler);
+    void *address = (action.sa_flags & SA_SIGINFO) ? reinterpret_cast<void *>(action.sa_sigaction)
+                                                   : reinterpret_cast<void *>(action.sa_handler);
     Dl_info info{};
     return dladdr(address, &info) && info.dli_fname &&
            std::strstr(info.dli_fname, "libinfinipath") != nullptr;

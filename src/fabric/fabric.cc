@@ -26,8 +26,8 @@ namespace {
 
 // What fampool would like beyond what it needs; a provider without it is still used.
 struct Wishes {
-    uint64_t caps = 0;       // servers: FI_RMA_EVENT (FabricDomain::remote_events)
-    uint64_t op_flags = 0;   // clients: FI_DELIVERY_COMPLETE (FabricDomain::write_flags)
+    uint64_t caps = 0;      // servers: FI_RMA_EVENT (FabricDomain::remote_events)
+    uint64_t op_flags = 0;  // clients: FI_DELIVERY_COMPLETE (FabricDomain::write_flags)
     // Clients: reads after writes and writes after writes to one server in order, atomics
     // after atomics too (a non-fetching atomic completes by the next quiet, a fetch after it
     // must see it). Not asked of shm (FabricDomain::ReadFlags says why).
@@ -45,8 +45,8 @@ fi_info *GetInfo(const FabricConfig &config, FabricDomain::Role role, bool with_
                            : FI_RMA | FI_ATOMIC | wishes.caps |
                                  (server ? FI_REMOTE_READ | FI_REMOTE_WRITE : FI_READ | FI_WRITE);
     // Everything fampool can live with; the provider keeps the bits it needs.
-    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
-                                  FI_MR_LOCAL | FI_MR_ENDPOINT;
+    hints->domain_attr->mr_mode =
+        FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_LOCAL | FI_MR_ENDPOINT;
     hints->domain_attr->threading = FI_THREAD_SAFE;
     hints->tx_attr->op_flags = wishes.op_flags;
     hints->tx_attr->msg_order = wishes.msg_order;
@@ -66,7 +66,8 @@ fi_info *GetInfo(const FabricConfig &config, FabricDomain::Role role, bool with_
     RestoreCrashSignals(before);  // a provider loaded just now may have taken them
     if (ret == -FI_ENODATA) {
         // Give up wishes one at a time, the least important first.
-        if (wishes.caps) return GetInfo(config, role, with_node, {0, wishes.op_flags, wishes.msg_order});
+        if (wishes.caps)
+            return GetInfo(config, role, with_node, {0, wishes.op_flags, wishes.msg_order});
         constexpr uint64_t kAtomicOrder = FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAW;
         if (wishes.msg_order & kAtomicOrder) {  // keep RMA's order at least
             return GetInfo(config, role, with_node,
@@ -80,8 +81,10 @@ fi_info *GetInfo(const FabricConfig &config, FabricDomain::Role role, bool with_
              "fi_getinfo: {} (provider {}{}, {} {}:{}): no FI_EP_RDM endpoint with {}",
              fi_strerror(-ret), config.provider,
              config.domain.empty() ? "" : ", domain " + config.domain,
-             messages ? "messages" : server ? "server" : "client", node ? node : "*",
-             service ? service : "*", messages ? "messages" : "RMA and atomics");
+             messages ? "messages"
+             : server ? "server"
+                      : "client",
+             node ? node : "*", service ? service : "*", messages ? "messages" : "RMA and atomics");
     }
     return info;
 }
@@ -98,8 +101,8 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
         // shm orders nothing it is not asked to, and ordering would keep every read off its
         // fast path (see ReadFlags); other providers keep reads and writes in order.
         if (config.provider != "shm") {
-            wishes.msg_order = FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW | FI_ORDER_ATOMIC_RAW |
-                               FI_ORDER_ATOMIC_WAW;
+            wishes.msg_order =
+                FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW | FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAW;
         }
     } else {
         // A server with manual progress and no wait object that wakes on incoming operations
@@ -169,8 +172,8 @@ FabricDomain::~FabricDomain() {
 
 FidPtr<fid_av> FabricDomain::OpenAddressVector() {
     fi_av_attr attributes{};
-    attributes.type = info_->domain_attr->av_type != FI_AV_UNSPEC ? info_->domain_attr->av_type
-                                                                   : FI_AV_TABLE;
+    attributes.type =
+        info_->domain_attr->av_type != FI_AV_UNSPEC ? info_->domain_attr->av_type : FI_AV_TABLE;
     fid_av *av = nullptr;
     CheckFabric(fi_av_open(domain(), &attributes, &av, nullptr), "fi_av_open", provider());
     return FidPtr<fid_av>(av);
@@ -360,8 +363,7 @@ void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
         fid *waiting = &queue->fid;
         bool may_sleep = queue_fd >= 0 && fi_trywait(fabric, &waiting, 1) == FI_SUCCESS;
         pollfd poll_fd{queue_fd, POLLIN, 0};
-        if ((queue_fd >= 0 && (!may_sleep || poll(&poll_fd, 1, 0) > 0)) ||
-            (pending && pending())) {
+        if ((queue_fd >= 0 && (!may_sleep || poll(&poll_fd, 1, 0) > 0)) || (pending && pending())) {
             active_until = Clock::now() + window;
             continue;
         }
@@ -379,8 +381,8 @@ void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
         // Nothing to sleep on: poll at a rate that falls as the idle time grows.
         std::this_thread::sleep_for(nap);
         bool long_idle = Clock::now() - active_until > kLongIdle;
-        nap = std::min<std::chrono::microseconds>(nap * 2,
-                                                  long_idle ? kLongIdleNap : kShortIdleNap);
+        nap =
+            std::min<std::chrono::microseconds>(nap * 2, long_idle ? kLongIdleNap : kShortIdleNap);
     }
 }
 

@@ -10,13 +10,13 @@
 #define FAMPOOL_FABRIC_FABRIC_H_
 
 #include <rdma/fabric.h>
-#include <signal.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,13 +29,13 @@
 namespace fampool {
 
 struct FabricConfig {
-    std::string provider;          // as the user names it: "tcp", "shm", "sockets", "verbs"...
+    std::string provider;            // as the user names it: "tcp", "shm", "sockets", "verbs"...
     std::string node = "127.0.0.1";  // the local interface to use (its address); empty: any
-    std::string service;           // the port a server listens on; empty for clients
+    std::string service;             // the port a server listens on; empty for clients
     // The provider's domain (device) to use, as fi_info names it ("mlx5_0", "cxi0"); empty:
     // the one the provider prefers for `node`.
     std::string domain;
-    int timeout_ms = 10000;        // bound on every wait for a completion
+    int timeout_ms = 10000;  // bound on every wait for a completion
     // Register local buffers even when the provider does not ask for it (FI_MR_LOCAL): lets
     // tests exercise that path on providers that do not need it.
     bool register_local = false;
@@ -60,7 +60,7 @@ struct FabricConfig {
 class CrashSignals {
   public:
     static constexpr size_t kCount = 8;  // SIGINT ILL ABRT BUS FPE SEGV TERM QUIT
-    CrashSignals();  // as they are now
+    CrashSignals();                      // as they are now
 
   private:
     friend void RestoreCrashSignals(const CrashSignals &before);
@@ -111,16 +111,12 @@ class FabricDomain {
     fid_fabric *fabric() const { return fabric_.get(); }
 
     bool virtual_addressing() const { return mr_mode() & FI_MR_VIRT_ADDR; }
-    bool local_registration() const {
-        return config_.register_local || (mr_mode() & FI_MR_LOCAL);
-    }
+    bool local_registration() const { return config_.register_local || (mr_mode() & FI_MR_LOCAL); }
     bool endpoint_registration() const { return mr_mode() & FI_MR_ENDPOINT; }
     // Whether the provider counts operations other endpoints apply to this one (FI_RMA_EVENT,
     // asked for by servers where the provider has it).
     bool remote_events() const { return info_->caps & FI_RMA_EVENT; }
-    bool manual_progress() const {
-        return info_->domain_attr->data_progress == FI_PROGRESS_MANUAL;
-    }
+    bool manual_progress() const { return info_->domain_attr->data_progress == FI_PROGRESS_MANUAL; }
     size_t max_message() const { return info_->ep_attr->max_msg_size; }
     // Local buffer pieces one RMA operation may gather or scatter (at most kMostPieces).
     static constexpr size_t kMostPieces = 8;
@@ -161,8 +157,7 @@ class FabricDomain {
     FidPtr<fid_av> OpenAddressVector();
     // Registers [address, address + length) for `access` (FI_READ, FI_REMOTE_WRITE, ...); binds
     // and enables it on `endpoint` when the provider wants endpoint-bound registrations.
-    FidPtr<fid_mr> Register(const void *address, size_t length, uint64_t access,
-                            fid_ep *endpoint);
+    FidPtr<fid_mr> Register(const void *address, size_t length, uint64_t access, fid_ep *endpoint);
 
   private:
     // Keys drawn for one registration before giving up on the provider's FI_ENOKEY.
@@ -199,7 +194,7 @@ struct FabricEndpoint {
 struct EndpointOptions {
     // The queue reports only failures (FI_SELECTIVE_COMPLETION); completions are counted.
     bool failures_only = false;
-    fi_wait_obj queue_wait = FI_WAIT_NONE;  // FI_WAIT_NONE: polled only
+    fi_wait_obj queue_wait = FI_WAIT_NONE;             // FI_WAIT_NONE: polled only
     fi_cq_format queue_format = FI_CQ_FORMAT_CONTEXT;  // FI_CQ_FORMAT_MSG: with lengths
     // Events the counter counts (FI_READ | FI_WRITE: this endpoint's own operations;
     // FI_REMOTE_READ | FI_REMOTE_WRITE: other endpoints' operations on it); 0: no counter.

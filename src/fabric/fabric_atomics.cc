@@ -22,24 +22,51 @@ void Negate(const void *operand, void *out) {
 
 bool ToFabric(AtomicOp op, DataType type, bool fetching, FabricAtomic *out) {
     switch (type) {
-        case DataType::kInt32: out->type = FI_INT32; break;
-        case DataType::kInt64: out->type = FI_INT64; break;
-        case DataType::kUint32: out->type = FI_UINT32; break;
-        case DataType::kUint64: out->type = FI_UINT64; break;
-        case DataType::kFloat: out->type = FI_FLOAT; break;
-        case DataType::kDouble: out->type = FI_DOUBLE; break;
-        case DataType::kInt128: return false;
+        case DataType::kInt32:
+            out->type = FI_INT32;
+            break;
+        case DataType::kInt64:
+            out->type = FI_INT64;
+            break;
+        case DataType::kUint32:
+            out->type = FI_UINT32;
+            break;
+        case DataType::kUint64:
+            out->type = FI_UINT64;
+            break;
+        case DataType::kFloat:
+            out->type = FI_FLOAT;
+            break;
+        case DataType::kDouble:
+            out->type = FI_DOUBLE;
+            break;
+        case DataType::kInt128:
+            return false;
     }
     out->kind = fetching ? FabricAtomic::kFetch : FabricAtomic::kPlain;
     switch (op) {
-        case AtomicOp::kSet: out->op = FI_ATOMIC_WRITE; break;
+        case AtomicOp::kSet:
+            out->op = FI_ATOMIC_WRITE;
+            break;
         case AtomicOp::kAdd:
-        case AtomicOp::kSubtract: out->op = FI_SUM; break;
-        case AtomicOp::kMin: out->op = FI_MIN; break;
-        case AtomicOp::kMax: out->op = FI_MAX; break;
-        case AtomicOp::kAnd: out->op = FI_BAND; break;
-        case AtomicOp::kOr: out->op = FI_BOR; break;
-        case AtomicOp::kXor: out->op = FI_BXOR; break;
+        case AtomicOp::kSubtract:
+            out->op = FI_SUM;
+            break;
+        case AtomicOp::kMin:
+            out->op = FI_MIN;
+            break;
+        case AtomicOp::kMax:
+            out->op = FI_MAX;
+            break;
+        case AtomicOp::kAnd:
+            out->op = FI_BAND;
+            break;
+        case AtomicOp::kOr:
+            out->op = FI_BOR;
+            break;
+        case AtomicOp::kXor:
+            out->op = FI_BXOR;
+            break;
         case AtomicOp::kFetch:
             out->op = FI_ATOMIC_READ;
             out->kind = FabricAtomic::kFetch;
@@ -67,13 +94,20 @@ void FabricOperand(AtomicOp op, DataType type, const void *operand, void *out) {
         return;
     }
     switch (type) {
-        case DataType::kInt32: return Negate<int32_t>(operand, out);
-        case DataType::kInt64: return Negate<int64_t>(operand, out);
-        case DataType::kUint32: return Negate<uint32_t>(operand, out);
-        case DataType::kUint64: return Negate<uint64_t>(operand, out);
-        case DataType::kFloat: return Negate<float>(operand, out);
-        case DataType::kDouble: return Negate<double>(operand, out);
-        case DataType::kInt128: return Negate<__int128>(operand, out);
+        case DataType::kInt32:
+            return Negate<int32_t>(operand, out);
+        case DataType::kInt64:
+            return Negate<int64_t>(operand, out);
+        case DataType::kUint32:
+            return Negate<uint32_t>(operand, out);
+        case DataType::kUint64:
+            return Negate<uint64_t>(operand, out);
+        case DataType::kFloat:
+            return Negate<float>(operand, out);
+        case DataType::kDouble:
+            return Negate<double>(operand, out);
+        case DataType::kInt128:
+            return Negate<__int128>(operand, out);
     }
 }
 

@@ -212,8 +212,7 @@ void FabricChannel::PostPieces(const FabricBinding &item, size_t index, uint64_t
 }
 
 void FabricChannel::Transfer(const FabricBinding &item, uint64_t offset, char *local,
-                             uint64_t nbytes, void *desc, bool write,
-                             Clock::time_point deadline) {
+                             uint64_t nbytes, void *desc, bool write, Clock::time_point deadline) {
     if (item.interleave != 0 && item.servers.size() > 1) {
         return TransferStriped(item, offset, local, nbytes, desc, write, deadline);
     }
@@ -223,8 +222,7 @@ void FabricChannel::Transfer(const FabricBinding &item, uint64_t offset, char *l
     while (nbytes > 0) {
         uint64_t length = std::min(nbytes, largest);
         iovec piece{local, length};
-        PostPieces(item, place.server, place.physical, length, &piece, &desc, 1, write,
-                   deadline);
+        PostPieces(item, place.server, place.physical, length, &piece, &desc, 1, write, deadline);
         place.physical += length;
         local += length;
         nbytes -= length;
@@ -251,8 +249,8 @@ void FabricChannel::TransferStriped(const FabricBinding &item, uint64_t offset, 
     auto flush = [&](size_t index) {
         Gathered &gathered = open[index];
         if (gathered.count == 0) return;
-        PostPieces(item, index, gathered.physical, gathered.length, gathered.pieces,
-                   gathered.descs, gathered.count, write, deadline);
+        PostPieces(item, index, gathered.physical, gathered.length, gathered.pieces, gathered.descs,
+                   gathered.count, write, deadline);
         gathered.count = 0;
         gathered.length = 0;
     };
@@ -304,8 +302,8 @@ void *FabricChannel::LocalDescriptor(const void *local, uint64_t length,
 
 // --- operations ----------------------------------------------------------------------------
 
-void channel::CopyDirect(const FabricBinding &item, uint64_t offset, char *local,
-                         uint64_t nbytes, bool write) {
+void channel::CopyDirect(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
+                         bool write) {
     while (nbytes > 0) {
         FabricBinding::Place place = item.Locate(offset);
         uint64_t length = std::min(nbytes, place.contiguous);
@@ -374,9 +372,8 @@ void FabricChannel::Write(const std::shared_ptr<Binding> &binding, uint64_t offs
     EndNonBlocking(blocking);
 }
 
-void FabricChannel::Elements(const std::shared_ptr<Binding> &binding, ElementPlan plan,
-                             char *local, uint64_t count, uint64_t element_size, bool to_fam,
-                             bool blocking) {
+void FabricChannel::Elements(const std::shared_ptr<Binding> &binding, ElementPlan plan, char *local,
+                             uint64_t count, uint64_t element_size, bool to_fam, bool blocking) {
     const auto &item = static_cast<const FabricBinding &>(*binding);
     if (item.direct) {
         auto move = [binding, plan = std::move(plan), local, count, element_size, to_fam] {
@@ -397,8 +394,7 @@ void FabricChannel::Elements(const std::shared_ptr<Binding> &binding, ElementPla
 }
 
 void FabricChannel::RmaElements(const FabricBinding &item, const ElementPlan &plan, char *local,
-                                uint64_t count, uint64_t element_size, bool to_fam,
-                                bool blocking) {
+                                uint64_t count, uint64_t element_size, bool to_fam, bool blocking) {
     std::lock_guard<std::mutex> lock(mutex_);
     Begin(blocking);
     auto deadline = Deadline();
@@ -414,7 +410,8 @@ void FabricChannel::RmaElements(const FabricBinding &item, const ElementPlan &pl
             run_length += element_size;
             continue;
         }
-        if (run_length > 0) Transfer(item, run_start, run_local, run_length, desc, to_fam, deadline);
+        if (run_length > 0)
+            Transfer(item, run_start, run_local, run_length, desc, to_fam, deadline);
         run_start = at;
         run_length = element_size;
         run_local = local + i * element_size;
@@ -458,8 +455,7 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
     // A blocking atomic after non-fetching ones the provider does not keep in order waits
     // for them (shm orders nothing it is not asked to).
     if (blocking && !domain_.atomics_ordered()) AfterAtomics(deadline);
-    unsigned char *operand_slot =
-        blocking ? scratch.operand : scratch.operands[atomics_in_flight_];
+    unsigned char *operand_slot = blocking ? scratch.operand : scratch.operands[atomics_in_flight_];
     unsigned char *result_slot = blocking ? scratch.result : scratch.results[atomics_in_flight_];
     FabricOperand(op, type, operand, operand_slot);
     if (compare) std::memcpy(scratch.compare, compare, size);
@@ -472,19 +468,18 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
                 case FabricAtomic::kPlain: {
                     fi_ioc ioc{operand_slot, 1};
                     fi_rma_ioc rma{remote, 1, server.key};
-                    fi_msg_atomic message{&ioc,        &desc,     1,       server.address, &rma,
-                                          1,           atomic.type, atomic.op, context,      0};
+                    fi_msg_atomic message{&ioc, &desc,       1,         server.address, &rma,
+                                          1,    atomic.type, atomic.op, context,        0};
                     return fi_atomicmsg(endpoint, &message, domain_.write_flags());
                 }
                 case FabricAtomic::kFetch:
-                    return fi_fetch_atomic(endpoint, operand_slot, 1, desc, result_slot,
-                                           desc, server.address, remote, server.key,
-                                           atomic.type, atomic.op, context);
+                    return fi_fetch_atomic(endpoint, operand_slot, 1, desc, result_slot, desc,
+                                           server.address, remote, server.key, atomic.type,
+                                           atomic.op, context);
                 default:
-                    return fi_compare_atomic(endpoint, scratch.operand, 1, desc,
-                                             scratch.compare, desc, scratch.result, desc,
-                                             server.address, remote, server.key, atomic.type,
-                                             atomic.op, context);
+                    return fi_compare_atomic(endpoint, scratch.operand, 1, desc, scratch.compare,
+                                             desc, scratch.result, desc, server.address, remote,
+                                             server.key, atomic.type, atomic.op, context);
             }
         },
         "fi_atomic", server.id, deadline);
@@ -498,8 +493,8 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
 }
 
 void FabricChannel::Fallback(const FabricBinding &item, const FabricBinding::Place &place,
-                             AtomicOp op, DataType type, const void *operand,
-                             const void *compare, void *result, Clock::time_point deadline) {
+                             AtomicOp op, DataType type, const void *operand, const void *compare,
+                             void *result, Clock::time_point deadline) {
     if (place.server >= item.servers.size()) {
         Fail(openfam::FAM_ERR_INVALID, "{} has no memory server index {}", item.Describe(),
              place.server);
@@ -510,9 +505,9 @@ void FabricChannel::Fallback(const FabricBinding &item, const FabricBinding::Pla
     ExtentRef extent{item.region_id, item.persistent};
     const FabricBinding::Server &server = item.servers[place.server];
     try {
-        context_->server(server.id)
-            .Atomic(extent, server.key, place.physical, static_cast<int>(op),
-                    static_cast<int>(type), operand, compare, result ? result : ignored);
+        context_->server(server.id).Atomic(extent, server.key, place.physical, static_cast<int>(op),
+                                           static_cast<int>(type), operand, compare,
+                                           result ? result : ignored);
     } catch (const Failure &failure) {
         // The server refused the key: fail as the fabric fails an operation whose key it
         // refuses, so that the caller binds the item again when its keys were replaced.

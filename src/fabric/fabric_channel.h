@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "common/async_queue.h"
-#include "fam/fam_exception.h"
 #include "fabric/fabric_context.h"
+#include "fam/fam_exception.h"
 
 namespace fampool {
 
@@ -33,8 +33,8 @@ class FabricChannel : public Channel {
     explicit FabricChannel(std::shared_ptr<FabricContext> context, bool lazily = false);
     ~FabricChannel() override;
 
-    void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
-              uint64_t nbytes, bool blocking) override;
+    void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local, uint64_t nbytes,
+              bool blocking) override;
     void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
                uint64_t nbytes, bool blocking) override;
     void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
@@ -100,8 +100,8 @@ class FabricChannel : public Channel {
     void Transfer(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
                   void *desc, bool write, Clock::time_point deadline);
     // Transfer for an item striped over several servers.
-    void TransferStriped(const FabricBinding &item, uint64_t offset, char *local,
-                         uint64_t nbytes, void *desc, bool write, Clock::time_point deadline);
+    void TransferStriped(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
+                         void *desc, bool write, Clock::time_point deadline);
     // Posts one operation: `count` local pieces to or from [physical, physical + length) of
     // server `index` of the item.
     void PostPieces(const FabricBinding &item, size_t index, uint64_t physical, uint64_t length,
@@ -109,10 +109,8 @@ class FabricChannel : public Channel {
                     Clock::time_point deadline);
     // Calls `post` until the provider takes the operation, driving progress while it is full.
     template <typename PostCall>
-    void Post(PostCall &&post, const char *call, uint64_t server_id,
-              Clock::time_point deadline);
-    void Touch(const FabricBinding::Server &server, bool write, uint64_t remote,
-               uint64_t length);
+    void Post(PostCall &&post, const char *call, uint64_t server_id, Clock::time_point deadline);
+    void Touch(const FabricBinding::Server &server, bool write, uint64_t remote, uint64_t length);
     const FabricBinding::Server &Reachable(const FabricBinding &item, size_t index) const;
     void *LocalDescriptor(const void *local, uint64_t length, Clock::time_point deadline);
     void Fallback(const FabricBinding &item, const FabricBinding::Place &place, AtomicOp op,
@@ -150,8 +148,8 @@ class FabricChannel : public Channel {
     // carries), sent to all of them at once. Unlocked: it reaches the servers over gRPC only.
     // Elements that cross from one server's interleave block to another's (an element size
     // that does not divide the interleave) go by RmaElements.
-    void MemorySide(const FabricBinding &item, ElementOp op, const uint64_t *index,
-                    uint64_t count, uint64_t element_size, char *data);
+    void MemorySide(const FabricBinding &item, ElementOp op, const uint64_t *index, uint64_t count,
+                    uint64_t element_size, char *data);
     // A gather or scatter by one RMA per run of adjacent elements (blocking: waits for them).
     void RmaElements(const FabricBinding &item, const ElementPlan &plan, char *local,
                      uint64_t count, uint64_t element_size, bool to_fam, bool blocking);
@@ -197,9 +195,9 @@ class FabricChannel : public Channel {
     std::vector<Failed> refusals_;
 
     uint64_t next_tag_ = 0;
-    uint64_t current_tag_ = 0;       // the blocking call in progress; 0: none
-    std::vector<Failed> mine_;       // its failures
-    std::vector<Failed> deferred_;   // failures of non-blocking operations, for Quiet
+    uint64_t current_tag_ = 0;      // the blocking call in progress; 0: none
+    std::vector<Failed> mine_;      // its failures
+    std::vector<Failed> deferred_;  // failures of non-blocking operations, for Quiet
     uint64_t deferred_dropped_ = 0;
 };
 

@@ -62,8 +62,8 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
         if (done + failed != last_done) {
             last_done = done + failed;
             last_change = now;
-            int64_t real = static_cast<int64_t>(done + failed) -
-                           static_cast<int64_t>(probes_ - probes_before);
+            int64_t real =
+                static_cast<int64_t>(done + failed) - static_cast<int64_t>(probes_ - probes_before);
             if (real > best_real) {
                 best_real = real;
                 if (deadline - now < patience) deadline = now + patience;
@@ -133,8 +133,8 @@ void FabricChannel::Reap() {
         if (fi_cq_readerr(queue, &error, 0) < 1) break;
         ++reported_;
         char detail[256] = "";
-        const char *cause = fi_cq_strerror(queue, error.prov_errno, error.err_data, detail,
-                                           sizeof(detail));
+        const char *cause =
+            fi_cq_strerror(queue, error.prov_errno, error.err_data, detail, sizeof(detail));
         void *context = error.op_context;
         std::string message = fmt::format(
             "{} on memory server {} failed: {} ({}; provider {})", CallOf(context),
@@ -223,9 +223,9 @@ void FabricChannel::Settle(Clock::time_point deadline, bool raise) {
         CollectUnreported(failures);
         std::string reopen_failure = Reopen();
         if (!reopen_failure.empty()) {
-            failures->push_back({openfam::FAM_ERR_LIBFABRIC,
-                                 "reopening the channel's endpoint after a failure: " +
-                                     reopen_failure});
+            failures->push_back(
+                {openfam::FAM_ERR_LIBFABRIC,
+                 "reopening the channel's endpoint after a failure: " + reopen_failure});
         }
         return;
     }
@@ -233,8 +233,8 @@ void FabricChannel::Settle(Clock::time_point deadline, bool raise) {
     try {
         GiveUp(outcome);
     } catch (const Failure &failure) {
-        deferred_.push_back({static_cast<openfam::Fam_Error>(failure.fam_error()),
-                             failure.fam_error_msg()});
+        deferred_.push_back(
+            {static_cast<openfam::Fam_Error>(failure.fam_error()), failure.fam_error_msg()});
     }
 }
 

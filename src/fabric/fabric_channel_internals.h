@@ -63,10 +63,14 @@ inline std::string ServerOf(void *context) {
 
 inline const char *CallOf(void *context) {
     switch (KindOf(context)) {
-        case 1: return "fi_read";
-        case 2: return "fi_write";
-        case 3: return "fi_atomic";
-        default: return TagOf(context) == 1 ? "fi_write" : "fi_read";  // what a probe stood for
+        case 1:
+            return "fi_read";
+        case 2:
+            return "fi_write";
+        case 3:
+            return "fi_atomic";
+        default:
+            return TagOf(context) == 1 ? "fi_write" : "fi_read";  // what a probe stood for
     }
 }
 

@@ -54,11 +54,15 @@ bool FabricContext::Supports(fid_ep *endpoint, const FabricAtomic &atomic) {
     size_t count = 0;
     int ret;
     switch (atomic.kind) {
-        case FabricAtomic::kPlain: ret = fi_atomicvalid(endpoint, atomic.type, atomic.op, &count); break;
+        case FabricAtomic::kPlain:
+            ret = fi_atomicvalid(endpoint, atomic.type, atomic.op, &count);
+            break;
         case FabricAtomic::kFetch:
             ret = fi_fetch_atomicvalid(endpoint, atomic.type, atomic.op, &count);
             break;
-        default: ret = fi_compare_atomicvalid(endpoint, atomic.type, atomic.op, &count); break;
+        default:
+            ret = fi_compare_atomicvalid(endpoint, atomic.type, atomic.op, &count);
+            break;
     }
     bool supported = ret == 0 && count >= 1;
     known.store(supported ? 1 : 2, std::memory_order_relaxed);

@@ -30,8 +30,8 @@ struct FabricBinding : Binding {
         fi_addr_t address = FI_ADDR_UNSPEC;
         uint64_t key = 0;
         uint64_t base = 0;
-        std::string heap_path;  // the heap file on the server's node (fabric_direct: path)
-        std::string socket;     // the server's same-node socket (memserver/heap_socket.h)
+        std::string heap_path;    // the heap file on the server's node (fabric_direct: path)
+        std::string socket;       // the server's same-node socket (memserver/heap_socket.h)
         uint32_t server_uid = 0;  // who must answer on it
         std::string node;
         // The server's heap mapped in this process (byte `physical` of the item's extents on
@@ -54,9 +54,9 @@ struct FabricBinding : Binding {
     uint64_t region_id = 0;
     bool persistent = false;
     bool writable = false;  // the permission check granted writes (read-write keys)
-    uint64_t offset = 0;      // the item's virtual offset in its region
+    uint64_t offset = 0;    // the item's virtual offset in its region
     uint64_t size = 0;
-    uint64_t interleave = 0;  // block size; 0: not interleaved
+    uint64_t interleave = 0;     // block size; 0: not interleaved
     uint64_t raid5_members = 0;  // RAID5 (PlaceOfRaid5Byte): servers are its members
     std::string name;
     std::shared_ptr<std::atomic<bool>> forgotten;  // set when this process destroys the region

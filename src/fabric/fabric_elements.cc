@@ -61,11 +61,11 @@ void FabricChannel::ElementsOnServers(const std::shared_ptr<Binding> &binding, E
         Begin(false);
         AfterAtomics(Deadline());
     }
-    direct_queue_.Post([this, binding, indices = std::move(plan.indices), op, local, count,
-                        element_size] {
-        MemorySide(static_cast<const FabricBinding &>(*binding), op, indices.data(), count,
-                   element_size, local);
-    });
+    direct_queue_.Post(
+        [this, binding, indices = std::move(plan.indices), op, local, count, element_size] {
+            MemorySide(static_cast<const FabricBinding &>(*binding), op, indices.data(), count,
+                       element_size, local);
+        });
 }
 
 void FabricChannel::ApplyElements(const std::shared_ptr<Binding> &binding, ElementOp op,
@@ -112,8 +112,10 @@ void FabricChannel::MemorySide(const FabricBinding &item, ElementOp op, const ui
         if (place.contiguous < element_size ||
             element_size + 8 > domain_.config().memory_side_request_bytes) {
             if (op == ElementOp::kAdd) {
-                Fail(openfam::FAM_ERR_INVALID, "element {} of {} is split between two memory "
-                     "servers: it cannot be added atomically", index[i], item.Describe());
+                Fail(openfam::FAM_ERR_INVALID,
+                     "element {} of {} is split between two memory "
+                     "servers: it cannot be added atomically",
+                     index[i], item.Describe());
             }
             straddling.push_back(i);
             continue;
@@ -145,8 +147,8 @@ void FabricChannel::MemorySide(const FabricBinding &item, ElementOp op, const ui
     // Requests of ATL_data_size bytes at most (4 MiB unless configured): well under the 64 MiB
     // a gRPC message may carry, and large enough that a request's fixed cost (tens of
     // microseconds) is small beside its work.
-    const uint64_t per_request = std::max<uint64_t>(
-        1, domain_.config().memory_side_request_bytes / (8 + element_size));
+    const uint64_t per_request =
+        std::max<uint64_t>(1, domain_.config().memory_side_request_bytes / (8 + element_size));
     ExtentRef extent{item.region_id, item.persistent};
     // One server's share, in requests of at most per_request elements.
     auto send = [&](const ServerShare &share) {
@@ -165,14 +167,13 @@ void FabricChannel::MemorySide(const FabricBinding &item, ElementOp op, const ui
                 }
             }
             try {
-                target.ApplyElements(extent, server.key, op, element_size, offsets,
-                                     buffer.data());
+                target.ApplyElements(extent, server.key, op, element_size, offsets, buffer.data());
             } catch (const Failure &failure) {
                 // A refused key fails as the fabric fails an operation whose key it refuses,
                 // so that the caller binds the item again when its keys were replaced.
                 if (failure.fam_error() != openfam::FAM_ERR_NOPERM) throw;
-                Fail(openfam::FAM_ERR_LIBFABRIC, "{} on memory server {} failed: {}",
-                     NameOf(op), server.id, failure.fam_error_msg());
+                Fail(openfam::FAM_ERR_LIBFABRIC, "{} on memory server {} failed: {}", NameOf(op),
+                     server.id, failure.fam_error_msg());
             }
             if (op == ElementOp::kGather) {
                 for (size_t k = 0; k < n; ++k) {

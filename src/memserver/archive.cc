@@ -126,14 +126,22 @@ BackupInfo ParseHeader(const std::string &bytes, const std::string &path) {
         std::string key = line.substr(0, space);
         std::string value = space == std::string::npos ? "" : line.substr(space + 1);
         auto number = [&](uint64_t largest) { return HeaderNumber(value, largest, key, path); };
-        if (key == "size") info.size = number(UINT64_MAX);
-        else if (key == "uid") info.uid = static_cast<uint32_t>(number(UINT32_MAX));
-        else if (key == "gid") info.gid = static_cast<uint32_t>(number(UINT32_MAX));
-        else if (key == "mode") info.mode = static_cast<uint32_t>(number(UINT32_MAX));
-        else if (key == "time") info.time = number(UINT64_MAX);
-        else if (key == "crc32c") info.checksum = static_cast<uint32_t>(number(UINT32_MAX));
-        else if (key == "item") info.item_name = value;
-        else if (key == "name") info.name = value;
+        if (key == "size")
+            info.size = number(UINT64_MAX);
+        else if (key == "uid")
+            info.uid = static_cast<uint32_t>(number(UINT32_MAX));
+        else if (key == "gid")
+            info.gid = static_cast<uint32_t>(number(UINT32_MAX));
+        else if (key == "mode")
+            info.mode = static_cast<uint32_t>(number(UINT32_MAX));
+        else if (key == "time")
+            info.time = number(UINT64_MAX);
+        else if (key == "crc32c")
+            info.checksum = static_cast<uint32_t>(number(UINT32_MAX));
+        else if (key == "item")
+            info.item_name = value;
+        else if (key == "name")
+            info.name = value;
     }
     return info;
 }
@@ -151,7 +159,9 @@ std::string Archive::PathOf(const std::string &name) const {
     return dir_ + "/" + Escape(name) + kSuffix;
 }
 
-bool Archive::Exists(const std::string &name) const { return access(PathOf(name).c_str(), F_OK) == 0; }
+bool Archive::Exists(const std::string &name) const {
+    return access(PathOf(name).c_str(), F_OK) == 0;
+}
 
 BackupInfo Archive::Write(const BackupInfo &request, const Source &source) {
     access_.MakeDirectory(dir_, FileAccess::Dir::kOwn, false, openfam::FAM_BACKUP_NOT_CREATED);

@@ -9,9 +9,9 @@
 #include <mutex>
 #include <vector>
 
-#include "memserver/peers.h"
-#include "fabric/fabric.h"
 #include "common/data_path.h"
+#include "fabric/fabric.h"
+#include "memserver/peers.h"
 
 namespace fampool {
 

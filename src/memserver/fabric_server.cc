@@ -80,19 +80,18 @@ void FabricServer::DriveProgress() {
         while (!stopping_.load(std::memory_order_relaxed)) Reap(endpoint_.queue.get());
         return;
     }
-    RunProgressLoop(domain_.fabric(), endpoint_.queue.get(), queue_fd_, stopping_,
-                    [this] { return Served(); }, kSpin);
+    RunProgressLoop(
+        domain_.fabric(), endpoint_.queue.get(), queue_fd_, stopping_, [this] { return Served(); },
+        kSpin);
 }
 
-Registrar::Registration FabricServer::Register(void *address, size_t length,
-                                                  bool writable) {
+Registrar::Registration FabricServer::Register(void *address, size_t length, bool writable) {
     uint64_t access = FI_REMOTE_READ | (writable ? FI_REMOTE_WRITE : 0);
     FidPtr<fid_mr> mr = domain_.Register(address, length, access, endpoint_.endpoint.get());
     Registration registration;
     registration.key = fi_mr_key(mr.get());
     if (registration.key == FI_KEY_NOTAVAIL) {
-        Fail(openfam::FAM_ERR_LIBFABRIC, "fi_mr_key: key not available (provider {})",
-             provider());
+        Fail(openfam::FAM_ERR_LIBFABRIC, "fi_mr_key: key not available (provider {})", provider());
     }
     registration.base = domain_.virtual_addressing() ? reinterpret_cast<uint64_t>(address) : 0;
     std::lock_guard<std::mutex> lock(mutex_);

@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "memserver/registrar.h"
 #include "fabric/fabric.h"
+#include "memserver/registrar.h"
 
 namespace fampool {
 
@@ -51,8 +51,8 @@ class FabricServer : public Registrar {
     FabricDomain domain_;
     FidPtr<fid_av> av_;
     FabricEndpoint endpoint_;
-    int queue_fd_ = -1;                // the queue's wait descriptor, where it has one
-    uint64_t remote_operations_ = 0;   // last count of operations served (FI_RMA_EVENT)
+    int queue_fd_ = -1;               // the queue's wait descriptor, where it has one
+    uint64_t remote_operations_ = 0;  // last count of operations served (FI_RMA_EVENT)
     std::string address_;
     Progress mode_;
 

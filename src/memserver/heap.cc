@@ -103,8 +103,8 @@ std::shared_ptr<HeapMapping> Map(const std::string &path) {
     struct stat st;
     if (fstat(fd.get(), &st) != 0) FailErrno("fstat", path);
     uint64_t length = static_cast<uint64_t>(st.st_size);
-    void *base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
-                      fd.get(), 0);
+    void *base =
+        mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd.get(), 0);
     if (base == MAP_FAILED) FailErrno("mmap", path);
     return std::make_shared<HeapMapping>(static_cast<char *>(base), length);
 }

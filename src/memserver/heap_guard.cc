@@ -37,9 +37,8 @@ void OnBusError(int signal, siginfo_t *info, void *) {
     uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
     long page = sysconf(_SC_PAGESIZE);
     void *start = reinterpret_cast<void *>(address & ~static_cast<uintptr_t>(page - 1));
-    if (Registered(address) &&
-        mmap(start, static_cast<size_t>(page), PROT_READ | PROT_WRITE,
-             MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
+    if (Registered(address) && mmap(start, static_cast<size_t>(page), PROT_READ | PROT_WRITE,
+                                    MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
         if (g_faults.fetch_add(1) == 0) {
             static const char kSaid[] =
                 "fampool-server: a heap was cut short under a mapping (a client with write "

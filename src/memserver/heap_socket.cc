@@ -222,8 +222,8 @@ int RequestHeap(const std::string &socket_path, uint64_t region_id, uint64_t key
     }
     if (got != static_cast<ssize_t>(sizeof reply)) {
         if (fd >= 0) close(fd);
-        Fail(openfam::FAM_ERR_RESOURCE,
-             "same-node socket {} does not answer for region {}: {}", socket_path, region_id,
+        Fail(openfam::FAM_ERR_RESOURCE, "same-node socket {} does not answer for region {}: {}",
+             socket_path, region_id,
              got < 0 ? std::strerror(err) : "a short reply (the server is busy)");
     }
     reply.message[sizeof reply.message - 1] = '\0';

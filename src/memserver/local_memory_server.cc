@@ -8,11 +8,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <set>
 #include <fstream>
+#include <set>
 
-#include "common/error.h"
 #include "common/atomic_apply.h"
+#include "common/error.h"
 
 namespace fampool {
 
@@ -127,7 +127,7 @@ class LocalMemoryServer::ItemBytes {
     LocalMemoryServer &server_;
     const ItemLayout &item_;
     std::vector<std::shared_ptr<HeapMapping>> mapping_;
-    ExtentRef mapping_extent_;  // the extent mapping_.back() maps
+    ExtentRef mapping_extent_;               // the extent mapping_.back() maps
     std::unique_ptr<PeerTransfers> remote_;  // after mapping_: ends its transfers first
 };
 
@@ -142,9 +142,7 @@ std::string NodeIdentity() {
 }
 
 LocalMemoryServer::LocalMemoryServer(uint64_t id, HeapLocation location, std::string archive_dir)
-    : id_(id),
-      location_(std::move(location)),
-      archive_(std::move(archive_dir), location_.access) {
+    : id_(id), location_(std::move(location)), archive_(std::move(archive_dir), location_.access) {
     location_.access.MakeDirectory(location_.volatile_dir, FileAccess::Dir::kShared);
     // One directory for both (a server of volatile regions only): clients still pass through
     // it to the server's same-node socket.
@@ -184,8 +182,8 @@ MemoryProfile LocalMemoryServer::Profile() {
     if (!profile_.known) {
         if (profile_.kind.empty()) profile_.kind = "dram";
         if (!profile_.bandwidth || !profile_.latency_ns) {
-            const std::string &dir = profile_.kind == "dram" ? location_.volatile_dir
-                                                             : location_.persistent_dir;
+            const std::string &dir =
+                profile_.kind == "dram" ? location_.volatile_dir : location_.persistent_dir;
             std::filesystem::create_directories(dir);
             MemorySpeed speed = MeasureMemory(dir);
             if (!profile_.bandwidth) profile_.bandwidth = speed.bandwidth;
@@ -215,7 +213,8 @@ void LocalMemoryServer::CreateExtent(ExtentRef extent, uint64_t size, uint64_t r
 }
 
 void LocalMemoryServer::DestroyExtent(ExtentRef extent) {
-    RevokeWhere(extent, [](const Grant &, uint64_t) { return true; }, 0);
+    RevokeWhere(
+        extent, [](const Grant &, uint64_t) { return true; }, 0);
     std::string path = HeapPath(extent);
     cache_.Revoke(path);
     heap::Remove(path);
@@ -271,15 +270,15 @@ void LocalMemoryServer::Copy(const ItemLayout &src, uint64_t src_offset, const I
         if (!from.Here(place)) return;  // the server holding those bytes copies them
         const char *source = from.Local(place, length, false, "a copy");
         uint64_t dest_at = dest_offset + (at - src_offset);
-        ForEachRun(dest, dest_at, length, [&](uint64_t to_at, const BytePlace &there,
-                                              uint64_t run) {
-            const char *bytes = source + (to_at - dest_at);
-            if (to.Here(there)) {
-                std::memmove(to.Local(there, run, true, "a copy"), bytes, run);
-            } else {
-                to.Remote().Write(to_at, bytes, run);
-            }
-        });
+        ForEachRun(dest, dest_at, length,
+                   [&](uint64_t to_at, const BytePlace &there, uint64_t run) {
+                       const char *bytes = source + (to_at - dest_at);
+                       if (to.Here(there)) {
+                           std::memmove(to.Local(there, run, true, "a copy"), bytes, run);
+                       } else {
+                           to.Remote().Write(to_at, bytes, run);
+                       }
+                   });
     });
     to.Finish();
 }
@@ -379,12 +378,11 @@ char *LocalMemoryServer::Reach(ExtentRef extent, uint64_t key, uint64_t offset, 
     return (*hold)->base() + offset;
 }
 
-void LocalMemoryServer::Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op,
-                               int type, const void *operand, const void *compare,
-                               void *result) {
+void LocalMemoryServer::Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op, int type,
+                               const void *operand, const void *compare, void *result) {
     auto data_type = static_cast<DataType>(type);
-    CheckKey(extent, key, offset, SizeOf(data_type),
-             static_cast<AtomicOp>(op) != AtomicOp::kFetch, "an atomic");
+    CheckKey(extent, key, offset, SizeOf(data_type), static_cast<AtomicOp>(op) != AtomicOp::kFetch,
+             "an atomic");
     auto mapping = Map(extent, EndOf(offset, SizeOf(data_type)));
     ApplyAtomic(mapping->base() + offset, static_cast<AtomicOp>(op), data_type, operand, compare,
                 result);
@@ -395,8 +393,8 @@ void LocalMemoryServer::ApplyElements(ExtentRef extent, uint64_t key, ElementOp 
                                       char *data) {
     if (offsets.empty()) return;
     if (element_size == 0 || (op == ElementOp::kAdd && element_size != 4 && element_size != 8)) {
-        Fail(openfam::FAM_ERR_INVALID, "memory server {}: {} of {}-byte elements", id_,
-             NameOf(op), element_size);
+        Fail(openfam::FAM_ERR_INVALID, "memory server {}: {} of {}-byte elements", id_, NameOf(op),
+             element_size);
     }
     auto [low, high] = std::minmax_element(offsets.begin(), offsets.end());
     uint64_t end = EndOf(*high, element_size);
@@ -404,8 +402,8 @@ void LocalMemoryServer::ApplyElements(ExtentRef extent, uint64_t key, ElementOp 
     if (op == ElementOp::kAdd) {
         for (uint64_t offset : offsets) {
             if (offset % element_size != 0) {
-                Fail(openfam::FAM_ERR_INVALID, "memory server {}: {} at unaligned offset {}",
-                     id_, NameOf(op), offset);
+                Fail(openfam::FAM_ERR_INVALID, "memory server {}: {} at unaligned offset {}", id_,
+                     NameOf(op), offset);
             }
         }
     }
@@ -439,17 +437,30 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
         if (g.offset == offset && g.size == size && g.writable == writable &&
             g.mapping == mapping) {
             if (permissions.known) g.permissions = permissions;
-            return KeyGrant{g.registration.key, g.registration.base - offset,
-                            registrar_->address(), HeapPath(extent), NodeIdentity(), socket_,
+            return KeyGrant{g.registration.key,
+                            g.registration.base - offset,
+                            registrar_->address(),
+                            HeapPath(extent),
+                            NodeIdentity(),
+                            socket_,
                             static_cast<uint32_t>(geteuid())};
         }
     }
-    Grant g{offset, size, writable, mapping,
-            registrar_->Register(mapping->base() + offset, length, writable), permissions,
+    Grant g{offset,
+            size,
+            writable,
+            mapping,
+            registrar_->Register(mapping->base() + offset, length, writable),
+            permissions,
             HeapPath(extent)};
     grants_.emplace(GrantsOf(extent), g);
-    return KeyGrant{g.registration.key, g.registration.base - offset, registrar_->address(),
-                    HeapPath(extent), NodeIdentity(), socket_, static_cast<uint32_t>(geteuid())};
+    return KeyGrant{g.registration.key,
+                    g.registration.base - offset,
+                    registrar_->address(),
+                    HeapPath(extent),
+                    NodeIdentity(),
+                    socket_,
+                    static_cast<uint32_t>(geteuid())};
 }
 
 std::optional<Permissions> LocalMemoryServer::RecordedPermissions(const ItemLayout &item) {
@@ -488,8 +499,8 @@ int LocalMemoryServer::OpenHeapFor(const Caller &peer, uint64_t region_id, uint6
                 Fail(openfam::FAM_ERR_NOPERM,
                      "memory server {}: uid {} gid {} may not {} region {} (owner uid {}, group "
                      "gid {}, mode {:04o}{})",
-                     id_, peer.uid, peer.gid, writable ? "write" : "read", region_id, p.uid,
-                     p.gid, p.mode, g.writable ? "" : "; the key is read-only");
+                     id_, peer.uid, peer.gid, writable ? "write" : "read", region_id, p.uid, p.gid,
+                     p.mode, g.writable ? "" : "; the key is read-only");
             }
             // The file whose memory the key reaches.
             int fd = open(g.heap_path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
@@ -501,12 +512,12 @@ int LocalMemoryServer::OpenHeapFor(const Caller &peer, uint64_t region_id, uint6
         }
     }
     Fail(openfam::FAM_ERR_NOPERM,
-         "memory server {}: key {:#x} grants nothing of region {} (revoked, or never granted)",
-         id_, key, region_id);
+         "memory server {}: key {:#x} grants nothing of region {} (revoked, or never granted)", id_,
+         key, region_id);
 }
 
-void LocalMemoryServer::CheckKey(ExtentRef extent, uint64_t key, uint64_t offset,
-                                 uint64_t length, bool write, const char *what) {
+void LocalMemoryServer::CheckKey(ExtentRef extent, uint64_t key, uint64_t offset, uint64_t length,
+                                 bool write, const char *what) {
     if (!registrar_) return;
     uint64_t end = EndOf(offset, length);
     std::lock_guard<std::mutex> lock(grants_mutex_);

@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
+#include "common/memory_server.h"
 #include "memserver/archive.h"
 #include "memserver/heap.h"
-#include "common/memory_server.h"
 #include "memserver/peers.h"
 #include "memserver/registrar.h"
 
@@ -123,7 +123,7 @@ class LocalMemoryServer : public MemoryServer {
     uint64_t id_;
     uint64_t capacity_ = 0;
     std::mutex profile_mutex_;
-    MemoryProfile profile_;  // known once measured
+    MemoryProfile profile_;      // known once measured
     std::mutex capacity_mutex_;  // a check and the extent it admits, one at a time
     // Throws FAM_ERR_NO_SPACE unless `more` bytes fit beside WrittenBytes (capacity_mutex_
     // held).

@@ -1,7 +1,7 @@
 #include "memserver/memory_server_service.h"
 
-#include "rpc/convert.h"
 #include "common/data_path.h"
+#include "rpc/convert.h"
 
 namespace fampool {
 
@@ -17,8 +17,8 @@ std::string TokenOf(const grpc::ServerContext &context) {
 
 }  // namespace
 
-Caller MemoryServerService::Identify(const grpc::ServerContext &context,
-                                     const rpc::Caller &stated, const char *call) {
+Caller MemoryServerService::Identify(const grpc::ServerContext &context, const rpc::Caller &stated,
+                                     const char *call) {
     if (!sessions_) return FromProto(stated);
     return sessions_->Resolve(TokenOf(context), call);
 }
@@ -124,8 +124,8 @@ grpc::Status MemoryServerService::Copy(grpc::ServerContext *context,
                                        const rpc::CopyRequest *request, rpc::Empty *) {
     return Serve([&] {
         Identify(*context, rpc::Caller(), "MemoryServer.Copy");
-        server_->Copy(FromProto(request->src()), request->src_offset(),
-                      FromProto(request->dest()), request->dest_offset(), request->size());
+        server_->Copy(FromProto(request->src()), request->src_offset(), FromProto(request->dest()),
+                      request->dest_offset(), request->size());
     });
 }
 
@@ -164,8 +164,7 @@ grpc::Status MemoryServerService::DeleteBackup(grpc::ServerContext *context,
 }
 
 grpc::Status MemoryServerService::ListBackups(grpc::ServerContext *context,
-                                              const rpc::Caller *request,
-                                              rpc::BackupList *reply) {
+                                              const rpc::Caller *request, rpc::BackupList *reply) {
     return Serve([&] {
         Caller caller = Identify(*context, *request, "MemoryServer.ListBackups");
         for (const BackupInfo &info : server_->ListBackups(caller)) {
@@ -192,8 +191,7 @@ grpc::Status MemoryServerService::Atomic(grpc::ServerContext *context,
         char result[16] = {};
         server_->Atomic(FromProto(request->extent()), request->key(), request->offset(),
                         request->op(), request->type(), request->operand().data(),
-                        request->compare().empty() ? nullptr : request->compare().data(),
-                        result);
+                        request->compare().empty() ? nullptr : request->compare().data(), result);
         reply->set_result(result, size);
     });
 }

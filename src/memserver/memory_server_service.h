@@ -42,7 +42,7 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
                               rpc::Empty *) override;
     grpc::Status Zero(grpc::ServerContext *, const rpc::ExtentRequest *, rpc::Empty *) override;
     grpc::Status ZeroExtents(grpc::ServerContext *, const rpc::ZeroRequest *,
-                            rpc::Empty *) override;
+                             rpc::Empty *) override;
     grpc::Status Copy(grpc::ServerContext *, const rpc::CopyRequest *, rpc::Empty *) override;
     grpc::Status Backup(grpc::ServerContext *, const rpc::BackupRequest *,
                         rpc::BackupRecord *) override;

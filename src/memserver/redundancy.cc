@@ -74,8 +74,8 @@ class RedundancyService::MemberIo {
         if (found != peers_.end()) return *found->second;
         const rpc::Member &member = members_[static_cast<int>(m)];
         if (member.fabric_address().empty()) {
-            Fail(openfam::FAM_ERR_RESOURCE, "member {} of the region is lost (memory server {})",
-                 m, member.server_id());
+            Fail(openfam::FAM_ERR_RESOURCE, "member {} of the region is lost (memory server {})", m,
+                 member.server_id());
         }
         ItemLayout layout;
         layout.extent = FromProto(member.extent());
@@ -111,8 +111,7 @@ void RedundancyService::Remember(const std::string &op_id, const std::string &re
     }
 }
 
-std::mutex &RedundancyService::WordLock(const rpc::Extent &extent, uint64_t offset,
-                                        bool mirrored) {
+std::mutex &RedundancyService::WordLock(const rpc::Extent &extent, uint64_t offset, bool mirrored) {
     auto &locks = mirrored ? mirror_locks_ : word_locks_;
     return locks[Mix(extent.region_id() * 2 + extent.copy(), offset / 16) % locks.size()];
 }
@@ -213,8 +212,8 @@ void RedundancyService::Resync(const rpc::ResyncRequest &request) {
 void RedundancyService::Stripe(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
     uint64_t n = static_cast<uint64_t>(request.members_size());
     if (n < 3 || request.interleave() == 0 || request.self() >= n) {
-        Fail(openfam::FAM_ERR_INVALID, "stripe request with {} members, interleave {}, self {}",
-             n, request.interleave(), request.self());
+        Fail(openfam::FAM_ERR_INVALID, "stripe request with {} members, interleave {}, self {}", n,
+             request.interleave(), request.self());
     }
     uint64_t total = 0;
     for (const rpc::StripePiece &piece : request.pieces()) {
@@ -238,9 +237,12 @@ void RedundancyService::Stripe(const rpc::StripeRequest &request, rpc::StripeRep
                      request.data().size(), total);
             }
             return StripeReadOrWrite(request, reply);
-        case rpc::StripeRequest::ATOMIC: return StripeAtomic(request, reply);
-        case rpc::StripeRequest::REBUILD: return StripeRebuild(request);
-        default: Fail(openfam::FAM_ERR_INVALID, "unknown stripe operation {}", request.op());
+        case rpc::StripeRequest::ATOMIC:
+            return StripeAtomic(request, reply);
+        case rpc::StripeRequest::REBUILD:
+            return StripeRebuild(request);
+        default:
+            Fail(openfam::FAM_ERR_INVALID, "unknown stripe operation {}", request.op());
     }
 }
 
@@ -317,7 +319,8 @@ void RedundancyService::StripeReadOrWrite(const rpc::StripeRequest &request,
         at += len;
     }
     io.Finish();
-    for (auto &[position, bytes] : others) XorInto(out.data() + position, bytes.data(), bytes.size());
+    for (auto &[position, bytes] : others)
+        XorInto(out.data() + position, bytes.data(), bytes.size());
     if (!write) return;
     // Parity first, then the data units: a rebuild that reads them in between finds the
     // parity changed and recomputes.

@@ -17,7 +17,9 @@ class ExtentAllocator {
   public:
     // Items start on this boundary and their space is rounded up to it.
     static constexpr uint64_t kAlignment = 64;
-    static uint64_t Rounded(uint64_t nbytes) { return (nbytes + kAlignment - 1) & ~(kAlignment - 1); }
+    static uint64_t Rounded(uint64_t nbytes) {
+        return (nbytes + kAlignment - 1) & ~(kAlignment - 1);
+    }
 
     // Makes [0, size) of a new extent free.
     static void AddExtent(Txn &txn, uint64_t extent, uint64_t size);

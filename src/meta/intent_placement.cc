@@ -12,10 +12,14 @@ struct HintName {
     const char *name;
 };
 constexpr HintName kHints[] = {
-    {FAM_HINT_BANDWIDTH, "bandwidth"},     {FAM_HINT_LATENCY, "latency"},
-    {FAM_HINT_NEAR_PE, "near-pe"},         {FAM_HINT_CAPACITY, "capacity"},
-    {FAM_HINT_JOB, "job"},                 {FAM_HINT_ACROSS_JOBS, "across-jobs"},
-    {FAM_HINT_VOLATILE, "volatile"},       {FAM_HINT_PERSISTENT, "persistent"},
+    {FAM_HINT_BANDWIDTH, "bandwidth"},
+    {FAM_HINT_LATENCY, "latency"},
+    {FAM_HINT_NEAR_PE, "near-pe"},
+    {FAM_HINT_CAPACITY, "capacity"},
+    {FAM_HINT_JOB, "job"},
+    {FAM_HINT_ACROSS_JOBS, "across-jobs"},
+    {FAM_HINT_VOLATILE, "volatile"},
+    {FAM_HINT_PERSISTENT, "persistent"},
     {FAM_HINT_SURVIVE_FAILURE, "survive-failure"},
 };
 
@@ -37,10 +41,10 @@ std::string Ids(const std::vector<PlacementCandidate> &servers) {
 std::string Described(const std::vector<PlacementCandidate> &servers) {
     std::string text;
     for (const PlacementCandidate &server : servers) {
-        text += fmt::format("{}{} ({}{})", text.empty() ? "" : ", ", server.id,
-                            server.profile.kind.empty() ? "kind unknown" : server.profile.kind,
-                            server.failure_domain.empty() ? ""
-                                                          : ", domain " + server.failure_domain);
+        text +=
+            fmt::format("{}{} ({}{})", text.empty() ? "" : ", ", server.id,
+                        server.profile.kind.empty() ? "kind unknown" : server.profile.kind,
+                        server.failure_domain.empty() ? "" : ", domain " + server.failure_domain);
     }
     return text.empty() ? "none" : text;
 }
@@ -107,10 +111,14 @@ std::string HintNames(uint32_t hints) {
 
 std::string KindName(int kind, const std::string &region) {
     switch (kind) {
-        case FAM_KIND_ANY: return "";
-        case FAM_KIND_DRAM: return "dram";
-        case FAM_KIND_PERSISTENT: return "persistent";
-        case FAM_KIND_FAR: return "far";
+        case FAM_KIND_ANY:
+            return "";
+        case FAM_KIND_DRAM:
+            return "dram";
+        case FAM_KIND_PERSISTENT:
+            return "persistent";
+        case FAM_KIND_FAR:
+            return "far";
     }
     Fail(openfam::FAM_ERR_INVALID,
          "region \"{}\": intent kind {} is not a Fam_Memory_Kind (FAM_KIND_ANY, FAM_KIND_DRAM, "
@@ -136,8 +144,8 @@ void ApplyIntentAttributes(const RegionIntent &intent, const std::string &region
     auto exclusive = [&](uint32_t a, uint32_t b) {
         if ((hints & a) && (hints & b)) {
             Fail(openfam::FAM_ERR_INVALID,
-                 "region \"{}\": intent hints {} and {} exclude each other", region,
-                 HintNames(a), HintNames(b));
+                 "region \"{}\": intent hints {} and {} exclude each other", region, HintNames(a),
+                 HintNames(b));
         }
     };
     exclusive(FAM_HINT_VOLATILE, FAM_HINT_PERSISTENT);
@@ -153,7 +161,7 @@ void ApplyIntentAttributes(const RegionIntent &intent, const std::string &region
         cause = hints & FAM_HINT_VOLATILE ? "volatile" : "job";
     } else if (hints & (FAM_HINT_PERSISTENT | FAM_HINT_ACROSS_JOBS | FAM_HINT_SURVIVE_FAILURE)) {
         wanted = PERSISTENT;
-        cause = hints & FAM_HINT_PERSISTENT     ? "persistent"
+        cause = hints & FAM_HINT_PERSISTENT    ? "persistent"
                 : hints & FAM_HINT_ACROSS_JOBS ? "across-jobs"
                                                : "survive-failure";
     } else if (intent.kind == "persistent" && attributes->memoryType == MEMORY_TYPE_DEFAULT) {
@@ -169,8 +177,8 @@ void ApplyIntentAttributes(const RegionIntent &intent, const std::string &region
                  attributes->memoryType == PERSISTENT ? "PERSISTENT" : "VOLATILE");
         }
         attributes->memoryType = wanted;
-        *why += fmt::format("; {}: {} memory", cause,
-                            wanted == PERSISTENT ? "persistent" : "volatile");
+        *why +=
+            fmt::format("; {}: {} memory", cause, wanted == PERSISTENT ? "persistent" : "volatile");
     }
     if (hints & FAM_HINT_SURVIVE_FAILURE) {
         Fam_Redundancy_Level level = attributes->redundancyLevel;
@@ -221,8 +229,8 @@ IntentChoice ChooseByIntent(const RegionIntent &intent, const std::string &regio
         // servers' progress threads to wake. One server (the lowest latency first), unless
         // the bandwidth hint asks for a spread too.
         choice.span = 1;
-        *why += fmt::format("; latency: {} (within 1.25x or 1 us of {}; one server)",
-                            Ids(servers), LatencyText(best));
+        *why += fmt::format("; latency: {} (within 1.25x or 1 us of {}; one server)", Ids(servers),
+                            LatencyText(best));
     }
     if (intent.hints & FAM_HINT_CAPACITY) {
         std::stable_sort(servers.begin(), servers.end(), [](const auto &a, const auto &b) {

@@ -17,7 +17,7 @@ namespace fampool {
 struct PlacementCandidate {
     uint64_t id = 0;
     MemoryProfile profile;
-    std::string failure_domain;  // "" : a domain of its own
+    std::string failure_domain;          // "" : a domain of its own
     uint64_t free_bytes = ~uint64_t{0};  // room left under its capacity; all ones: no limit
 };
 
@@ -38,9 +38,10 @@ struct IntentChoice {
 // The constraints (kind, servers, failure domain) narrow `candidates`; none left: throws
 // Failure(FAM_ERR_RESOURCE) naming the unmet constraint and what the servers are. The usage
 // hints then narrow and rank what is left: NEAR_PE (servers on intent.host's node), LATENCY
-// (within 1.25x or 1 us of the lowest, lowest first; a span of one server), CAPACITY (far, then persistent, then DRAM; most free bytes
-// first), BANDWIDTH (the set of fastest servers whose striped bandwidth, count x slowest, is
-// the highest: its size is the span). `why` gets the reasoning in words.
+// (within 1.25x or 1 us of the lowest, lowest first; a span of one server), CAPACITY (far, then
+// persistent, then DRAM; most free bytes first), BANDWIDTH (the set of fastest servers whose
+// striped bandwidth, count x slowest, is the highest: its size is the span). `why` gets the
+// reasoning in words.
 IntentChoice ChooseByIntent(const RegionIntent &intent, const std::string &region,
                             std::vector<PlacementCandidate> candidates, std::string *why);
 

@@ -12,8 +12,8 @@
 namespace fampool {
 namespace {
 
-constexpr const char *kTableNames[kTableCount] = {"meta",      "regions",     "region_names",
-                                                  "items",     "item_names",  "free_by_offset",
+constexpr const char *kTableNames[kTableCount] = {"meta",         "regions",    "region_names",
+                                                  "items",        "item_names", "free_by_offset",
                                                   "free_by_size", "scrub"};
 // Virtual size reserved for the store; the file is sparse and grows only with use. At ~200
 // bytes per item this holds hundreds of millions of items.

@@ -22,13 +22,11 @@ namespace {
 // Bytes items hold on data column `index` of the region: its allocator's span less its free
 // bytes; an interleaved region's items are spread evenly over every column (and RAID5's
 // parity member, which holds as much).
-uint64_t HeldBytes(const Txn &txn, const RegionInfo &region, const Layout &layout,
-                   uint64_t index) {
+uint64_t HeldBytes(const Txn &txn, const RegionInfo &region, const Layout &layout, uint64_t index) {
     uint64_t free_bytes = 0, largest = 0;
     if (layout.interleaved()) {
         uint64_t span = layout.extent_size * layout.servers;
-        ExtentAllocator::Usage(txn, AllocatorOf(region.id, kVirtualExtent), &free_bytes,
-                               &largest);
+        ExtentAllocator::Usage(txn, AllocatorOf(region.id, kVirtualExtent), &free_bytes, &largest);
         return (span - std::min(span, free_bytes)) / layout.servers;
     }
     ExtentAllocator::Usage(txn, AllocatorOf(region.id, index), &free_bytes, &largest);
@@ -92,9 +90,8 @@ std::string MetadataStore::OverCapacity(const std::vector<uint64_t> &usage,
     return {};
 }
 
-void MetadataStore::RequireCapacity(const Txn &txn, const RegionInfo &region,
-                                    const Layout &before, const Layout &after, uint64_t size,
-                                    const char *action) {
+void MetadataStore::RequireCapacity(const Txn &txn, const RegionInfo &region, const Layout &before,
+                                    const Layout &after, uint64_t size, const char *action) {
     if (!CapacityLimited(region)) return;
     std::vector<uint64_t> more(after.servers, 0);
     for (uint64_t index = 0; index < after.servers; ++index) {

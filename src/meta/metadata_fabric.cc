@@ -1,11 +1,9 @@
 #include "meta/metadata_fabric.h"
 
 #include <fmt/format.h>
-
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -65,8 +63,7 @@ void DispatchFabricCall(MetadataRpcService &service, const rpc::FabricCall &call
             status = service.CreateRegion(nullptr, &call.create_region(), reply->mutable_region());
             break;
         case rpc::FabricCall::kDestroyRegion:
-            status =
-                service.DestroyRegion(nullptr, &call.destroy_region(), reply->mutable_empty());
+            status = service.DestroyRegion(nullptr, &call.destroy_region(), reply->mutable_empty());
             break;
         default:
             status = grpc::Status(grpc::StatusCode::UNIMPLEMENTED,

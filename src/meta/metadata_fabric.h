@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "meta/metadata_rpc_service.h"
 #include "fabric/fabric.h"
 #include "meta/client/fabric_messages.h"
+#include "meta/metadata_rpc_service.h"
 #include "rpc/fampool.pb.h"
 
 namespace fampool {
@@ -83,7 +83,7 @@ class MetadataFabricService {
     void Send(const rpc::FabricCall &call, fi_addr_t peer, rpc::FabricReply *reply);
     void RunWorker();
     void Post(size_t receive);
-    bool Flush();  // offers the replies waiting to the provider; true when it took one
+    bool Flush();        // offers the replies waiting to the provider; true when it took one
     void PostWaiting();  // posts again the receives the provider refused before
     fi_addr_t PeerOf(const std::string &name);
 
@@ -101,9 +101,9 @@ class MetadataFabricService {
     std::vector<fi_context2> receive_contexts_;
     std::vector<fi_context2> send_contexts_;
     std::vector<size_t> free_sends_;
-    std::deque<Arrival> arrived_;  // calls to answer
-    std::vector<size_t> unposted_;  // receive slots the provider did not take back yet
-    std::list<Reply> unsent_;      // replies the provider has not taken yet
+    std::deque<Arrival> arrived_;             // calls to answer
+    std::vector<size_t> unposted_;            // receive slots the provider did not take back yet
+    std::list<Reply> unsent_;                 // replies the provider has not taken yet
     std::map<std::string, fi_addr_t> peers_;  // caller endpoint name -> address vector entry
     // The last caller answered, and when: whether the service is shared (FabricReply.shared).
     fi_addr_t last_peer_ = FI_ADDR_UNSPEC;

@@ -1,7 +1,6 @@
 // MetadataStore: the fabric keys handed out after the permission check, and their revocation.
-#include "meta/metadata_store.h"
-
 #include "common/error.h"
+#include "meta/metadata_store.h"
 #include "meta/store_internals.h"
 
 namespace fampool {
@@ -44,8 +43,8 @@ ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
         }
         if (grant.fabric_address.empty()) {
             try {
-                grant = Server(each.server).GrantKey(each.extent, offset, size, item.can_write,
-                                                     Governing(item));
+                grant = Server(each.server)
+                            .GrantKey(each.extent, offset, size, item.can_write, Governing(item));
             } catch (const Failure &) {
                 // A redundant region's member on a server that just died (not yet marked
                 // lost): the client reads and writes the other members.

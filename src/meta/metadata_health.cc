@@ -15,8 +15,7 @@ namespace {
 // A control-path call that failed for want of an answer in time, not because the server's
 // port refused it (rpc/convert.cc, CheckStatus, words it so).
 bool TimedOut(const Failure &failure) {
-    return std::string(failure.fam_error_msg()).find("did not answer in time") !=
-           std::string::npos;
+    return std::string(failure.fam_error_msg()).find("did not answer in time") != std::string::npos;
 }
 
 }  // namespace
@@ -147,8 +146,7 @@ grpc::Status MetadataRpcService::ReportFailure(grpc::ServerContext *,
     });
 }
 
-grpc::Status MetadataRpcService::Rebuild(grpc::ServerContext *,
-                                         const rpc::RebuildRequest *request,
+grpc::Status MetadataRpcService::Rebuild(grpc::ServerContext *, const rpc::RebuildRequest *request,
                                          rpc::RebuildReply *reply) {
     return Serve([&] {
         const Caller caller = Identify(request->caller(), "Metadata.Rebuild");
@@ -160,8 +158,7 @@ grpc::Status MetadataRpcService::Rebuild(grpc::ServerContext *,
                      cluster_user_, caller.uid);
             }
             // Looked up as the caller: a region it may not see is refused as such.
-            store::RequireOwner(store_->LookupRegion(request->region(), caller), caller,
-                                "rebuild");
+            store::RequireOwner(store_->LookupRegion(request->region(), caller), caller, "rebuild");
         }
         if (!request->region().empty()) {
             bool known = false;
@@ -239,13 +236,13 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
                     store_->AbortRebuild(region.id, m, *target);
                 }
             }
-            std::fprintf(stderr,
-                         "fampool-server: region \"%s\" member %zu: %s on memory server %llu "
-                         "(%.1f MB in %.2f s)%s%s\n",
-                         region.name.c_str(), m, result->error().empty() ? "rebuilt" : "not rebuilt",
-                         static_cast<unsigned long long>(*target), result->bytes() / 1e6,
-                         result->seconds(), result->error().empty() ? "" : ": ",
-                         result->error().c_str());
+            std::fprintf(
+                stderr,
+                "fampool-server: region \"%s\" member %zu: %s on memory server %llu "
+                "(%.1f MB in %.2f s)%s%s\n",
+                region.name.c_str(), m, result->error().empty() ? "rebuilt" : "not rebuilt",
+                static_cast<unsigned long long>(*target), result->bytes() / 1e6, result->seconds(),
+                result->error().empty() ? "" : ": ", result->error().c_str());
         }
     }
 }

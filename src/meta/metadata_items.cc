@@ -1,8 +1,7 @@
 // MetadataStore: items: allocation, deallocation, lookups, permission changes, listing.
-#include "meta/metadata_store.h"
-
 #include "common/error.h"
 #include "meta/extent_allocator.h"
+#include "meta/metadata_store.h"
 #include "meta/records.h"
 #include "meta/store_internals.h"
 
@@ -95,8 +94,8 @@ ItemInfo MetadataStore::AllocateOnce(uint64_t region_id, const std::string &name
         }
     }
     if (!placed && !over.empty()) {
-        Fail(openfam::FAM_ERR_NO_SPACE, "item of {} bytes in region \"{}\": {}", size,
-             region.name, over);
+        Fail(openfam::FAM_ERR_NO_SPACE, "item of {} bytes in region \"{}\": {}", size, region.name,
+             over);
     }
     if (!placed) {
         Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" (size {}) has no free range of {} bytes",
@@ -203,8 +202,10 @@ void MetadataStore::ChangeItemPermissions(uint64_t region_id, uint64_t offset, u
              item.name, region.name);
     }
     if (caller.uid != item.uid) {
-        Fail(openfam::FAM_ERR_NOPERM, "only the owner (uid {}) of item \"{}\" may change its "
-             "permissions", item.uid, item.name);
+        Fail(openfam::FAM_ERR_NOPERM,
+             "only the owner (uid {}) of item \"{}\" may change its "
+             "permissions",
+             item.uid, item.name);
     }
     item.perm = CheckedMode(perm, "item", item.name);
     txn.Put(Table::kItems, Key(region_id, offset), EncodeItem(item));

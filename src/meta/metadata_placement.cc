@@ -1,8 +1,6 @@
 // MetadataStore: where a new region goes. Which servers hold its memory type, how many it
 // spans, by name hash, least use or (regions with an intent) intent-based placement
 // (meta/intent_placement.h), where RAID1 copies go and which redundancy levels can be kept.
-#include "meta/metadata_store.h"
-
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include "common/error.h"
 #include "common/hash.h"
 #include "meta/intent_placement.h"
+#include "meta/metadata_store.h"
 
 namespace fampool {
 
@@ -86,10 +85,9 @@ std::vector<MemoryProfile> MetadataStore::Profiles() {
 }
 
 std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64_t size,
-                                                  bool interleaved,
-                                                  const Fam_Region_Attributes &attributes,
-                                                  const RegionIntent &intent,
-                                                  std::string *reason) {
+                                                 bool interleaved,
+                                                 const Fam_Region_Attributes &attributes,
+                                                 const RegionIntent &intent, std::string *reason) {
     const char *kind = attributes.memoryType == PERSISTENT ? "persistent" : "volatile";
     std::vector<uint64_t> candidates = Candidates(attributes.memoryType);
     if (candidates.empty()) {
@@ -136,8 +134,8 @@ std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64
         Fail(openfam::FAM_ERR_RESOURCE,
              "region \"{}\" asks for RAID5, which needs 3 memory servers holding {} memory{}, "
              "and there {} {}",
-             name, kind, intent.empty() ? "" : " that its intent allows",
-             count == 1 ? "is" : "are", count);
+             name, kind, intent.empty() ? "" : " that its intent allows", count == 1 ? "is" : "are",
+             count);
     }
     std::vector<uint64_t> order;
     if (intent.empty()) {

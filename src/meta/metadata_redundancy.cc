@@ -177,8 +177,7 @@ RegionInfo MetadataStore::StartRebuild(uint64_t region_id, size_t member, uint64
     return now;
 }
 
-bool MetadataStore::EndRebuild(uint64_t region_id, size_t member, uint64_t target,
-                               uint8_t state) {
+bool MetadataStore::EndRebuild(uint64_t region_id, size_t member, uint64_t target, uint8_t state) {
     {
         Txn txn(*env_, /*write=*/true);
         RegionInfo region = ReadRegion(txn, region_id);

@@ -98,8 +98,7 @@ grpc::Status MetadataRpcService::LookupRegion(grpc::ServerContext *,
     });
 }
 
-grpc::Status MetadataRpcService::GetRegion(grpc::ServerContext *,
-                                           const rpc::RegionRequest *request,
+grpc::Status MetadataRpcService::GetRegion(grpc::ServerContext *, const rpc::RegionRequest *request,
                                            rpc::Region *reply) {
     return Serve([&] {
         RequireOwnRegion(request->region_id(), "Metadata.GetRegion");
@@ -142,8 +141,7 @@ grpc::Status MetadataRpcService::DeallocateItem(grpc::ServerContext *,
 }
 
 grpc::Status MetadataRpcService::LookupItem(grpc::ServerContext *,
-                                            const rpc::LookupRequest *request,
-                                            rpc::Item *reply) {
+                                            const rpc::LookupRequest *request, rpc::Item *reply) {
     return Serve([&] {
         RequireOwnName(request->region(), "Metadata.LookupItem");
         ToProto(store_->LookupItem(request->name(), request->region(),
@@ -173,8 +171,7 @@ grpc::Status MetadataRpcService::ChangeItemPermissions(grpc::ServerContext *,
     });
 }
 
-grpc::Status MetadataRpcService::Status(grpc::ServerContext *,
-                                        const rpc::StatusRequest *request,
+grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::StatusRequest *request,
                                         rpc::ClusterStatus *reply) {
     return Serve([&] {
         const Caller caller = Identify(request->caller(), "Metadata.Status");
@@ -244,14 +241,12 @@ grpc::Status MetadataRpcService::Servers(grpc::ServerContext *, const rpc::Empty
     });
 }
 
-grpc::Status MetadataRpcService::ListItems(grpc::ServerContext *,
-                                           const rpc::RegionRequest *request,
+grpc::Status MetadataRpcService::ListItems(grpc::ServerContext *, const rpc::RegionRequest *request,
                                            rpc::ItemList *reply) {
     return Serve([&] {
         RequireOwnRegion(request->region_id(), "Metadata.ListItems");
-        for (const ItemInfo &item :
-             store_->ListItems(request->region_id(),
-                               Identify(request->caller(), "Metadata.ListItems"))) {
+        for (const ItemInfo &item : store_->ListItems(
+                 request->region_id(), Identify(request->caller(), "Metadata.ListItems"))) {
             ToProto(item, reply->add_items());
         }
     });
@@ -274,8 +269,7 @@ grpc::Status MetadataRpcService::EndSession(grpc::ServerContext *, const rpc::Ca
     });
 }
 
-grpc::Status MetadataRpcService::Authenticate(grpc::ServerContext *,
-                                              const rpc::Credential *request,
+grpc::Status MetadataRpcService::Authenticate(grpc::ServerContext *, const rpc::Credential *request,
                                               rpc::Session *reply) {
     return Serve([&] {
         if (!sessions_) return;  // nothing to prove: an empty token

@@ -11,18 +11,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <memory>
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
-#include "rpc/authentication.h"
-#include "rpc/memory_server_client.h"
 #include "meta/metadata_store.h"
+#include "rpc/authentication.h"
 #include "rpc/fampool.grpc.pb.h"
+#include "rpc/memory_server_client.h"
 
 namespace fampool {
 

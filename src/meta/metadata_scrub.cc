@@ -1,12 +1,11 @@
 // MetadataStore: zeroing deallocated space before it is free again, in the call (embedded
 // model) or on the scrubber thread in rounds (memory-server model).
-#include "meta/metadata_store.h"
-
 #include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
 #include "meta/extent_allocator.h"
+#include "meta/metadata_store.h"
 #include "meta/records.h"
 #include "meta/store_internals.h"
 

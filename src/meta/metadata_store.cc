@@ -2,8 +2,6 @@
 // names, placement on memory servers, creation, resizing, permissions, a restarted server.
 #include "meta/metadata_store.h"
 
-#include "common/region_attributes.h"
-
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/region_attributes.h"
 #include "common/shards.h"
 #include "meta/extent_allocator.h"
 #include "meta/intent_placement.h"
@@ -108,7 +107,8 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
         }
         ApplyIntentAttributes(intent, name, &region.attributes, &why);
     }
-    if (region.attributes.memoryType == MEMORY_TYPE_DEFAULT) region.attributes.memoryType = VOLATILE;
+    if (region.attributes.memoryType == MEMORY_TYPE_DEFAULT)
+        region.attributes.memoryType = VOLATILE;
     if (region.attributes.permissionLevel == PERMISSION_LEVEL_DEFAULT) {
         region.attributes.permissionLevel = REGION;
     }
@@ -122,8 +122,8 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     region.interleave_size =
         region.attributes.interleaveEnable == ENABLE ? options_.interleave_size : 0;
     std::string placed;
-    region.memory_servers = PlaceRegion(name, size, region.interleave_size != 0,
-                                        region.attributes, intent, &placed);
+    region.memory_servers =
+        PlaceRegion(name, size, region.interleave_size != 0, region.attributes, intent, &placed);
     if (!intent.empty()) region.placement = placed + why;
     if (region.attributes.redundancyLevel == RAID1) {
         std::vector<uint64_t> allowed = Candidates(region.attributes.memoryType);
@@ -224,8 +224,8 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     Layout before = LayoutOf(region), after = LayoutOf(region, size);
     uint64_t old_extent = before.extent_size, new_extent = after.extent_size;
     if (new_extent > (uint64_t{1} << kServerIndexShift)) {
-        Fail(openfam::FAM_ERR_NO_SPACE,
-             "region \"{}\" to {} bytes: past 256 TiB per memory server", region.name, size);
+        Fail(openfam::FAM_ERR_NO_SPACE, "region \"{}\" to {} bytes: past 256 TiB per memory server",
+             region.name, size);
     }
     RequireCapacity(txn, region, before, after, size, "resize");
     // An interleaved region's allocator spans its virtual space; the others, one per server.
@@ -256,8 +256,9 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     if (new_extent != old_extent) {
         for (const PlacedExtent &each : ExtentsOf(region)) {
             if (StateOf(region, each.member) == kLost) continue;  // rebuilt at the new size
-            Server(each.server).ResizeExtent(each.extent, old_extent, new_extent,
-                                             after.share - std::min(after.share, before.share));
+            Server(each.server)
+                .ResizeExtent(each.extent, old_extent, new_extent,
+                              after.share - std::min(after.share, before.share));
         }
     }
     region.size = size;
@@ -361,7 +362,8 @@ void MetadataStore::ServerRestarted(uint64_t server_id) {
         for (RegionInfo &region : all) {
             if (region.attributes.memoryType == PERSISTENT) continue;
             bool on_server = false;
-            for (const PlacedExtent &each : ExtentsOf(region)) on_server |= each.server == server_id;
+            for (const PlacedExtent &each : ExtentsOf(region))
+                on_server |= each.server == server_id;
             if (!on_server) continue;
             if (IsRedundant(region)) {
                 // Its extents there went with the heaps: those members are lost, and the

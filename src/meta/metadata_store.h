@@ -22,19 +22,18 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "common/memory_server.h"
+#include "meta/client/metadata_service.h"
 #include "meta/intent_placement.h"
 #include "meta/lmdb.h"
-#include "meta/client/metadata_service.h"
 
 namespace fampool {
 
@@ -57,7 +56,7 @@ struct PlacementOptions {
     // every server would refuse items half its size); an interleaved region, whose items are
     // striped over all its servers, takes region_span.
     std::optional<uint64_t> span_size;
-    std::string policy = "hash";   // "hash" (by region name) or "least-used" (fewest bytes)
+    std::string policy = "hash";  // "hash" (by region name) or "least-used" (fewest bytes)
     // By server id: the regions each holds, "volatile", "persistent" or "" (both); empty: every
     // server holds both.
     std::vector<std::string> memory_types;
@@ -75,7 +74,7 @@ struct PlacementOptions {
     // Whether redundant regions can be kept: not in the embedded model, whose memory tiers are
     // all on one node (and whose data path writes one copy).
     bool redundancy = true;
-    bool grant_keys = false;       // fill ItemInfo::access with fabric keys (memory-server model)
+    bool grant_keys = false;  // fill ItemInfo::access with fabric keys (memory-server model)
     // Zero deallocated items on a thread of the store (the metadata server, whose memory
     // servers are a round trip away) rather than inside fam_deallocate (embedded: a memset).
     bool scrub_in_background = false;
@@ -117,8 +116,8 @@ class MetadataStore : public MetadataService {
     RegionInfo GetRegion(uint64_t region_id, const Caller &caller) override;
     void ChangeRegionPermissions(uint64_t region_id, uint32_t perm, const Caller &caller) override;
 
-    ItemInfo AllocateItem(uint64_t region_id, const std::string &name, uint64_t size,
-                          uint32_t perm, const Caller &caller) override;
+    ItemInfo AllocateItem(uint64_t region_id, const std::string &name, uint64_t size, uint32_t perm,
+                          const Caller &caller) override;
     void DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) override;
     ItemInfo LookupItem(const std::string &item, const std::string &region,
                         const Caller &caller) override;
@@ -192,8 +191,8 @@ class MetadataStore : public MetadataService {
     bool CapacityLimited(const RegionInfo &region) const;
     // What data column `index` of the region would hold more, counted as ServerUsage counts
     // it, with `nbytes` more given to items there.
-    static uint64_t ExtraHeld(const Txn &txn, const RegionInfo &region,
-                              const store::Layout &layout, uint64_t index, uint64_t nbytes);
+    static uint64_t ExtraHeld(const Txn &txn, const RegionInfo &region, const store::Layout &layout,
+                              uint64_t index, uint64_t nbytes);
     // Which server of the region would go past its capacity, holding `more[index]` bytes more
     // on each extent of data column `index` on top of `usage` (ServerUsage), described; empty
     // when none would.
@@ -232,8 +231,8 @@ class MetadataStore : public MetadataService {
     std::vector<uint64_t> PlaceRegion(const std::string &name, uint64_t size, bool interleaved,
                                       const Fam_Region_Attributes &attributes,
                                       const RegionIntent &intent, std::string *reason);
-    ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size,
-                          uint32_t perm, const Caller &caller);
+    ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size, uint32_t perm,
+                          const Caller &caller);
     using ItemSpan = std::pair<uint64_t, uint64_t>;  // an item's offset and size
     // Adds what zeroing `items` of `region` asks of each of its memory servers to `per_server`
     // (memory server id -> extents and their ranges).

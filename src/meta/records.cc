@@ -35,8 +35,7 @@ struct __attribute__((packed)) ItemHeader {
 };
 
 template <typename Header>
-Header ReadHeader(std::string_view bytes, uint8_t version, const char *what,
-                  uint8_t newest = 0) {
+Header ReadHeader(std::string_view bytes, uint8_t version, const char *what, uint8_t newest = 0) {
     Header header;
     if (bytes.size() < sizeof header) {
         Fail(openfam::FAM_ERR_METADATA, "{} record is truncated ({} bytes)", what, bytes.size());
@@ -53,7 +52,7 @@ Header ReadHeader(std::string_view bytes, uint8_t version, const char *what,
 std::string EncodeRegion(const RegionInfo &region) {
     RegionHeader header{};
     bool intent = !region.intent.empty() || !region.placement.empty();
-    header.version = intent                 ? kIntentRegionVersion
+    header.version = intent                ? kIntentRegionVersion
                      : IsRedundant(region) ? kRedundantRegionVersion
                                            : kRegionVersion;
     header.memory_type = static_cast<uint8_t>(region.attributes.memoryType);
@@ -79,7 +78,8 @@ std::string EncodeRegion(const RegionInfo &region) {
     };
     if (header.version >= kRedundantRegionVersion) {
         count(region.copy_servers.size());
-        for (uint64_t id : region.copy_servers) bytes.append(reinterpret_cast<const char *>(&id), 8);
+        for (uint64_t id : region.copy_servers)
+            bytes.append(reinterpret_cast<const char *>(&id), 8);
         count(region.member_state.size());
         bytes.append(region.member_state.begin(), region.member_state.end());
     }
@@ -153,8 +153,7 @@ RegionInfo DecodeRegion(uint64_t id, std::string_view bytes) {
     region.gid = header.gid;
     region.attributes.memoryType = static_cast<Fam_Memory_Type>(header.memory_type);
     region.attributes.interleaveEnable = static_cast<Fam_Interleave_Enable>(header.interleave);
-    region.attributes.permissionLevel =
-        static_cast<Fam_Permission_Level>(header.permission_level);
+    region.attributes.permissionLevel = static_cast<Fam_Permission_Level>(header.permission_level);
     region.attributes.redundancyLevel = static_cast<Fam_Redundancy_Level>(header.redundancy);
     region.interleave_size = header.interleave_size;
     return region;

@@ -41,8 +41,8 @@ void CheckName(const char *what, const std::string &name) {
 
 uint32_t CheckedMode(uint32_t perm, const char *what, const std::string &name) {
     if (perm & ~uint32_t{07777}) {
-        Fail(openfam::FAM_ERR_INVALID, "mode {:o} of {} \"{}\" has bits outside 07777", perm,
-             what, name);
+        Fail(openfam::FAM_ERR_INVALID, "mode {:o} of {} \"{}\" has bits outside 07777", perm, what,
+             name);
     }
     return perm;
 }

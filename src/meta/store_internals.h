@@ -28,10 +28,10 @@ constexpr uint64_t kMinimumHeap = uint64_t{1} << 20;  // OpenFAM 3.2's smallest 
 // that an item as large as the region fits on any one of its servers. Heaps are sparse:
 // capacity counts the share and what items hold past it (ServerUsage), never the span.
 struct Layout {
-    uint64_t servers = 1;       // K
-    uint64_t interleave = 0;    // I; 0 when items are not striped
-    uint64_t extent_size = 0;   // bytes each server's extent spans
-    uint64_t share = 0;         // the region's size over its servers: what each one reserves
+    uint64_t servers = 1;      // K
+    uint64_t interleave = 0;   // I; 0 when items are not striped
+    uint64_t extent_size = 0;  // bytes each server's extent spans
+    uint64_t share = 0;        // the region's size over its servers: what each one reserves
     bool interleaved() const { return interleave != 0; }
     uint64_t unit() const { return interleave * servers; }
 };
@@ -91,7 +91,6 @@ Layout LayoutOf(const RegionInfo &region);
 // Where an item's bytes are on server `index`: [begin, end) of that server's extent.
 std::pair<uint64_t, uint64_t> PhysicalRange(const Layout &layout, uint64_t offset, uint64_t size,
                                             uint64_t index);
-
 
 // The permission bits that govern an item: the region's in a REGION-level region.
 void Govern(ItemInfo &item, const Caller &caller);

@@ -52,8 +52,10 @@ std::string MakeCredential(const std::string &socket, const std::string &audienc
 
 SessionTable::SessionTable(std::string munge_socket, std::string audience, std::string service,
                            std::chrono::seconds idle_limit)
-    : munge_socket_(std::move(munge_socket)), audience_(std::move(audience)),
-      service_(std::move(service)), idle_limit_(idle_limit.count()) {}
+    : munge_socket_(std::move(munge_socket)),
+      audience_(std::move(audience)),
+      service_(std::move(service)),
+      idle_limit_(idle_limit.count()) {}
 
 int64_t SessionTable::Now() {
     return std::chrono::duration_cast<std::chrono::seconds>(

@@ -80,7 +80,7 @@ void ToProto(const ServerAccess &in, rpc::ServerAccess *out) {
 }
 
 ServerAccess FromProto(const rpc::ServerAccess &in) {
-    return ServerAccess{in.server_id(), in.fabric_address(), in.key(),   in.base(),
+    return ServerAccess{in.server_id(), in.fabric_address(), in.key(),    in.base(),
                         in.heap_path(), in.node(),           in.socket(), in.server_uid()};
 }
 
@@ -176,9 +176,8 @@ ItemLayout FromProto(const rpc::ItemLayout &in) {
     out.raid5_members = in.raid5_members();
     out.name = in.name();
     for (const rpc::ServerAccess &access : in.servers()) {
-        out.servers.push_back(
-            ItemLayout::Server{access.server_id(), access.fabric_address(), access.key(),
-                               access.base(), access.copy()});
+        out.servers.push_back(ItemLayout::Server{access.server_id(), access.fabric_address(),
+                                                 access.key(), access.base(), access.copy()});
     }
     return out;
 }
@@ -243,9 +242,8 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsSettings &tl
              "both set");
     }
     grpc::SslServerCredentialsOptions options(
-        tls.require_client_certificates
-            ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-            : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+        tls.require_client_certificates ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                        : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
     options.pem_root_certs = ReadPemFile(tls.ca, "tls_ca");
     options.pem_key_cert_pairs.push_back({ReadPemFile(tls.private_key, "tls_private_key"),
                                           ReadPemFile(tls.certificate, "tls_certificate")});

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "common/error.h"
-#include "common/memory_server.h"
 #include "common/fam_objects.h"
+#include "common/memory_server.h"
 #include "common/tls.h"
 #include "rpc/authentication.h"
 #include "rpc/fampool.grpc.pb.h"

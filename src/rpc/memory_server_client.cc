@@ -2,9 +2,9 @@
 
 #include <cstring>
 
-#include "rpc/convert.h"
 #include "common/data_path.h"
 #include "common/network.h"
+#include "rpc/convert.h"
 
 namespace fampool {
 namespace {
@@ -27,7 +27,9 @@ std::chrono::milliseconds ForBytes(std::chrono::milliseconds base, uint64_t byte
 
 MemoryServerClient::MemoryServerClient(uint64_t id, std::string address,
                                        std::chrono::milliseconds timeout, const TlsSettings &tls)
-    : id_(id), address_(std::move(address)), timeout_(timeout),
+    : id_(id),
+      address_(std::move(address)),
+      timeout_(timeout),
       stub_(rpc::MemoryServer::NewStub(OpenChannel(address_, tls))) {}
 
 void MemoryServerClient::UseMunge(const std::string &socket) {
@@ -53,8 +55,8 @@ std::string MemoryServerClient::SessionToken(const std::string *stale) {
     if (stale && *stale == token_) session_open_ = false;
     if (!session_open_) {
         rpc::Credential credential;
-        credential.set_munge(MakeCredential(munge_socket_, MemoryServerAudience(id_),
-                                            "MemoryServer.Authenticate"));
+        credential.set_munge(
+            MakeCredential(munge_socket_, MemoryServerAudience(id_), "MemoryServer.Authenticate"));
         rpc::Session session;
         auto context = CallContext(timeout_);
         CheckStatus(stub_->Authenticate(context.get(), credential, &session),
@@ -66,8 +68,9 @@ std::string MemoryServerClient::SessionToken(const std::string *stale) {
 }
 
 template <typename Request, typename Reply>
-void MemoryServerClient::Call(grpc::Status (rpc::MemoryServer::Stub::*method)(
-                                     grpc::ClientContext *, const Request &, Reply *),
+void MemoryServerClient::Call(grpc::Status (rpc::MemoryServer::Stub::*method)(grpc::ClientContext *,
+                                                                              const Request &,
+                                                                              Reply *),
                               const char *name, const Request &request, Reply *reply,
                               std::chrono::milliseconds timeout) {
     for (int attempt = 0;; ++attempt) {
@@ -94,8 +97,8 @@ MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout) {
     rpc::ServerInfo reply;
     auto context = CallContext(timeout);
     CheckStatus(stub_->Info(context.get(), request, &reply), "MemoryServer.Info", address_);
-    return MemoryServerInfo{reply.id(),       reply.fabric_address(), reply.incarnation(),
-                            reply.provider(), reply.capacity(),       reply.kind(),
+    return MemoryServerInfo{reply.id(),        reply.fabric_address(), reply.incarnation(),
+                            reply.provider(),  reply.capacity(),       reply.kind(),
                             reply.bandwidth(), reply.latency_ns()};
 }
 
@@ -154,8 +157,8 @@ void MemoryServerClient::ZeroExtents(const std::vector<ExtentRanges> &extents) {
          ForBytes(timeout_, bytes));
 }
 
-void MemoryServerClient::Copy(const ItemLayout &src, uint64_t src_offset,
-                              const ItemLayout &dest, uint64_t dest_offset, uint64_t nbytes) {
+void MemoryServerClient::Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
+                              uint64_t dest_offset, uint64_t nbytes) {
     rpc::CopyRequest request;
     ToProto(src, request.mutable_src());
     request.set_src_offset(src_offset);
@@ -181,8 +184,8 @@ BackupInfo MemoryServerClient::DescribeBackup(const std::string &name, const Cal
     rpc::BackupRecord request, reply;
     request.set_name(name);
     ToProto(caller, request.mutable_caller());
-    Call(&rpc::MemoryServer::Stub::DescribeBackup, "MemoryServer.DescribeBackup", request,
-         &reply, timeout_);
+    Call(&rpc::MemoryServer::Stub::DescribeBackup, "MemoryServer.DescribeBackup", request, &reply,
+         timeout_);
     return FromProto(reply);
 }
 
@@ -217,9 +220,8 @@ std::vector<BackupInfo> MemoryServerClient::ListBackups(const Caller &caller) {
     return list;
 }
 
-void MemoryServerClient::Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op,
-                                int type, const void *operand, const void *compare,
-                                void *result) {
+void MemoryServerClient::Atomic(ExtentRef extent, uint64_t key, uint64_t offset, int op, int type,
+                                const void *operand, const void *compare, void *result) {
     size_t size = SizeOf(static_cast<DataType>(type));
     rpc::AtomicRequest request;
     ToProto(extent, request.mutable_extent());
@@ -237,8 +239,8 @@ void MemoryServerClient::Atomic(ExtentRef extent, uint64_t key, uint64_t offset,
 }
 
 void MemoryServerClient::ApplyElements(ExtentRef extent, uint64_t key, ElementOp op,
-                                       uint64_t element_size,
-                                       const std::vector<uint64_t> &offsets, char *data) {
+                                       uint64_t element_size, const std::vector<uint64_t> &offsets,
+                                       char *data) {
     rpc::ElementsRequest request;
     ToProto(extent, request.mutable_extent());
     request.set_key(key);
@@ -252,8 +254,9 @@ void MemoryServerClient::ApplyElements(ExtentRef extent, uint64_t key, ElementOp
          ForBytes(timeout_, bytes));
     if (op == ElementOp::kGather) {
         if (reply.data().size() != bytes) {
-            Fail(openfam::FAM_ERR_RPC, "memory server {} ({}) answered a gather of {} bytes with {}",
-                 id_, address_, bytes, reply.data().size());
+            Fail(openfam::FAM_ERR_RPC,
+                 "memory server {} ({}) answered a gather of {} bytes with {}", id_, address_,
+                 bytes, reply.data().size());
         }
         std::memcpy(data, reply.data().data(), bytes);
     }
@@ -271,14 +274,14 @@ KeyGrant MemoryServerClient::GrantKey(ExtentRef extent, uint64_t offset, uint64_
     }
     rpc::KeyGrant reply;
     Call(&rpc::MemoryServer::Stub::GrantKey, "MemoryServer.GrantKey", request, &reply, timeout_);
-    return KeyGrant{reply.key(),       reply.base(), reply.fabric_address(),
-                    reply.heap_path(), reply.node(), reply.socket(), reply.server_uid()};
+    return KeyGrant{reply.key(),  reply.base(),   reply.fabric_address(), reply.heap_path(),
+                    reply.node(), reply.socket(), reply.server_uid()};
 }
 
 void MemoryServerClient::RevokeKeys(ExtentRef extent, uint64_t offset) {
     rpc::Empty reply;
-    Call(&rpc::MemoryServer::Stub::RevokeKeys, "MemoryServer.RevokeKeys",
-         Request(extent, offset), &reply, timeout_);
+    Call(&rpc::MemoryServer::Stub::RevokeKeys, "MemoryServer.RevokeKeys", Request(extent, offset),
+         &reply, timeout_);
 }
 
 rpc::AtomicReply MemoryServerClient::Atomic(const rpc::AtomicRequest &request) {

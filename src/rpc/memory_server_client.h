@@ -5,14 +5,14 @@
 #ifndef FAMPOOL_RPC_MEMORY_SERVER_CLIENT_H_
 #define FAMPOOL_RPC_MEMORY_SERVER_CLIENT_H_
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
 
-#include "common/tls.h"
 #include "common/memory_server.h"
+#include "common/tls.h"
 #include "rpc/fampool.grpc.pb.h"
 
 namespace fampool {
@@ -80,7 +80,7 @@ class MemoryServerClient : public MemoryServer {
     // a new session when the server did not know the token.
     template <typename Request, typename Reply>
     void Call(grpc::Status (rpc::MemoryServer::Stub::*method)(grpc::ClientContext *,
-                                                             const Request &, Reply *),
+                                                              const Request &, Reply *),
               const char *name, const Request &request, Reply *reply,
               std::chrono::milliseconds timeout);
     // The token to send now (a session is opened when none is); `stale`: the token the server

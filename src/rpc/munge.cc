@@ -80,8 +80,8 @@ std::string MungeSocketName(const std::string &socket) {
 std::string MungeEncode(const std::string &socket, const std::string &payload, const char *call) {
     Context context = OpenContext(socket, call);
     char *credential = nullptr;
-    munge_err_t error = munge_encode(&credential, context.get(), payload.data(),
-                                     static_cast<int>(payload.size()));
+    munge_err_t error =
+        munge_encode(&credential, context.get(), payload.data(), static_cast<int>(payload.size()));
     if (error != EMUNGE_SUCCESS) {
         std::free(credential);
         Fail(openfam::FAM_ERR_NOPERM, "{}: cannot make a MUNGE credential: {}", call,

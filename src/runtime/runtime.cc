@@ -34,8 +34,10 @@ class PmixRuntime : public Runtime {
     PmixRuntime() {
         pmix_status_t rc = PMIx_Init(&self_, nullptr, 0);
         if (rc != PMIX_SUCCESS) {
-            Fail(openfam::FAM_ERR_PMI, "PMIx_Init failed: {} (runtime PMIX needs a PMIx launcher "
-                 "such as mpirun or srun --mpi=pmix)", PMIx_Error_string(rc));
+            Fail(openfam::FAM_ERR_PMI,
+                 "PMIx_Init failed: {} (runtime PMIX needs a PMIx launcher "
+                 "such as mpirun or srun --mpi=pmix)",
+                 PMIx_Error_string(rc));
         }
         PMIX_LOAD_PROCID(&job_, self_.nspace, PMIX_RANK_WILDCARD);
         pmix_value_t *value = nullptr;
@@ -108,8 +110,8 @@ class Pmi2Client {
         static int saved_status;
         saved_status = status;
         std::atexit([] { _exit(saved_status); });  // runs first: atexit handlers run in reverse
-        Instance().abort_(1, message);              // 1: the whole job
-        _exit(status);                              // if the process manager has not ended us
+        Instance().abort_(1, message);             // 1: the whole job
+        _exit(status);                             // if the process manager has not ended us
     }
 
   private:
@@ -153,7 +155,8 @@ class Pmi2Client {
         if (initialized_()) {  // the program's MPI library initialized it
             const char *rank = std::getenv("PMI_RANK"), *size = std::getenv("PMI_SIZE");
             if (!rank || !size) {
-                Fail(openfam::FAM_ERR_PMI, "PMI2 was initialized before fam_initialize, and "
+                Fail(openfam::FAM_ERR_PMI,
+                     "PMI2 was initialized before fam_initialize, and "
                      "PMI_RANK and PMI_SIZE do not say this PE's rank and the job's size");
             }
             rank_ = std::atoi(rank);

@@ -35,8 +35,8 @@ class ThreadChannels : public Channel {
     explicit ThreadChannels(Opener open);
     ~ThreadChannels() override;
 
-    void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
-              uint64_t nbytes, bool blocking) override {
+    void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local, uint64_t nbytes,
+              bool blocking) override {
         Mine().Read(item, offset, local, nbytes, blocking);
     }
     void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,

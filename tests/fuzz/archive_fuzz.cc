@@ -48,8 +48,10 @@ std::string WriteBackup(const std::string &dir, uint64_t size, const std::string
 
 std::vector<std::string> Seeds() {
     std::vector<std::string> seeds;
-    for (auto [size, item] : {std::pair<uint64_t, const char *>{0, ""}, {1, "x"},
-                              {100, "item with spaces"}, {5000, "\"quoted\"\n"}}) {
+    for (auto [size, item] : {std::pair<uint64_t, const char *>{0, ""},
+                              {1, "x"},
+                              {100, "item with spaces"},
+                              {5000, "\"quoted\"\n"}}) {
         ScratchDir dir("archive-seed");
         std::ifstream file(WriteBackup(dir.path(), size, item), std::ios::binary);
         std::stringstream bytes;
@@ -92,8 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     try {
         archive.Read("b", [&](uint64_t at, const char *bytes, size_t n) {
             if (at != delivered) Finding("Read handed the sink bytes out of order");
-            if (kHeader + at + n > size ||
-                std::memcmp(bytes, data + kHeader + at, n) != 0) {
+            if (kHeader + at + n > size || std::memcmp(bytes, data + kHeader + at, n) != 0) {
                 Finding("Read handed the sink bytes that are not the backup's");
             }
             delivered += n;

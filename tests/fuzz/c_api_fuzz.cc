@@ -42,7 +42,9 @@ std::string Name(Input &input) {
     return std::string(chunk.substr(0, chunk.find('\0')));
 }
 
-c_fam_region_desc *&RegionSlot(State &s, Input &input) { return s.regions[input.Byte() % kRegions]; }
+c_fam_region_desc *&RegionSlot(State &s, Input &input) {
+    return s.regions[input.Byte() % kRegions];
+}
 c_fam_desc *&ItemSlot(State &s, Input &input) { return s.items[input.Byte() % kItems]; }
 
 void ReplaceItem(c_fam_desc *&slot, c_fam_desc *item) {
@@ -69,29 +71,39 @@ void Step(State &s, Input &input) {
             std::string name = Name(input);
             s.names.insert(name);
             ReplaceRegion(RegionSlot(s, input),
-                    c_fam_create_region(fam, name.c_str(), input.Below(8 << 20), perm,
-                                        input.Byte() & 1 ? &attributes : nullptr));
+                          c_fam_create_region(fam, name.c_str(), input.Below(8 << 20), perm,
+                                              input.Byte() & 1 ? &attributes : nullptr));
             break;
         }
-        case 1: ReplaceRegion(RegionSlot(s, input), c_fam_lookup_region(fam, Name(input).c_str())); break;
-        case 2: c_fam_destroy_region(fam, RegionSlot(s, input)); break;
-        case 3: c_fam_resize_region(fam, RegionSlot(s, input), input.Below(16 << 20)); break;
+        case 1:
+            ReplaceRegion(RegionSlot(s, input), c_fam_lookup_region(fam, Name(input).c_str()));
+            break;
+        case 2:
+            c_fam_destroy_region(fam, RegionSlot(s, input));
+            break;
+        case 3:
+            c_fam_resize_region(fam, RegionSlot(s, input), input.Below(16 << 20));
+            break;
         case 4: {
             Fam_Stat info;
             c_fam_stat_region(fam, RegionSlot(s, input), &info);
             break;
         }
-        case 5: c_fam_change_permissions_region(fam, RegionSlot(s, input), perm); break;
+        case 5:
+            c_fam_change_permissions_region(fam, RegionSlot(s, input), perm);
+            break;
         case 6: {
             c_fam_region_desc *region = RegionSlot(s, input);
-            ReplaceItem(ItemSlot(s, input), c_fam_allocate(fam, input.Below(1 << 20), perm, region));
+            ReplaceItem(ItemSlot(s, input),
+                        c_fam_allocate(fam, input.Below(1 << 20), perm, region));
             break;
         }
         case 7: {
             c_fam_region_desc *region = RegionSlot(s, input);
             std::string name = Name(input);
-            ReplaceItem(ItemSlot(s, input),
-                    c_fam_allocate_named(fam, name.c_str(), input.Below(1 << 20), perm, region));
+            ReplaceItem(
+                ItemSlot(s, input),
+                c_fam_allocate_named(fam, name.c_str(), input.Below(1 << 20), perm, region));
             break;
         }
         case 8: {
@@ -99,13 +111,17 @@ void Step(State &s, Input &input) {
             ReplaceItem(ItemSlot(s, input), c_fam_lookup(fam, item.c_str(), region.c_str()));
             break;
         }
-        case 9: c_fam_deallocate(fam, ItemSlot(s, input)); break;
+        case 9:
+            c_fam_deallocate(fam, ItemSlot(s, input));
+            break;
         case 10: {
             Fam_Stat info;
             c_fam_stat_data(fam, ItemSlot(s, input), &info);
             break;
         }
-        case 11: c_fam_change_permissions_data(fam, ItemSlot(s, input), perm); break;
+        case 11:
+            c_fam_change_permissions_data(fam, ItemSlot(s, input), perm);
+            break;
         case 12:
         case 13: {
             c_fam_desc *item = ItemSlot(s, input);
@@ -130,10 +146,14 @@ void Step(State &s, Input &input) {
             uint8_t how = input.Byte() % 4;  // gather or scatter, blocking or not
             char *local = s.local.data();
             if (op == 14) {
-                if (how == 0) c_fam_gather_blocking_stride(fam, local, item, count, first, stride, size);
-                if (how == 1) c_fam_gather_nonblocking_stride(fam, local, item, count, first, stride, size);
-                if (how == 2) c_fam_scatter_blocking_stride(fam, local, item, count, first, stride, size);
-                if (how == 3) c_fam_scatter_nonblocking_stride(fam, local, item, count, first, stride, size);
+                if (how == 0)
+                    c_fam_gather_blocking_stride(fam, local, item, count, first, stride, size);
+                if (how == 1)
+                    c_fam_gather_nonblocking_stride(fam, local, item, count, first, stride, size);
+                if (how == 2)
+                    c_fam_scatter_blocking_stride(fam, local, item, count, first, stride, size);
+                if (how == 3)
+                    c_fam_scatter_nonblocking_stride(fam, local, item, count, first, stride, size);
             } else {
                 c_fam_quiet(fam);  // the previous index array may still be read
                 s.indexes.assign(count, 0);
@@ -151,16 +171,36 @@ void Step(State &s, Input &input) {
             uint64_t offset = input.Below(2 << 20);
             uint64_t value = input.Number(8);
             switch (input.Byte() % 10) {
-                case 0: c_fam_set_int32(fam, item, offset, static_cast<int32_t>(value)); break;
-                case 1: c_fam_add_int64(fam, item, offset, static_cast<int64_t>(value)); break;
-                case 2: c_fam_subtract_uint32(fam, item, offset, static_cast<uint32_t>(value)); break;
-                case 3: c_fam_min_double(fam, item, offset, static_cast<double>(value)); break;
-                case 4: c_fam_max_float(fam, item, offset, static_cast<float>(value)); break;
-                case 5: c_fam_and_uint32(fam, item, offset, static_cast<uint32_t>(value)); break;
-                case 6: c_fam_fetch_add_uint64(fam, item, offset, value); break;
-                case 7: c_fam_swap_uint64(fam, item, offset, value); break;
-                case 8: c_fam_compare_swap_uint64(fam, item, offset, value, ~value); break;
-                default: c_fam_fetch_int64(fam, item, offset); break;
+                case 0:
+                    c_fam_set_int32(fam, item, offset, static_cast<int32_t>(value));
+                    break;
+                case 1:
+                    c_fam_add_int64(fam, item, offset, static_cast<int64_t>(value));
+                    break;
+                case 2:
+                    c_fam_subtract_uint32(fam, item, offset, static_cast<uint32_t>(value));
+                    break;
+                case 3:
+                    c_fam_min_double(fam, item, offset, static_cast<double>(value));
+                    break;
+                case 4:
+                    c_fam_max_float(fam, item, offset, static_cast<float>(value));
+                    break;
+                case 5:
+                    c_fam_and_uint32(fam, item, offset, static_cast<uint32_t>(value));
+                    break;
+                case 6:
+                    c_fam_fetch_add_uint64(fam, item, offset, value);
+                    break;
+                case 7:
+                    c_fam_swap_uint64(fam, item, offset, value);
+                    break;
+                case 8:
+                    c_fam_compare_swap_uint64(fam, item, offset, value, ~value);
+                    break;
+                default:
+                    c_fam_fetch_int64(fam, item, offset);
+                    break;
             }
             break;
         }
@@ -186,8 +226,8 @@ void Step(State &s, Input &input) {
             std::string backup = Name(input), item = Name(input);
             c_fam_region_desc *region = RegionSlot(s, input);
             c_fam_desc *restored = nullptr;
-            if (void *wait = c_fam_restore_region(fam, backup.c_str(), region, item.c_str(),
-                                                  perm, &restored)) {
+            if (void *wait = c_fam_restore_region(fam, backup.c_str(), region, item.c_str(), perm,
+                                                  &restored)) {
                 c_fam_restore_wait(fam, wait);
             }
             ReplaceItem(ItemSlot(s, input), restored);
@@ -206,7 +246,9 @@ void Step(State &s, Input &input) {
             if (void *mapped = c_fam_map(fam, item)) c_fam_unmap(fam, mapped, item);
             break;
         }
-        case 22: input.Byte() & 1 ? c_fam_fence(fam) : c_fam_quiet(fam); break;
+        case 22:
+            input.Byte() & 1 ? c_fam_fence(fam) : c_fam_quiet(fam);
+            break;
         default: {
             c_fam_desc *&slot = ItemSlot(s, input);
             if (input.Byte() & 1) c_fam_close(fam, slot);
@@ -229,8 +271,8 @@ void Clean(State &s) {
     for (const std::string &name : s.names) {
         if (c_fam_region_desc *region = c_fam_lookup_region(fam, name.c_str())) {
             if (c_fam_destroy_region(fam, region) != 0) {
-                std::fprintf(stderr, "fuzz: region \"%s\" cannot be destroyed: %s\n",
-                             name.c_str(), c_fam_error_msg());
+                std::fprintf(stderr, "fuzz: region \"%s\" cannot be destroyed: %s\n", name.c_str(),
+                             c_fam_error_msg());
                 std::abort();
             }
             c_fam_free_region_desc(region);
@@ -243,22 +285,25 @@ std::vector<std::string> Seeds() {
     // create region "a" (RAID none), allocate named "a" in it, put, get, atomics, gather,
     // copy to a second item, backup and restore, map, stat, destroy.
     const unsigned char script[] = {
-        0, 0xff, 0x01, 1, 1, 1, 0, 0, 0, 0, 0x40, 0, 0x10, 0,  // create "a", 1 MiB
-        7, 0xff, 0x01, 0, 0, 0, 0x40, 0, 0x10, 0,                // allocate named "a" 4 KiB
-        6, 0xff, 0x01, 0, 1, 0x40, 0, 0x10, 0,                   // allocate item 1
-        13, 0xff, 0x01, 0, 0, 0x40, 0, 0x10, 0, 1,               // put 4 KiB
-        12, 0xff, 0x01, 0, 8, 0x40, 0, 0x08, 0, 0,               // get non-blocking
-        16, 0xff, 0x01, 0, 64, 5, 0, 0, 0, 0, 0, 0, 0, 6,        // fetch_add
-        14, 0xff, 0x01, 0, 7, 16, 3, 2, 1,                       // gather stride
-        15, 0xff, 0x01, 0, 7, 4, 9, 1, 2, 3, 4,                  // scatter index
-        17, 0xff, 0x01, 0, 1, 0, 16, 64,                         // copy
-        18, 0xff, 0x01, 1, 0, 1,                                 // backup "b", restore into 1
-        21, 0xff, 0x01, 0,                                       // map
-        10, 0xff, 0x01, 0,                                       // stat
-        9, 0xff, 0x01, 1,                                        // deallocate
-        22, 0, 0, 0,                                             // quiet
-        2, 0xff, 0x01, 0,                                        // destroy
-        16, 0xff, 0x01, 0, 64, 5, 0, 0, 0, 0, 0, 0, 0, 6,        // atomic on a destroyed region
+        0,  0xff, 0x01, 1, 1,  1,    0,    0,    0,    0, 0x40,
+        0,  0x10, 0,                                       // create "a", 1 MiB
+        7,  0xff, 0x01, 0, 0,  0,    0x40, 0,    0x10, 0,  // allocate named "a" 4 KiB
+        6,  0xff, 0x01, 0, 1,  0x40, 0,    0x10, 0,        // allocate item 1
+        13, 0xff, 0x01, 0, 0,  0x40, 0,    0x10, 0,    1,  // put 4 KiB
+        12, 0xff, 0x01, 0, 8,  0x40, 0,    0x08, 0,    0,  // get non-blocking
+        16, 0xff, 0x01, 0, 64, 5,    0,    0,    0,    0, 0,
+        0,  0,    6,                                          // fetch_add
+        14, 0xff, 0x01, 0, 7,  16,   3,    2,    1,           // gather stride
+        15, 0xff, 0x01, 0, 7,  4,    9,    1,    2,    3, 4,  // scatter index
+        17, 0xff, 0x01, 0, 1,  0,    16,   64,                // copy
+        18, 0xff, 0x01, 1, 0,  1,                             // backup "b", restore into 1
+        21, 0xff, 0x01, 0,                                    // map
+        10, 0xff, 0x01, 0,                                    // stat
+        9,  0xff, 0x01, 1,                                    // deallocate
+        22, 0,    0,    0,                                    // quiet
+        2,  0xff, 0x01, 0,                                    // destroy
+        16, 0xff, 0x01, 0, 64, 5,    0,    0,    0,    0, 0,
+        0,  0,    6,  // atomic on a destroyed region
     };
     return {std::string(reinterpret_cast<const char *>(script), sizeof script)};
 }

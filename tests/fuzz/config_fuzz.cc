@@ -111,8 +111,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 Write(dir + "/again.yaml", text);
                 ClusterConfig again = LoadClusterConfig(dir + "/again.yaml");
                 if (ClusterFileText(again) != text) {
-                    std::fprintf(stderr, "fuzz: a cluster file fampool wrote reads back "
-                                 "differently:\n%s\n", text.c_str());
+                    std::fprintf(stderr,
+                                 "fuzz: a cluster file fampool wrote reads back "
+                                 "differently:\n%s\n",
+                                 text.c_str());
                     std::abort();
                 }
             });
@@ -130,9 +132,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             std::string fields[6];
             for (std::string &field : fields) field = std::string(input.Chunk());
             Fam_Options options{};
-            char **slots[] = {&options.defaultRegionName, &options.cisServer, &options.grpcPort,
-                              &options.libfabricProvider, &options.famThreadModel,
-                              &options.fam_default_memory_type};
+            char **slots[] = {&options.defaultRegionName, &options.cisServer,
+                              &options.grpcPort,          &options.libfabricProvider,
+                              &options.famThreadModel,    &options.fam_default_memory_type};
             for (size_t i = 0; i < std::size(slots); ++i) {
                 if (!fields[i].empty()) *slots[i] = fields[i].data();
             }

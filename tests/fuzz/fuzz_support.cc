@@ -142,7 +142,8 @@ Cluster::Cluster() : dir_("cluster"), archive_dir_(dir_.path() + "/archive"), no
     for (size_t id = 0; id < kServers; ++id) {
         Node &node = nodes_[id];
         node.heaps = std::make_unique<LocalMemoryServer>(
-            id, HeapLocation{dir_.path() + "/shm", dir_.path() + "/heaps", fmt::format("ms{}", id),
+            id,
+            HeapLocation{dir_.path() + "/shm", dir_.path() + "/heaps", fmt::format("ms{}", id),
                          FileAccess()},
             archive_dir_);
         node.fabric = std::make_unique<FabricServer>(fabric);
@@ -162,8 +163,8 @@ Cluster::Cluster() : dir_("cluster"), archive_dir_(dir_.path() + "/archive"), no
         node.service = std::make_unique<MemoryServerService>(
             node.heaps.get(), fmt::format("fuzz-{}-{}", getpid(), id), node.redundancy.get());
         node.grpc = ListenOnLoopback(node.service.get(), &node.address);
-        clients_.push_back(std::make_unique<MemoryServerClient>(id, node.address,
-                                                                std::chrono::seconds(5)));
+        clients_.push_back(
+            std::make_unique<MemoryServerClient>(id, node.address, std::chrono::seconds(5)));
     }
     for (auto &client : clients_) client_pointers_.push_back(client.get());
     OpenMetadata();
@@ -198,7 +199,8 @@ void Cluster::Reset(const std::vector<ExtentRef> &extents) {
         try {
             store_->DestroyRegion(region.id, Caller{region.uid, region.gid});
         } catch (const Failure &failure) {
-            std::fprintf(stderr, "fuzz: region %s (owner %u) cannot be destroyed by its owner: %s\n",
+            std::fprintf(stderr,
+                         "fuzz: region %s (owner %u) cannot be destroyed by its owner: %s\n",
                          region.name.c_str(), region.uid, failure.fam_error_msg());
             std::abort();
         }
@@ -206,8 +208,10 @@ void Cluster::Reset(const std::vector<ExtentRef> &extents) {
     std::vector<uint64_t> usage = store_->ServerUsage();
     for (size_t id = 0; id < usage.size(); ++id) {
         if (usage[id] != 0) {
-            std::fprintf(stderr, "fuzz: memory server %zu still has %llu bytes placed after every "
-                         "region was destroyed\n", id, static_cast<unsigned long long>(usage[id]));
+            std::fprintf(stderr,
+                         "fuzz: memory server %zu still has %llu bytes placed after every "
+                         "region was destroyed\n",
+                         id, static_cast<unsigned long long>(usage[id]));
             std::abort();
         }
     }

@@ -15,9 +15,27 @@ namespace {
 using Service = MemoryServerService;
 
 enum CallIndex : size_t {
-    kAuthenticate, kInfo, kCreateExtent, kDestroyExtent, kResizeExtent, kZero, kZeroExtents,
-    kCopy, kBackup, kDescribeBackup, kRestore, kDeleteBackup, kListBackups, kAtomic,
-    kApplyElements, kGrantKey, kRevokeKeys, kMirror, kStripe, kResync, kCallsPerServer,
+    kAuthenticate,
+    kInfo,
+    kCreateExtent,
+    kDestroyExtent,
+    kResizeExtent,
+    kZero,
+    kZeroExtents,
+    kCopy,
+    kBackup,
+    kDescribeBackup,
+    kRestore,
+    kDeleteBackup,
+    kListBackups,
+    kAtomic,
+    kApplyElements,
+    kGrantKey,
+    kRevokeKeys,
+    kMirror,
+    kStripe,
+    kResync,
+    kCallsPerServer,
 };
 
 // Server s's calls are kCallsPerServer * s + CallIndex.
@@ -52,8 +70,7 @@ CallTable Calls(Cluster &cluster) {
 using google::protobuf::FieldDescriptor;
 
 // Lends keys and addresses (see the top of the file), at any depth of the request.
-void Lend(google::protobuf::Message &message, const std::vector<uint64_t> &keys,
-          Cluster &cluster) {
+void Lend(google::protobuf::Message &message, const std::vector<uint64_t> &keys, Cluster &cluster) {
     const google::protobuf::Reflection *reflection = message.GetReflection();
     std::vector<const FieldDescriptor *> fields;
     reflection->ListFields(message, &fields);
@@ -68,7 +85,8 @@ void Lend(google::protobuf::Message &message, const std::vector<uint64_t> &keys,
             }
         } else if (field->name() == "key" && field->cpp_type() == FieldDescriptor::CPPTYPE_UINT64) {
             uint64_t key = reflection->GetUInt64(message, field);
-            if (key >= 1 && key <= keys.size()) reflection->SetUInt64(&message, field, keys[key - 1]);
+            if (key >= 1 && key <= keys.size())
+                reflection->SetUInt64(&message, field, keys[key - 1]);
         } else if (field->name() == "fabric_address" && !field->is_repeated()) {
             std::string value = reflection->GetString(message, field);
             if (value.size() == 2 && value[0] == '@' && value[1] >= '0' &&

@@ -66,15 +66,9 @@ std::vector<std::string> Seeds() {
             l->set_name("x");
             l->set_region("r");
         });
-        add([](rpc::FabricCall &c) {
-            c.mutable_lookup_region()->set_name("r");
-        });
-        add([](rpc::FabricCall &c) {
-            c.mutable_get_item()->set_region_id(1);
-        });
-        add([](rpc::FabricCall &c) {
-            c.mutable_get_region()->set_region_id(1);
-        });
+        add([](rpc::FabricCall &c) { c.mutable_lookup_region()->set_name("r"); });
+        add([](rpc::FabricCall &c) { c.mutable_get_item()->set_region_id(1); });
+        add([](rpc::FabricCall &c) { c.mutable_get_region()->set_region_id(1); });
         add([](rpc::FabricCall &c) {
             c.mutable_deallocate_item()->mutable_caller()->set_uid(1000);
             c.mutable_deallocate_item()->set_region_id(1);
@@ -123,8 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         std::string bytes = reply.SerializeAsString();
         Check(received.ParseFromString(bytes), "a reply does not parse");
         Check(received.call_id() == call.call_id(), "a reply names another call");
-        Check(received.code() == 0 || !received.message().empty(),
-              "a refused call has no message");
+        Check(received.code() == 0 || !received.message().empty(), "a refused call has no message");
     }
     world->Reset();
     return 0;

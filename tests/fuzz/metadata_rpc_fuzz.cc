@@ -12,10 +12,24 @@ using Service = MetadataRpcService;
 
 // The calls, in the order their selector byte picks them (seeds depend on it).
 enum CallIndex : size_t {
-    kCreateRegion, kDestroyRegion, kResizeRegion, kLookupRegion, kGetRegion,
-    kChangeRegionPermissions, kAllocateItem, kDeallocateItem, kLookupItem, kGetItem,
-    kChangeItemPermissions, kStatus, kServers, kListItems, kMetadataEndpoint, kReportFailure,
-    kRebuild, kAuthenticate,
+    kCreateRegion,
+    kDestroyRegion,
+    kResizeRegion,
+    kLookupRegion,
+    kGetRegion,
+    kChangeRegionPermissions,
+    kAllocateItem,
+    kDeallocateItem,
+    kLookupItem,
+    kGetItem,
+    kChangeItemPermissions,
+    kStatus,
+    kServers,
+    kListItems,
+    kMetadataEndpoint,
+    kReportFailure,
+    kRebuild,
+    kAuthenticate,
 };
 
 CallTable Calls(Service *service) {

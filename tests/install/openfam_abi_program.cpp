@@ -217,8 +217,8 @@ int main(int argc, char **argv) {
             failures += Check(false, "lookup of a missing item succeeded");
         } catch (Fam_Exception &e) {  // read through the virtual members of OpenFAM's layout
             failures += Check(e.fam_error() == FAM_ERR_NOTFOUND, "fam_error()");
-            failures += Check(std::strstr(e.fam_error_msg(), "no such item") != nullptr,
-                              "fam_error_msg()");
+            failures +=
+                Check(std::strstr(e.fam_error_msg(), "no such item") != nullptr, "fam_error_msg()");
             failures += Check(std::strstr(e.what(), "no such item") != nullptr, "what()");
         }
         f->fam_deallocate(item);

@@ -22,11 +22,10 @@ int main() {
         fam->fam_initialize("default", &options);
         openfam::Fam_Region_Attributes attributes = {openfam::NONE, openfam::VOLATILE,
                                                      openfam::DISABLE, openfam::REGION};
-        openfam::Fam_Region_Descriptor *region = fam->fam_create_region(
-            "install_qualified", 1 << 20, S_IRWXU, &attributes);
+        openfam::Fam_Region_Descriptor *region =
+            fam->fam_create_region("install_qualified", 1 << 20, S_IRWXU, &attributes);
         region->set_permissionLevel(openfam::REGION);
-        openfam::Fam_Descriptor *item =
-            fam->fam_allocate("x", 64, S_IRUSR | S_IWUSR, region);
+        openfam::Fam_Descriptor *item = fam->fam_allocate("x", 64, S_IRUSR | S_IWUSR, region);
         openfam::int128_t one = 1;
         fam->fam_set(item, 0, one << 70);
         bool ok = fam->fam_fetch_int128(item, 0) == (one << 70) &&

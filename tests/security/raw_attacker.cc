@@ -81,8 +81,8 @@ ClusterConfig Cluster() {
 }
 
 std::unique_ptr<MetadataClient> Metadata(const ClusterConfig &cluster) {
-    auto client = std::make_unique<MetadataClient>(cluster.metadata_address, kTimeout,
-                                                   ClientTls(cluster));
+    auto client =
+        std::make_unique<MetadataClient>(cluster.metadata_address, kTimeout, ClientTls(cluster));
     if (cluster.authentication == "munge") client->UseMunge(cluster.munge_socket);
     return client;
 }
@@ -121,8 +121,8 @@ struct Target {
 
 void Save(const Target &t, const std::string &path) {
     std::ofstream out(path);
-    out << t.region_id << ' ' << t.offset << ' ' << t.size << ' ' << t.server << ' ' << t.key
-        << ' ' << t.base << ' ' << t.physical << ' ' << Hex(t.address) << ' '
+    out << t.region_id << ' ' << t.offset << ' ' << t.size << ' ' << t.server << ' ' << t.key << ' '
+        << t.base << ' ' << t.physical << ' ' << Hex(t.address) << ' '
         << (t.socket.empty() ? "-" : t.socket) << ' ' << t.server_uid << '\n';
     if (!out.flush()) throw std::runtime_error("cannot write " + path);
 }
@@ -255,8 +255,9 @@ int Guess(const std::string &file, int64_t range) {
             if (client.Read(t.address, addr, t.key + delta, bytes, sizeof bytes) == 0) ++reached;
         }
     }
-    Report("guess", reached, std::to_string(reached) + " of " + std::to_string(4 * range) +
-                                 " reads with guessed keys reached memory");
+    Report("guess", reached,
+           std::to_string(reached) + " of " + std::to_string(4 * range) +
+               " reads with guessed keys reached memory");
     return 0;
 }
 
@@ -275,8 +276,9 @@ int MemoryServerCalls(const std::string &file) {
     ClusterConfig cluster = Cluster();
     auto server = Server(cluster, t.server);
     ExtentRef extent{t.region_id, false, false};
-    Try("CreateExtent",
-        [&] { server->CreateExtent(ExtentRef{t.region_id + 1000, false, false}, 4096, 4096); });
+    Try("CreateExtent", [&] {
+        server->CreateExtent(ExtentRef{t.region_id + 1000, false, false}, 4096, 4096);
+    });
     Try("ResizeExtent", [&] { server->ResizeExtent(extent, t.size, 2 * t.size, t.size); });
     Try("Zero", [&] { server->Zero(extent, t.physical, 64); });
     Try("ZeroExtents", [&] { server->ZeroExtents({ExtentRanges{extent, {{t.physical, 64}}}}); });
@@ -413,8 +415,9 @@ int Socket(const std::string &file, bool writable) {
 }
 
 int Usage() {
-    std::fprintf(stderr, "usage: raw_attacker key|read|guess|memserver|metadata|sessions|socket "
-                         "... (see the file's comment)\n");
+    std::fprintf(stderr,
+                 "usage: raw_attacker key|read|guess|memserver|metadata|sessions|socket "
+                 "... (see the file's comment)\n");
     return 2;
 }
 

@@ -60,8 +60,8 @@ std::string Wait(fam &f, void *wait) {
 std::string Command(fam &f, const std::vector<std::string> &a) {
     const std::string &what = a.at(0);
     auto item = [&](size_t region_at) {
-        return std::unique_ptr<Fam_Descriptor>(f.fam_lookup(a.at(region_at + 1).c_str(),
-                                                            a.at(region_at).c_str()));
+        return std::unique_ptr<Fam_Descriptor>(
+            f.fam_lookup(a.at(region_at + 1).c_str(), a.at(region_at).c_str()));
     };
     if (what == "make") {
         Fam_Region_Attributes attributes{};
@@ -112,8 +112,8 @@ std::string Command(fam &f, const std::vector<std::string> &a) {
     if (what == "restore-new") {
         std::unique_ptr<Fam_Region_Descriptor> region(f.fam_lookup_region(a.at(2).c_str()));
         Fam_Descriptor *made = nullptr;
-        f.fam_restore_wait(f.fam_restore(a.at(1).c_str(), region.get(), a.at(3).c_str(), 0600,
-                                         &made));
+        f.fam_restore_wait(
+            f.fam_restore(a.at(1).c_str(), region.get(), a.at(3).c_str(), 0600, &made));
         delete made;
         return "";
     }

@@ -324,8 +324,8 @@ bool ChildProcess::Start(const ProgramSpec &spec) {
     pid_t pid = fork();
     if (pid < 0) {
         error_ = ErrnoText("fork");
-        for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0],
-                       exec_pipe[1]}) {
+        for (int fd :
+             {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]}) {
             close(fd);
         }
         return false;

@@ -41,9 +41,7 @@ class PlainClusterTest : public ClusterTest {
 // Three servers without interleaving, every region on all of them (span size 0).
 class EveryServerClusterTest : public ClusterTest {
   protected:
-    const char *Spec() const override {
-        return "3:0:tcp:region_span_size_per_memoryserver=0";
-    }
+    const char *Spec() const override { return "3:0:tcp:region_span_size_per_memoryserver=0"; }
 };
 
 // The index of the memory server holding an item of a non-interleaved region.
@@ -52,13 +50,13 @@ inline uint64_t ServerIndexOfItem(Fam_Descriptor *item) {
 }
 
 inline void Copy(fam *f, Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest,
-          uint64_t dest_offset, uint64_t nbytes) {
+                 uint64_t dest_offset, uint64_t nbytes) {
     f->fam_copy_wait(f->fam_copy(src, src_offset, dest, dest_offset, nbytes));
 }
 
 // `bytes` with `part` (from byte `at` of `source`) written at `offset`.
 inline std::vector<uint8_t> With(std::vector<uint8_t> bytes, uint64_t offset,
-                          const std::vector<uint8_t> &source, uint64_t at, uint64_t n) {
+                                 const std::vector<uint8_t> &source, uint64_t at, uint64_t n) {
     std::copy(source.begin() + at, source.begin() + at + n, bytes.begin() + offset);
     return bytes;
 }

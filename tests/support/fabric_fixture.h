@@ -41,7 +41,6 @@
 
 namespace fampool::fabric_fixture {
 
-
 using fampool_test::CatchFamError;
 using fampool_test::IsFamError;
 using fampool_test::ThrowsFamError;
@@ -58,8 +57,8 @@ inline bool Slow(const std::string &provider) { return provider == "sockets"; }
 class Extent {
   public:
     Extent() {
-        void *memory = mmap(nullptr, kServerBytes, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *memory =
+            mmap(nullptr, kServerBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (memory == MAP_FAILED) throw std::runtime_error("mmap failed");
         bytes_ = static_cast<char *>(memory);
         std::memset(bytes_, 0x5a, kServerBytes);
@@ -315,8 +314,8 @@ class FabricTest : public ::testing::TestWithParam<std::string> {
                     if (attempt == 5) throw;
                 }
             }
-            server->fallback = std::make_unique<BufferMemoryServer>(server->id,
-                                                                    server->extent.bytes());
+            server->fallback =
+                std::make_unique<BufferMemoryServer>(server->id, server->extent.bytes());
             server->writable = server->fabric->Register(server->extent.bytes(), kServerBytes, true);
             server->read_only =
                 server->fabric->Register(server->extent.bytes(), kServerBytes, false);
@@ -327,9 +326,8 @@ class FabricTest : public ::testing::TestWithParam<std::string> {
     // OpenClient's direct access opens heap files by name (fabric_direct: path), as these
     // tests' servers have no same-node socket (heap_socket_test has that path).
     bool direct_by_path_ = false;
-    void OpenClient(int timeout_ms = 10000, bool register_local = false,
-                    bool checked_reads = false, bool direct = true,
-                    uint64_t memory_side_elements = 64) {
+    void OpenClient(int timeout_ms = 10000, bool register_local = false, bool checked_reads = false,
+                    bool direct = true, uint64_t memory_side_elements = 64) {
         FabricConfig config;
         config.memory_side_elements = memory_side_elements;
         config.provider = provider();
@@ -338,18 +336,18 @@ class FabricTest : public ::testing::TestWithParam<std::string> {
         config.checked_reads = checked_reads;
         config.direct = direct;
         config.direct_by_path = direct_by_path_;
-        transport_ = std::make_unique<FabricTransport>(config, [this](uint64_t id) -> MemoryServer & {
-            for (auto &server : servers_) {
-                if (server->id == id) return *server->fallback;
-            }
-            throw Failure(openfam::FAM_ERR_NOTFOUND, "no memory server " + std::to_string(id));
-        });
+        transport_ =
+            std::make_unique<FabricTransport>(config, [this](uint64_t id) -> MemoryServer & {
+                for (auto &server : servers_) {
+                    if (server->id == id) return *server->fallback;
+                }
+                throw Failure(openfam::FAM_ERR_NOTFOUND, "no memory server " + std::to_string(id));
+            });
         channel_ = transport_->OpenChannel();
     }
 
     ServerAccess AccessTo(const Server &server, bool writable) const {
-        const Registrar::Registration &registration =
-            writable ? server.writable : server.read_only;
+        const Registrar::Registration &registration = writable ? server.writable : server.read_only;
         ServerAccess access;
         access.server_id = server.id;
         access.fabric_address = server.fabric->address();
@@ -406,13 +404,14 @@ class FabricTest : public ::testing::TestWithParam<std::string> {
     // Where virtual byte v of the interleaved region lives.
     char &InterleavedByte(uint64_t v) {
         uint64_t block = v / kInterleave, count = servers_.size();
-        return servers_[block % count]->extent.bytes()[(block / count) * kInterleave +
-                                                       v % kInterleave];
+        return servers_[block % count]
+            ->extent.bytes()[(block / count) * kInterleave + v % kInterleave];
     }
 
     static std::vector<char> Pattern(size_t n, unsigned seed) {
         std::vector<char> bytes(n);
-        for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>((i * 131 + seed * 7 + i / 4099) & 0xff);
+        for (size_t i = 0; i < n; ++i)
+            bytes[i] = static_cast<char>((i * 131 + seed * 7 + i / 4099) & 0xff);
         return bytes;
     }
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cinttypes>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,7 +28,8 @@ inline std::vector<uint8_t> PatternAt(uint64_t offset, uint64_t n, uint32_t seed
 }
 
 // Index of the first byte of `got` that differs from the pattern at `offset`, or -1.
-inline int64_t FirstPatternMismatch(const std::vector<uint8_t> &got, uint64_t offset, uint32_t seed) {
+inline int64_t FirstPatternMismatch(const std::vector<uint8_t> &got, uint64_t offset,
+                                    uint32_t seed) {
     for (uint64_t i = 0; i < got.size(); i++) {
         if (got[i] != PatternByte(offset + i, seed)) return static_cast<int64_t>(i);
     }
@@ -86,7 +88,8 @@ inline uint64_t LargestFile(const std::string &dir) {
 }
 
 // Waits for all children against one deadline; returns their results in order.
-inline std::vector<int> WaitAll(std::vector<std::unique_ptr<ForkedChild>> &children, double timeout_s) {
+inline std::vector<int> WaitAll(std::vector<std::unique_ptr<ForkedChild>> &children,
+                                double timeout_s) {
     auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
                                              std::chrono::duration<double>(timeout_s));
     std::vector<int> results;

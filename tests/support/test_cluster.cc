@@ -195,8 +195,9 @@ void TestCluster::Start(const TestClusterSpec &spec, const std::string &dir,
     }
     config.close();
     for (int i = spec.servers - 1; i >= 0; --i) {
-        std::vector<std::string> args = {ServerBinary(), "--config", config_path_, "--role",
-                                         i == 0 ? "all" : "memory", "--id", std::to_string(i)};
+        std::vector<std::string> args = {
+            ServerBinary(), "--config",       config_path_, "--role", i == 0 ? "all" : "memory",
+            "--id",         std::to_string(i)};
         commands_.insert(commands_.begin(), args);
         logs_.insert(logs_.begin(), dir + "/server" + std::to_string(i) + ".log");
     }
@@ -206,8 +207,10 @@ void TestCluster::Start(const TestClusterSpec &spec, const std::string &dir,
         logs_.push_back(dir + "/shard" + std::to_string(k) + ".log");
     }
     // Memory servers before the metadata service, which finds them at its start.
-    for (size_t i = spec.servers; i-- > 0;) pids_.insert(pids_.begin(), Spawn(commands_[i], logs_[i]));
-    for (size_t i = spec.servers; i < commands_.size(); ++i) pids_.push_back(Spawn(commands_[i], logs_[i]));
+    for (size_t i = spec.servers; i-- > 0;)
+        pids_.insert(pids_.begin(), Spawn(commands_[i], logs_[i]));
+    for (size_t i = spec.servers; i < commands_.size(); ++i)
+        pids_.push_back(Spawn(commands_[i], logs_[i]));
     servers_ = spec.servers;
     WaitReady();
 }

@@ -79,8 +79,7 @@ class TestCluster {
     struct PortClash : std::runtime_error {
         using std::runtime_error::runtime_error;
     };
-    void Start(const TestClusterSpec &spec, const std::string &dir,
-               const std::string &archive_dir);
+    void Start(const TestClusterSpec &spec, const std::string &dir, const std::string &archive_dir);
     void StopServers();
     // Destroys every region of the metadata shard at `address`, as its owner.
     void CleanShard(const std::string &address);

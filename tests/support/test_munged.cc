@@ -63,8 +63,15 @@ TestMunged::TestMunged() {
     }
     std::vector<std::string> args = {
         FirstExecutable({"/usr/sbin/munged", "/sbin/munged", "/usr/local/sbin/munged"}),
-        "--foreground", "--key-file", key, "--socket", socket_, "--pid-file",
-        dir_ + "/munged.pid", "--seed-file", dir_ + "/munged.seed"};
+        "--foreground",
+        "--key-file",
+        key,
+        "--socket",
+        socket_,
+        "--pid-file",
+        dir_ + "/munged.pid",
+        "--seed-file",
+        dir_ + "/munged.seed"};
     std::vector<char *> argv;
     for (std::string &arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);

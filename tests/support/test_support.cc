@@ -29,9 +29,7 @@ namespace fampool_test {
 
 using openfam::Fam_Exception;
 
-std::string ErrnoText(const char *what) {
-    return std::string(what) + ": " + std::strerror(errno);
-}
+std::string ErrnoText(const char *what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -121,8 +119,8 @@ CaughtError CatchFamError(const std::function<void()> &body) {
                 wanted += (wanted.empty() ? "\"" : " or \"") + name + "\"";
             }
             return ::testing::AssertionFailure()
-                   << FamErrorName(expected) << " as expected, but its message \""
-                   << caught.message << "\" does not name the call (" << wanted << ")";
+                   << FamErrorName(expected) << " as expected, but its message \"" << caught.message
+                   << "\" does not name the call (" << wanted << ")";
         }
     }
     return ::testing::AssertionSuccess();
@@ -153,8 +151,8 @@ CaughtError CatchFamError(const std::function<void()> &body) {
     CaughtError again = CatchFamError([&] { fam->fam_quiet(); });
     if (again.thrown) {
         return ::testing::AssertionFailure()
-               << "a second fam_quiet threw " << FamErrorName(again.code) << " (\""
-               << again.message << "\"): the first one should have cleared the error";
+               << "a second fam_quiet threw " << FamErrorName(again.code) << " (\"" << again.message
+               << "\"): the first one should have cleared the error";
     }
     return ::testing::AssertionSuccess();
 }
@@ -181,9 +179,7 @@ TempDir::~TempDir() {
     if (!path_.empty()) RemoveTree(path_);
 }
 
-TempDir::TempDir(TempDir &&other) noexcept : path_(std::move(other.path_)) {
-    other.path_.clear();
-}
+TempDir::TempDir(TempDir &&other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
 
 TempDir &TempDir::operator=(TempDir &&other) noexcept {
     if (this != &other) {
@@ -198,8 +194,7 @@ void RemoveTree(const std::string &path) {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
     if (ec) {
-        fprintf(stderr, "warning: could not remove %s: %s\n", path.c_str(),
-                ec.message().c_str());
+        fprintf(stderr, "warning: could not remove %s: %s\n", path.c_str(), ec.message().c_str());
     }
 }
 
@@ -217,8 +212,7 @@ std::vector<FileEntry> ListFiles(const std::string &dir) {
     return files;
 }
 
-ScopedEnv::ScopedEnv(std::string name, std::optional<std::string> value)
-    : name_(std::move(name)) {
+ScopedEnv::ScopedEnv(std::string name, std::optional<std::string> value) : name_(std::move(name)) {
     if (const char *old = getenv(name_.c_str())) previous_ = old;
     if (value) {
         setenv(name_.c_str(), value->c_str(), 1);
@@ -294,8 +288,8 @@ std::unique_ptr<TestCluster> StartCluster(const TestClusterSpec &spec, const std
         try {
             return std::make_unique<TestCluster>(spec, dir, archive_dir);
         } catch (const std::runtime_error &e) {
-            if (attempt == 3 || std::string(e.what()).find("exited during start-up") ==
-                                    std::string::npos) {
+            if (attempt == 3 ||
+                std::string(e.what()).find("exited during start-up") == std::string::npos) {
                 throw;
             }
         }
@@ -308,7 +302,8 @@ TestCluster *SharedCluster(const TestClusterSpec &spec) {
     if (cluster && cluster->Alive()) return cluster.get();
     if (cluster) {
         ADD_FAILURE() << "a server of the shared test cluster died; starting a new cluster. "
-                      << "Server logs:\n" << cluster->Logs();
+                      << "Server logs:\n"
+                      << cluster->Logs();
     }
     cluster.reset();
     dir = std::make_unique<TempDir>("/tmp", "fampool-cluster-");
@@ -455,8 +450,7 @@ void FamTest::SetEnv(const std::string &name, std::optional<std::string> value) 
 std::unique_ptr<Fam_Region_Descriptor> FamTest::CreateRegion(const char *name, uint64_t size,
                                                              mode_t perm,
                                                              Fam_Region_Attributes *attrs) {
-    return std::unique_ptr<Fam_Region_Descriptor>(
-        fam_->fam_create_region(name, size, perm, attrs));
+    return std::unique_ptr<Fam_Region_Descriptor>(fam_->fam_create_region(name, size, perm, attrs));
 }
 
 std::unique_ptr<Fam_Descriptor> FamTest::Allocate(const char *name, uint64_t size,

@@ -89,17 +89,16 @@ CaughtError CatchFamError(const std::function<void()> &body);
                                         int expected, const char *call_name);
 
 // EXPECT_FAM_ERROR_AT_QUIET(fam, fam->fam_set(d, 3, 1), openfam::FAM_ERR_INVALID, "fam_set");
-#define EXPECT_FAM_ERROR_AT_QUIET(fam, statement, error, call_name)                          \
-    EXPECT_TRUE(::fampool_test::FailsAtQuiet((fam), [&]() { statement; }, (error),         \
-                                             (call_name)))                                 \
+#define EXPECT_FAM_ERROR_AT_QUIET(fam, statement, error, call_name)                              \
+    EXPECT_TRUE(::fampool_test::FailsAtQuiet((fam), [&]() { statement; }, (error), (call_name))) \
         << "  statement: " #statement
 
 // EXPECT_FAM_ERROR(fam->fam_put_blocking(buf, d, 4096, 8), openfam::FAM_ERR_OUTOFRANGE,
 //                  "fam_put_blocking");
-#define EXPECT_FAM_ERROR(statement, error, call_name)                                        \
+#define EXPECT_FAM_ERROR(statement, error, call_name)                                       \
     EXPECT_TRUE(::fampool_test::ThrowsFamError([&]() { statement; }, (error), (call_name))) \
         << "  statement: " #statement
-#define ASSERT_FAM_ERROR(statement, error, call_name)                                        \
+#define ASSERT_FAM_ERROR(statement, error, call_name)                                       \
     ASSERT_TRUE(::fampool_test::ThrowsFamError([&]() { statement; }, (error), (call_name))) \
         << "  statement: " #statement
 
@@ -229,9 +228,10 @@ class FamTest : public ::testing::Test {
 
     // Shortcuts. They throw what the fam call throws; GoogleTest reports an exception that
     // escapes a test body as a failure with its message.
-    std::unique_ptr<Fam_Region_Descriptor> CreateRegion(
-        const char *name, uint64_t size = 64ull << 20, mode_t perm = 0777,
-        Fam_Region_Attributes *attrs = nullptr);
+    std::unique_ptr<Fam_Region_Descriptor> CreateRegion(const char *name,
+                                                        uint64_t size = 64ull << 20,
+                                                        mode_t perm = 0777,
+                                                        Fam_Region_Attributes *attrs = nullptr);
     std::unique_ptr<Fam_Descriptor> Allocate(const char *name, uint64_t size,
                                              Fam_Region_Descriptor *region, mode_t perm = 0777);
 
@@ -243,7 +243,7 @@ class FamTest : public ::testing::Test {
     std::unique_ptr<TempDir> home_;
     std::unique_ptr<TempDir> shm_;
     std::unique_ptr<TestCluster> own_cluster_;  // this test's own cluster
-    TestCluster *cluster_ = nullptr;             // own_cluster_ or the program's shared one
+    TestCluster *cluster_ = nullptr;            // own_cluster_ or the program's shared one
     std::vector<std::unique_ptr<ScopedEnv>> env_;
     std::unique_ptr<openfam::fam> fam_;
     bool initialized_ = false;
@@ -348,27 +348,26 @@ int RunInCleanChild(Body body, int timeout_s = 30) {
 
 // Checks for child bodies (GoogleTest assertions do not reach the parent from a forked child):
 // on failure they print where and why to stderr and return 1 from the body.
-#define CHILD_EXPECT(condition)                                                         \
-    do {                                                                                \
-        if (!(condition)) {                                                             \
-            fprintf(stderr, "%s:%d: child check failed: %s\n", __FILE__, __LINE__,      \
-                    #condition);                                                        \
-            return 1;                                                                   \
-        }                                                                               \
+#define CHILD_EXPECT(condition)                                                                 \
+    do {                                                                                        \
+        if (!(condition)) {                                                                     \
+            fprintf(stderr, "%s:%d: child check failed: %s\n", __FILE__, __LINE__, #condition); \
+            return 1;                                                                           \
+        }                                                                                       \
     } while (0)
-#define CHILD_EXPECT_FAM_ERROR(statement, error)                                        \
-    do {                                                                                \
-        ::fampool_test::CaughtError child_caught_ =                                     \
-            ::fampool_test::CatchFamError([&]() { statement; });                        \
-        if (child_caught_.code != (error)) {                                            \
-            fprintf(stderr, "%s:%d: child: %s: expected %s, got %s (%s)\n", __FILE__,   \
-                    __LINE__, #statement, ::fampool_test::FamErrorName(error).c_str(),  \
-                    ::fampool_test::FamErrorName(child_caught_.code).c_str(),           \
-                    child_caught_.message.c_str());                                     \
-            return 1;                                                                   \
-        }                                                                               \
+#define CHILD_EXPECT_FAM_ERROR(statement, error)                                                \
+    do {                                                                                        \
+        ::fampool_test::CaughtError child_caught_ =                                             \
+            ::fampool_test::CatchFamError([&]() { statement; });                                \
+        if (child_caught_.code != (error)) {                                                    \
+            fprintf(stderr, "%s:%d: child: %s: expected %s, got %s (%s)\n", __FILE__, __LINE__, \
+                    #statement, ::fampool_test::FamErrorName(error).c_str(),                    \
+                    ::fampool_test::FamErrorName(child_caught_.code).c_str(),                   \
+                    child_caught_.message.c_str());                                             \
+            return 1;                                                                           \
+        }                                                                                       \
     } while (0)
-#define CHILD_EXPECT_NO_FAM_ERROR(statement)                                            \
+#define CHILD_EXPECT_NO_FAM_ERROR(statement) \
     CHILD_EXPECT_FAM_ERROR(statement, ::openfam::FAM_NO_ERROR)
 
 // How a program run by ChildProcess / RunProgram ended.

@@ -18,9 +18,9 @@
 //   abort-uninitialized  without calling fam_initialize
 //   abort-failed-init    after a fam_initialize refused (runtime "NO_SUCH_RUNTIME"), whose
 //                        message it prints first
+#include <dlfcn.h>
 #include <fam/fam.h>
 #include <fam/fam_exception.h>
-#include <dlfcn.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -35,8 +35,8 @@ namespace {
 
 void PrintHandlers() {
     const std::pair<int, const char *> signals[] = {
-        {SIGINT, "SIGINT"},   {SIGILL, "SIGILL"},   {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},
-        {SIGFPE, "SIGFPE"},   {SIGSEGV, "SIGSEGV"}, {SIGTERM, "SIGTERM"}};
+        {SIGINT, "SIGINT"}, {SIGILL, "SIGILL"},   {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},
+        {SIGFPE, "SIGFPE"}, {SIGSEGV, "SIGSEGV"}, {SIGTERM, "SIGTERM"}};
     for (const auto &[signal, name] : signals) {
         struct sigaction action {};
         sigaction(signal, nullptr, &action);
@@ -68,8 +68,9 @@ void PrintHandlers() {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        std::fprintf(stderr, "usage: crash_worker abort|double-free|wait|handlers|"
-                             "abort-uninitialized|abort-failed-init NAME\n");
+        std::fprintf(stderr,
+                     "usage: crash_worker abort|double-free|wait|handlers|"
+                     "abort-uninitialized|abort-failed-init NAME\n");
         return 2;
     }
     std::string mode = argv[1];

@@ -84,8 +84,8 @@ void Options(fam &f) {
 // An 8 MiB region holds a 4 MiB unnamed item, one of 2 MiB and one of 1 MiB; a 96 KiB region, an
 // item of 48 KiB.
 void SmallRegions(fam &f, const std::string &prefix) {
-    Fam_Region_Descriptor *region = f.fam_create_region((prefix + "_small").c_str(), 8 << 20,
-                                                        0777, nullptr);
+    Fam_Region_Descriptor *region =
+        f.fam_create_region((prefix + "_small").c_str(), 8 << 20, 0777, nullptr);
     Fam_Descriptor *half = nullptr, *quarters[2] = {};
     Outcome placed = Run([&] {
         half = f.fam_allocate("", 4 << 20, 0777, region);
@@ -107,8 +107,8 @@ void SmallRegions(fam &f, const std::string &prefix) {
     f.fam_destroy_region(region);
     delete region;
 
-    Fam_Region_Descriptor *tiny = f.fam_create_region((prefix + "_tiny").c_str(), 96 << 10,
-                                                      0777, nullptr);
+    Fam_Region_Descriptor *tiny =
+        f.fam_create_region((prefix + "_tiny").c_str(), 96 << 10, 0777, nullptr);
     Fam_Descriptor *item = nullptr;
     Outcome fit = Run([&] { item = f.fam_allocate("", 48 << 10, 0777, tiny); });
     Check(fit.error == FAM_NO_ERROR, "tiny_region_item", Describe(fit));
@@ -120,8 +120,8 @@ void SmallRegions(fam &f, const std::string &prefix) {
 // Errors of non-blocking calls and non-fetching atomics, issued as OpenFAM programs issue them:
 // outside any try block.
 void ErrorsAtQuiet(fam &f, const std::string &prefix) {
-    Fam_Region_Descriptor *region = f.fam_create_region((prefix + "_errors").c_str(), 1 << 20,
-                                                        0777, nullptr);
+    Fam_Region_Descriptor *region =
+        f.fam_create_region((prefix + "_errors").c_str(), 1 << 20, 0777, nullptr);
     Fam_Descriptor *item = f.fam_allocate("i", 1024, 0777, region);
     char buffer[8192] = {};
     f.fam_put_nonblocking(buffer, item, 2048, 64);  // past the end of the 1 KiB item

@@ -106,8 +106,8 @@ int main(int argc, char **argv) {
     int pe = std::atoi(argv[2]);
     int fd = open(argv[3], O_RDWR);
     off_t length = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
-    void *mapped = fd >= 0 ? mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                           : MAP_FAILED;
+    void *mapped =
+        fd >= 0 ? mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     if (mapped == MAP_FAILED) {
         std::perror("raid_worker: state file");
         return 2;

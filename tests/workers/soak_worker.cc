@@ -129,8 +129,8 @@ struct Item {
 
 // Counts of each operation, for the final line.
 struct Counts {
-    uint64_t ops = 0, adds = 0, allocates = 0, rewrites = 0, reads = 0, deallocates = 0,
-             copies = 0, backups = 0, bytes_put = 0, bytes_got = 0;
+    uint64_t ops = 0, adds = 0, allocates = 0, rewrites = 0, reads = 0, deallocates = 0, copies = 0,
+             backups = 0, bytes_put = 0, bytes_got = 0;
 };
 
 class Soak {
@@ -155,8 +155,8 @@ class Soak {
             Fam_Region_Descriptor *region = f_.fam_lookup_region(name.c_str());
             // RAID1 items are backed up across the kill too: a backup or restore under way when
             // a member's server dies or comes back goes on with the other copy.
-            regions_.push_back({name, std::unique_ptr<Fam_Region_Descriptor>(region),
-                                level == "raid1", false});
+            regions_.push_back(
+                {name, std::unique_ptr<Fam_Region_Descriptor>(region), level == "raid1", false});
         }
         Doing("fam_lookup words in " + prefix_ + "counter");
         words_.reset(f_.fam_lookup("words", (prefix_ + "counter").c_str()));
@@ -224,9 +224,9 @@ class Soak {
         for (uint64_t at = offset, end = offset + n; at < end;) {
             uint64_t piece = std::min<uint64_t>(end - at, 1 + Below(256 << 10));
             bool blocking = Below(2);
-            Doing(Format("%s %s offset %llu + %llu", blocking ? "fam_put_blocking"
-                                                               : "fam_put_nonblocking",
-                         Name(item).c_str(), static_cast<unsigned long long>(at),
+            Doing(Format("%s %s offset %llu + %llu",
+                         blocking ? "fam_put_blocking" : "fam_put_nonblocking", Name(item).c_str(),
+                         static_cast<unsigned long long>(at),
                          static_cast<unsigned long long>(piece)));
             if (blocking) {
                 f_.fam_put_blocking(item.bytes.data() + at, item.descriptor.get(), at, piece);
@@ -269,12 +269,12 @@ class Soak {
         for (uint64_t i = size; i-- > 0;) {
             if (got[i] != item.bytes[i]) first = i, ++wrong;
         }
-        throw Mismatch(Format("%s after %s: offset %llu holds 0x%02x, expected 0x%02x "
-                              "(%llu of %llu bytes differ)",
-                              Name(item).c_str(), after, static_cast<unsigned long long>(first),
-                              got[first], item.bytes[first],
-                              static_cast<unsigned long long>(wrong),
-                              static_cast<unsigned long long>(size)));
+        throw Mismatch(
+            Format("%s after %s: offset %llu holds 0x%02x, expected 0x%02x "
+                   "(%llu of %llu bytes differ)",
+                   Name(item).c_str(), after, static_cast<unsigned long long>(first), got[first],
+                   item.bytes[first], static_cast<unsigned long long>(wrong),
+                   static_cast<unsigned long long>(size)));
     }
 
     // A new item of `size` bytes (random if 0) in `region` (random if null), not yet written.
@@ -331,10 +331,11 @@ class Soak {
             uint64_t old = f_.fam_fetch_add(words_.get(), w * kWordStride, uint64_t{1});
             ++counts_.adds;
             if (seen_word_[w] && old <= last_fetched_[w]) {
-                throw Mismatch(Format("fam_fetch_add word %d fetched %llu after %llu: an add "
-                                      "was lost or applied twice",
-                                      w, static_cast<unsigned long long>(old),
-                                      static_cast<unsigned long long>(last_fetched_[w])));
+                throw Mismatch(
+                    Format("fam_fetch_add word %d fetched %llu after %llu: an add "
+                           "was lost or applied twice",
+                           w, static_cast<unsigned long long>(old),
+                           static_cast<unsigned long long>(last_fetched_[w])));
             }
             seen_word_[w] = true;
             last_fetched_[w] = old;
@@ -348,10 +349,9 @@ class Soak {
         uint64_t most = std::min(from.bytes.size(), to.bytes.size());
         uint64_t n = 1 + Below(most);
         uint64_t src = Below(from.bytes.size() - n + 1), dest = Below(to.bytes.size() - n + 1);
-        Doing(Format("fam_copy %s offset %llu to %s offset %llu, %llu bytes",
-                     Name(from).c_str(), static_cast<unsigned long long>(src),
-                     Name(to).c_str(), static_cast<unsigned long long>(dest),
-                     static_cast<unsigned long long>(n)));
+        Doing(Format("fam_copy %s offset %llu to %s offset %llu, %llu bytes", Name(from).c_str(),
+                     static_cast<unsigned long long>(src), Name(to).c_str(),
+                     static_cast<unsigned long long>(dest), static_cast<unsigned long long>(n)));
         void *wait = f_.fam_copy(from.descriptor.get(), src, to.descriptor.get(), dest, n);
         f_.fam_copy_wait(wait);
         std::memcpy(to.bytes.data() + dest, from.bytes.data() + src, n);
@@ -368,9 +368,9 @@ class Soak {
         }
         if (candidates.empty()) return Allocate();
         Item &from = *candidates[Below(candidates.size())];
-        std::string name = Format("%spe%d-%ld-%llu", prefix_.c_str(), pe_,
-                                  static_cast<long>(getpid()),
-                                  static_cast<unsigned long long>(counts_.backups));
+        std::string name =
+            Format("%spe%d-%ld-%llu", prefix_.c_str(), pe_, static_cast<long>(getpid()),
+                   static_cast<unsigned long long>(counts_.backups));
         Doing("fam_backup " + Name(from) + " to \"" + name + "\"");
         f_.fam_backup_wait(f_.fam_backup(from.descriptor.get(), name.c_str(), nullptr));
         // Items live behind unique_ptrs: `from` stays valid as live_ grows.
@@ -412,7 +412,7 @@ int main(int argc, char **argv) {
     if (argc < 3) return Usage();
     std::string first = argv[1];
     bool redundant_only = argc == 5 && std::string(argv[4]) == "--redundant-only";
-    if (first == "--setup" ? argc != 4
+    if (first == "--setup"     ? argc != 4
         : first == "--counter" ? argc != 3
                                : argc != 4 && !redundant_only) {
         return Usage();
@@ -432,18 +432,19 @@ int main(int argc, char **argv) {
             soak->Open(redundant_only);
             soak->Run(std::strtod(argv[2], nullptr));
             const Counts &c = soak->counts();
-            std::printf("soak_worker %s: ops=%llu adds=%llu (allocate %llu, rewrite %llu, read "
-                        "%llu, deallocate %llu, copy %llu, backup %llu; %.1f MiB put, %.1f MiB "
-                        "got)\n",
-                        who, static_cast<unsigned long long>(c.ops),
-                        static_cast<unsigned long long>(c.adds),
-                        static_cast<unsigned long long>(c.allocates),
-                        static_cast<unsigned long long>(c.rewrites),
-                        static_cast<unsigned long long>(c.reads),
-                        static_cast<unsigned long long>(c.deallocates),
-                        static_cast<unsigned long long>(c.copies),
-                        static_cast<unsigned long long>(c.backups), c.bytes_put / 1048576.0,
-                        c.bytes_got / 1048576.0);
+            std::printf(
+                "soak_worker %s: ops=%llu adds=%llu (allocate %llu, rewrite %llu, read "
+                "%llu, deallocate %llu, copy %llu, backup %llu; %.1f MiB put, %.1f MiB "
+                "got)\n",
+                who, static_cast<unsigned long long>(c.ops),
+                static_cast<unsigned long long>(c.adds),
+                static_cast<unsigned long long>(c.allocates),
+                static_cast<unsigned long long>(c.rewrites),
+                static_cast<unsigned long long>(c.reads),
+                static_cast<unsigned long long>(c.deallocates),
+                static_cast<unsigned long long>(c.copies),
+                static_cast<unsigned long long>(c.backups), c.bytes_put / 1048576.0,
+                c.bytes_got / 1048576.0);
         }
         f.fam_finalize("default");
         return result;

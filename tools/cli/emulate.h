@@ -41,7 +41,7 @@ struct TopologyServer {
     std::string failure_domain;  // as in the cluster file
     uint64_t capacity = 0;       // bytes of extents it may hold; 0: no limit
     bool spare = false;
-    std::string kind;            // its memory (dram, persistent, far); "": the default
+    std::string kind;  // its memory (dram, persistent, far); "": the default
 };
 
 // What a topology file describes (docs/cli.md, "fampool up --emulate"), or what `up`'s

@@ -53,8 +53,9 @@ int RankOfThisProcess() {
     for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
         if (const char *value = std::getenv(name)) return std::atoi(value);
     }
-    Die(1, "fampool exec --by-rank: no rank in the environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, "
-           "PMI_RANK, SLURM_PROCID): it places the PEs of `fampool run`");
+    Die(1,
+        "fampool exec --by-rank: no rank in the environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, "
+        "PMI_RANK, SLURM_PROCID): it places the PEs of `fampool run`");
 }
 
 int Loopback(int port, bool listen_on_it) {

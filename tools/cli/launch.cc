@@ -31,7 +31,6 @@ using Clock = std::chrono::steady_clock;
 volatile sig_atomic_t interrupted = 0;
 void OnInterrupt(int) { interrupted = 1; }
 
-
 // The port of metadata shard `shard` in a cluster file `up` writes: the base port for shard 0,
 // base + 200 + k for the others (above the memory servers' fabric ports).
 int ShardPort(const UpOptions &o, unsigned shard) {
@@ -53,8 +52,7 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
         Die(1, "fampool up: --memservers {} is out of range (1 to 99)", servers);
     }
     if (shards < 1 || shards > kMostShards) {
-        Die(1, "fampool up: --metadata-shards {} is out of range (1 to {})", shards,
-            kMostShards);
+        Die(1, "fampool up: --metadata-shards {} is out of range (1 to {})", shards, kMostShards);
     }
     int last_port = o.base_port + 100 + static_cast<int>(servers) - 1;
     if (shards > 1) last_port = std::max(last_port, ShardPort(o, shards - 1));
@@ -94,8 +92,7 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
     }
     if (o.authentication == "munge") {
         // A site's munged, or the one `up` starts for the cluster.
-        std::string socket =
-            o.munge_socket.empty() ? MungedFilesOf(dir).socket : o.munge_socket;
+        std::string socket = o.munge_socket.empty() ? MungedFilesOf(dir).socket : o.munge_socket;
         text += fmt::format("munge_socket: {}\n", YamlQuoted(socket));
     }
     text += "memservers:\n";
@@ -346,8 +343,9 @@ void StopStarted(const std::vector<Started> &servers, const std::string &dir) {
 std::optional<Topology> EmulatedTopology(const UpOptions &o) {
     if (!o.emulate) return std::nullopt;
     if (!o.config.empty()) {
-        Die(1, "fampool up: --emulate writes the cluster file for its nodes' addresses; it "
-               "cannot run a cluster file given with --config");
+        Die(1,
+            "fampool up: --emulate writes the cluster file for its nodes' addresses; it "
+            "cannot run a cluster file given with --config");
     }
     if (o.provider != "tcp" && o.provider != "sockets") {
         Die(1,
@@ -384,10 +382,11 @@ void PrintEmulation(const Emulation &emulation, const std::string &dir) {
                    node.link.delay_us ? fmt::format("{} us", node.link.delay_us) : "-"});
     }
     table.Print();
-    std::printf("the cluster is reached only inside these namespaces: run PEs on the client "
-                "nodes with `fampool run --run-dir %s -n N PROGRAM`, one command with "
-                "`fampool exec --run-dir %s --node client0 -- COMMAND`\n",
-                ShellQuote(dir).c_str(), ShellQuote(dir).c_str());
+    std::printf(
+        "the cluster is reached only inside these namespaces: run PEs on the client "
+        "nodes with `fampool run --run-dir %s -n N PROGRAM`, one command with "
+        "`fampool exec --run-dir %s --node client0 -- COMMAND`\n",
+        ShellQuote(dir).c_str(), ShellQuote(dir).c_str());
 }
 
 }  // namespace
@@ -463,8 +462,8 @@ int Up(const UpOptions &options) {
     // `up` starts the munged of the run directory when the cluster file names its socket: a
     // file `up` writes does unless the user named a site's munged, and a file given with
     // --config may (the run directory's own cluster.yaml, to start the cluster again).
-    const bool own_munged = cluster.authentication == "munge" &&
-                            cluster.munge_socket == MungedFilesOf(dir).socket;
+    const bool own_munged =
+        cluster.authentication == "munge" && cluster.munge_socket == MungedFilesOf(dir).socket;
 
     if (emulation) EnterSwitch(*emulation, "up");  // where every node's address is reached
 
@@ -541,8 +540,7 @@ int Up(const UpOptions &options) {
             cluster.memservers.size(), dir.c_str(), cluster.provider.c_str(), took);
         Table table({"SERVER", "ADDRESS", "FABRIC PORT", "PROVIDER", "PID", "LOG"});
         for (const Started &shard : metadata) {
-            table.Add({shard.name, shard.address, "-", "-", std::to_string(shard.pid),
-                       shard.log});
+            table.Add({shard.name, shard.address, "-", "-", std::to_string(shard.pid), shard.log});
         }
         for (const Started &server : servers) {
             if (!server.name.starts_with("memory")) continue;

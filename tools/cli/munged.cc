@@ -86,9 +86,8 @@ std::vector<std::string> PrepareMunged(const MungedFiles &files) {
         Die(1, "fampool up: cannot set the permissions of {}: {}", files.dir, std::strerror(errno));
     }
     WriteKey(files.key);
-    return {program,         "--foreground",          "--key-file",  files.key,
-            "--socket",      files.socket,            "--pid-file",  files.pid_file,
-            "--seed-file",   files.seed};
+    return {program,      "--foreground", "--key-file",   files.key,     "--socket",
+            files.socket, "--pid-file",   files.pid_file, "--seed-file", files.seed};
 }
 
 bool MungedAnswers(const std::string &socket, std::string *why) {

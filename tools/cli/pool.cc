@@ -12,8 +12,8 @@
 #include "client/session.h"
 #include "emulate.h"
 #include "meta/client/metadata_client.h"
-#include "meta/metadata_store.h"
 #include "meta/client/sharded_metadata.h"
+#include "meta/metadata_store.h"
 #include "rpc/convert.h"
 
 namespace fampool::cli {
@@ -149,8 +149,8 @@ Pool::Pool(const std::string &command, const ClusterChoice &choice, bool cluster
     // servers must not make the metadata service look unreachable.
     auto timeout = std::chrono::milliseconds(cluster.rpc_timeout_ms) *
                    static_cast<int64_t>(cluster.memservers.size() + 1);
-    client_ = std::make_unique<ShardedMetadata>(MetadataShards(cluster), timeout,
-                                                ClientTls(cluster));
+    client_ =
+        std::make_unique<ShardedMetadata>(MetadataShards(cluster), timeout, ClientTls(cluster));
     // Every call is made as the user munged vouches for.
     if (cluster.authentication == "munge") client_->UseMunge(cluster.munge_socket);
 }

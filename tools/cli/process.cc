@@ -8,8 +8,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -81,8 +81,7 @@ pid_t StartDetached(const std::vector<std::string> &argv, const std::string &log
         if (netns_fd < 0) {
             close(log_fd);
             close(null_fd);
-            Die(1, "fampool up: cannot open network namespace {}: {}", path,
-                std::strerror(errno));
+            Die(1, "fampool up: cannot open network namespace {}: {}", path, std::strerror(errno));
         }
     }
     // Everything the child needs is prepared before fork: it only calls async-signal-safe

@@ -10,9 +10,9 @@
 
 #include "cli.h"
 #include "common/memory_kind.h"
-#include "meta/intent_placement.h"
 #include "meta/client/metadata_service.h"
 #include "meta/client/sharded_metadata.h"
+#include "meta/intent_placement.h"
 #include "pool.h"
 #include "rpc/convert.h"
 
@@ -382,8 +382,7 @@ void PrintItem(const Pool &pool, const ItemInfo &item) {
         // The key itself is a capability (docs/security.md): it is not shown.
         Field("fabric access:",
               fmt::format("server {}: {} key granted, endpoint {}", access.server_id,
-                          item.can_write ? "read-write" : "read-only",
-                          Hex(access.fabric_address)));
+                          item.can_write ? "read-write" : "read-only", Hex(access.fabric_address)));
     }
     if (pool.embedded()) {
         Field("fabric access:", "none (embedded model: loads and stores on the mapped heap)");

@@ -61,8 +61,9 @@ int Run(const RunOptions &options) {
     std::vector<std::string> command = options.command;
     if (std::optional<Emulation> emulation = EmulationOf(cluster_file)) {
         if (geteuid() != 0) {
-            Die(1, "fampool run: the cluster of {} runs on an emulated fabric, and placing PEs "
-                   "in its client nodes' network namespaces needs root",
+            Die(1,
+                "fampool run: the cluster of {} runs on an emulated fabric, and placing PEs "
+                "in its client nodes' network namespaces needs root",
                 cluster_file);
         }
         std::error_code ec;
@@ -70,8 +71,10 @@ int Run(const RunOptions &options) {
         if (ec) Die(1, "fampool run: cannot find its own program: {}", ec.message());
         std::vector<std::string> wrapper = {self, "exec", "--config", cluster_file, "--by-rank"};
         command.insert(command.begin(), wrapper.begin(), wrapper.end());
-        std::fprintf(stderr, "fampool run: %d PE(s) over %zu client node(s) of the emulated "
-                     "fabric, round robin\n", options.ranks, emulation->Clients().size());
+        std::fprintf(stderr,
+                     "fampool run: %d PE(s) over %zu client node(s) of the emulated "
+                     "fabric, round robin\n",
+                     options.ranks, emulation->Clients().size());
         if (options.ranks == 1) setenv("PMI_RANK", "0", 0);
     }
 

@@ -88,8 +88,8 @@ void SignedCertificate(const std::string &tls, const std::string &name, const st
     const std::string key = tls + "/" + name + ".key", request = tls + "/" + name + ".csr",
                       extension_file = tls + "/" + name + ".ext";
     WriteFile(extension_file, extensions);
-    Openssl({"req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-             "-nodes", "-keyout", key, "-out", request, "-subj", subject},
+    Openssl({"req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-keyout", key, "-out", request, "-subj", subject},
             "the " + name + " key");
     chmod(key.c_str(), 0600);
     Openssl({"x509", "-req", "-in", request, "-CA", tls + "/ca.pem", "-CAkey", tls + "/ca.key",
@@ -105,8 +105,9 @@ void SignedCertificate(const std::string &tls, const std::string &name, const st
 TlsFiles MakeThrowawayTls(const std::string &dir, const std::vector<std::string> &hosts,
                           bool client) {
     if (ToolPath("openssl").empty()) {
-        Die(1, "fampool up --tls: openssl is not installed (Debian package openssl; "
-               "scripts/setup installs it)");
+        Die(1,
+            "fampool up --tls: openssl is not installed (Debian package openssl; "
+            "scripts/setup installs it)");
     }
     const std::string tls = dir + "/tls";
     try {
@@ -116,9 +117,9 @@ TlsFiles MakeThrowawayTls(const std::string &dir, const std::vector<std::string>
     }
     const std::string subject =
         fmt::format("/CN=fampool up CA {:012x}", RunDirHash(dir) & 0xffffffffffffull);
-    Openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-             "-nodes", "-keyout", tls + "/ca.key", "-out", tls + "/ca.pem", "-days", "365",
-             "-subj", subject, "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
+    Openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-keyout", tls + "/ca.key", "-out", tls + "/ca.pem", "-days", "365", "-subj", subject,
+             "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
              "keyUsage=critical,keyCertSign,cRLSign"},
             "the CA");
     chmod((tls + "/ca.key").c_str(), 0600);

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "cli.h"
-#include "common/config.h"
 #include "common/cluster_config.h"
+#include "common/config.h"
 #include "common/error.h"
 #include "common/memory_kind.h"
 #include "emulate.h"

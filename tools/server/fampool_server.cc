@@ -28,15 +28,15 @@
 #include "memserver/heap_guard.h"
 #include "memserver/heap_socket.h"
 #include "memserver/local_memory_server.h"
-#include "rpc/authentication.h"
-#include "rpc/convert.h"
-#include "rpc/memory_server_client.h"
-#include "rpc/munge.h"
 #include "memserver/memory_server_service.h"
 #include "meta/lmdb.h"
 #include "meta/metadata_fabric.h"
 #include "meta/metadata_rpc_service.h"
 #include "meta/metadata_store.h"
+#include "rpc/authentication.h"
+#include "rpc/convert.h"
+#include "rpc/memory_server_client.h"
+#include "rpc/munge.h"
 
 namespace fampool {
 namespace {
@@ -243,8 +243,8 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     if (cluster.authentication == "munge") {
         std::string name = "metadata service " + shards[shard];
         CheckMunged(cluster, name);
-        role.service->RequireAuthentication(std::make_unique<SessionTable>(
-            cluster.munge_socket, kMetadataAudience, name));
+        role.service->RequireAuthentication(
+            std::make_unique<SessionTable>(cluster.munge_socket, kMetadataAudience, name));
         for (MemoryServerClient *client : clients) client->UseMunge(cluster.munge_socket);
     }
     // With TLS, session tokens must not travel in clear: metadata calls stay on gRPC.
@@ -285,8 +285,10 @@ std::unique_ptr<grpc::Server> Listen(const std::string &address, grpc::Service *
     builder.RegisterService(service);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server || port == 0) {
-        Fail(openfam::FAM_ERR_RPC, "cannot listen on {} (port taken, or not an address of this "
-             "host)", address);
+        Fail(openfam::FAM_ERR_RPC,
+             "cannot listen on {} (port taken, or not an address of this "
+             "host)",
+             address);
     }
     return server;
 }
@@ -325,8 +327,8 @@ int Run(int argc, char **argv) {
     std::vector<std::unique_ptr<grpc::Server>> servers;
     if (role == "memory" || role == "all") {
         memory = StartMemoryRole(cluster, id);
-        servers.push_back(Listen(cluster.memservers[id].rpc_address, memory.service.get(),
-                                 ServerTls(cluster)));
+        servers.push_back(
+            Listen(cluster.memservers[id].rpc_address, memory.service.get(), ServerTls(cluster)));
         std::printf("fampool-server: memory server %llu on %s (fabric %s port %s)\n",
                     static_cast<unsigned long long>(id), cluster.memservers[id].rpc_address.c_str(),
                     memory.fabric->provider().c_str(), cluster.memservers[id].fabric_port.c_str());
@@ -342,20 +344,20 @@ int Run(int argc, char **argv) {
         const std::vector<std::string> shards = MetadataShards(cluster);
         servers.push_back(Listen(shards[shard], metadata.service.get(), ServerTls(cluster)));
         metadata.service->StartMonitor(std::chrono::milliseconds(100));
-        std::string which = shards.size() == 1 ? std::string("metadata service")
-                                               : fmt::format("metadata shard {} of {}", shard,
-                                                             shards.size());
-        std::printf("fampool-server: %s on %s (%zu memory servers; %s; %s)\n", which.c_str(),
-                    shards[shard].c_str(), cluster.memservers.size(),
-                    cluster.authentication == "munge"
-                        ? ("callers authenticated with MUNGE at " +
-                           MungeSocketName(cluster.munge_socket))
-                              .c_str()
-                        : "callers not authenticated",
-                    metadata.fabric ? ("lookups and allocations over the fabric too, at " +
-                                       metadata.fabric->name())
-                                          .c_str()
-                                    : "gRPC only");
+        std::string which = shards.size() == 1
+                                ? std::string("metadata service")
+                                : fmt::format("metadata shard {} of {}", shard, shards.size());
+        std::printf(
+            "fampool-server: %s on %s (%zu memory servers; %s; %s)\n", which.c_str(),
+            shards[shard].c_str(), cluster.memservers.size(),
+            cluster.authentication == "munge"
+                ? ("callers authenticated with MUNGE at " + MungeSocketName(cluster.munge_socket))
+                      .c_str()
+                : "callers not authenticated",
+            metadata.fabric
+                ? ("lookups and allocations over the fabric too, at " + metadata.fabric->name())
+                      .c_str()
+                : "gRPC only");
     }
     std::fflush(stdout);
 

@@ -12,8 +12,8 @@ EndpointOptions MessageEndpointOptions(const FabricDomain &domain) {
 MessageSlots::MessageSlots(FabricDomain &domain, fid_ep *endpoint, size_t count, size_t size)
     : size_(size), memory_(count * size) {
     if (domain.local_registration()) {
-        registration_ = domain.Register(memory_.data(), memory_.size(), FI_SEND | FI_RECV,
-                                        endpoint);
+        registration_ =
+            domain.Register(memory_.data(), memory_.size(), FI_SEND | FI_RECV, endpoint);
     }
 }
 

@@ -38,7 +38,9 @@ rpc::LookupRequest LookupRequest(const std::string &name, const std::string &reg
 
 MetadataClient::MetadataClient(std::string address, std::chrono::milliseconds timeout,
                                const TlsSettings &tls)
-    : address_(std::move(address)), timeout_(timeout), tls_(tls.enabled()),
+    : address_(std::move(address)),
+      timeout_(timeout),
+      tls_(tls.enabled()),
       stub_(rpc::Metadata::NewStub(OpenChannel(address_, tls))) {}
 
 MetadataClient::~MetadataClient() = default;
@@ -132,8 +134,7 @@ rpc::Session MetadataClient::Authenticate() {
 
 rpc::Session MetadataClient::OpenSession() {
     rpc::Credential credential;
-    credential.set_munge(
-        MakeCredential(munge_socket_, kMetadataAudience, "Metadata.Authenticate"));
+    credential.set_munge(MakeCredential(munge_socket_, kMetadataAudience, "Metadata.Authenticate"));
     rpc::Session session;
     auto context = CallContext(timeout_);
     CheckStatus(stub_->Authenticate(context.get(), credential, &session), "Metadata.Authenticate",
@@ -173,8 +174,8 @@ std::shared_ptr<MetadataFabricClient> MetadataClient::Fabric() {
         fabric_->Confirmed();
     } else {
         try {
-            fabric_ = std::make_shared<MetadataFabricClient>(
-                fabric_config_, endpoint.address(), endpoint.incarnation(), timeout_);
+            fabric_ = std::make_shared<MetadataFabricClient>(fabric_config_, endpoint.address(),
+                                                             endpoint.incarnation(), timeout_);
         } catch (const Failure &) {
             fabric_.reset();  // cannot reach that endpoint over this provider
         }
@@ -222,15 +223,15 @@ RegionInfo MetadataClient::CreateRegion(const std::string &name, uint64_t size, 
 void MetadataClient::DestroyRegion(uint64_t region_id, const Caller &caller) {
     rpc::Empty reply;
     Call(&rpc::Metadata::Stub::DestroyRegion, "Metadata.DestroyRegion",
-         RegionRequest(region_id, caller), &reply,
-         &rpc::FabricCall::mutable_destroy_region, &rpc::FabricReply::mutable_empty,
+         RegionRequest(region_id, caller), &reply, &rpc::FabricCall::mutable_destroy_region,
+         &rpc::FabricReply::mutable_empty,
          /*idempotent=*/false);
 }
 
 RegionInfo MetadataClient::GetRegionOverGrpc(uint64_t region_id, const Caller &caller) {
     rpc::Region reply;
-    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion",
-         RegionRequest(region_id, caller), &reply);
+    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller),
+         &reply);
     return FromProto(reply);
 }
 
@@ -244,16 +245,17 @@ RegionInfo MetadataClient::ResizeRegion(uint64_t region_id, uint64_t size, const
 
 RegionInfo MetadataClient::LookupRegion(const std::string &name, const Caller &caller) {
     rpc::Region reply;
-    Call(&rpc::Metadata::Stub::LookupRegion, "Metadata.LookupRegion", LookupRequest(name, "", caller), &reply,
-         &rpc::FabricCall::mutable_lookup_region, &rpc::FabricReply::mutable_region,
+    Call(&rpc::Metadata::Stub::LookupRegion, "Metadata.LookupRegion",
+         LookupRequest(name, "", caller), &reply, &rpc::FabricCall::mutable_lookup_region,
+         &rpc::FabricReply::mutable_region,
          /*idempotent=*/true);
     return FromProto(reply);
 }
 
 RegionInfo MetadataClient::GetRegion(uint64_t region_id, const Caller &caller) {
     rpc::Region reply;
-    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller), &reply,
-         &rpc::FabricCall::mutable_get_region, &rpc::FabricReply::mutable_region,
+    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller),
+         &reply, &rpc::FabricCall::mutable_get_region, &rpc::FabricReply::mutable_region,
          /*idempotent=*/true);
     return FromProto(reply);
 }
@@ -263,7 +265,8 @@ void MetadataClient::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
     rpc::RegionRequest request = RegionRequest(region_id, caller);
     request.set_perm(perm);
     rpc::Empty reply;
-    Call(&rpc::Metadata::Stub::ChangeRegionPermissions, "Metadata.ChangeRegionPermissions", request, &reply);
+    Call(&rpc::Metadata::Stub::ChangeRegionPermissions, "Metadata.ChangeRegionPermissions", request,
+         &reply);
 }
 
 ItemInfo MetadataClient::AllocateItem(uint64_t region_id, const std::string &name, uint64_t size,
@@ -291,24 +294,26 @@ ItemInfo MetadataClient::AllocateItem(uint64_t region_id, const std::string &nam
 
 void MetadataClient::DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
     rpc::Empty reply;
-    Call(&rpc::Metadata::Stub::DeallocateItem, "Metadata.DeallocateItem", ItemRequest(region_id, offset, caller), &reply,
-         &rpc::FabricCall::mutable_deallocate_item, &rpc::FabricReply::mutable_empty,
+    Call(&rpc::Metadata::Stub::DeallocateItem, "Metadata.DeallocateItem",
+         ItemRequest(region_id, offset, caller), &reply, &rpc::FabricCall::mutable_deallocate_item,
+         &rpc::FabricReply::mutable_empty,
          /*idempotent=*/false);
 }
 
 ItemInfo MetadataClient::LookupItem(const std::string &item, const std::string &region,
                                     const Caller &caller) {
     rpc::Item reply;
-    Call(&rpc::Metadata::Stub::LookupItem, "Metadata.LookupItem", LookupRequest(item, region, caller), &reply,
-         &rpc::FabricCall::mutable_lookup_item, &rpc::FabricReply::mutable_item,
+    Call(&rpc::Metadata::Stub::LookupItem, "Metadata.LookupItem",
+         LookupRequest(item, region, caller), &reply, &rpc::FabricCall::mutable_lookup_item,
+         &rpc::FabricReply::mutable_item,
          /*idempotent=*/true);
     return FromProto(reply);
 }
 
 ItemInfo MetadataClient::GetItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
     rpc::Item reply;
-    Call(&rpc::Metadata::Stub::GetItem, "Metadata.GetItem", ItemRequest(region_id, offset, caller), &reply,
-         &rpc::FabricCall::mutable_get_item, &rpc::FabricReply::mutable_item,
+    Call(&rpc::Metadata::Stub::GetItem, "Metadata.GetItem", ItemRequest(region_id, offset, caller),
+         &reply, &rpc::FabricCall::mutable_get_item, &rpc::FabricReply::mutable_item,
          /*idempotent=*/true);
     return FromProto(reply);
 }
@@ -318,7 +323,8 @@ void MetadataClient::ChangeItemPermissions(uint64_t region_id, uint64_t offset, 
     rpc::ItemRequest request = ItemRequest(region_id, offset, caller);
     request.set_perm(perm);
     rpc::Empty reply;
-    Call(&rpc::Metadata::Stub::ChangeItemPermissions, "Metadata.ChangeItemPermissions", request, &reply);
+    Call(&rpc::Metadata::Stub::ChangeItemPermissions, "Metadata.ChangeItemPermissions", request,
+         &reply);
 }
 
 rpc::ClusterStatus MetadataClient::Status(const Caller &caller) {
@@ -350,8 +356,7 @@ void MetadataClient::ReportFailure(const std::vector<uint64_t> &servers) {
 }
 
 rpc::RebuildReply MetadataClient::Rebuild(const std::string &region,
-                                          std::chrono::milliseconds timeout,
-                                          const Caller &caller) {
+                                          std::chrono::milliseconds timeout, const Caller &caller) {
     rpc::RebuildRequest request;
     request.set_region(region);
     ToProto(caller, request.mutable_caller());
@@ -388,8 +393,8 @@ rpc::ServerList MetadataClient::Servers(std::chrono::milliseconds within) {
         rpc::ServerList reply;
         // Each attempt may take the call timeout, and at least a second (or the call timeout
         // if shorter), even when connect_timeout_ms leaves less.
-        auto context = CallContext(std::max(std::min(left, timeout_),
-                                            std::min(timeout_, milliseconds(1000))));
+        auto context =
+            CallContext(std::max(std::min(left, timeout_), std::min(timeout_, milliseconds(1000))));
         grpc::Status status = stub_->Servers(context.get(), request, &reply);
         bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
@@ -408,8 +413,8 @@ rpc::ServerList MetadataClient::Servers(std::chrono::milliseconds within) {
             return reply;
         }
         // Full jitter: PEs that failed together do not come back together.
-        milliseconds nap(std::uniform_int_distribution<int64_t>(pause.count() / 2,
-                                                                pause.count())(random));
+        milliseconds nap(
+            std::uniform_int_distribution<int64_t>(pause.count() / 2, pause.count())(random));
         std::this_thread::sleep_for(std::min(nap, left));
         pause = std::min(pause * 2, milliseconds(2000));
     }
@@ -417,7 +422,8 @@ rpc::ServerList MetadataClient::Servers(std::chrono::milliseconds within) {
 
 std::vector<ItemInfo> MetadataClient::ListItems(uint64_t region_id, const Caller &caller) {
     rpc::ItemList reply;
-    Call(&rpc::Metadata::Stub::ListItems, "Metadata.ListItems", RegionRequest(region_id, caller), &reply);
+    Call(&rpc::Metadata::Stub::ListItems, "Metadata.ListItems", RegionRequest(region_id, caller),
+         &reply);
     std::vector<ItemInfo> items;
     for (const rpc::Item &item : reply.items()) items.push_back(FromProto(item));
     return items;

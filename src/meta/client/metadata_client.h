@@ -50,8 +50,8 @@ class MetadataClient : public MetadataService {
     RegionInfo LookupRegion(const std::string &name, const Caller &caller) override;
     RegionInfo GetRegion(uint64_t region_id, const Caller &caller) override;
     void ChangeRegionPermissions(uint64_t region_id, uint32_t perm, const Caller &caller) override;
-    ItemInfo AllocateItem(uint64_t region_id, const std::string &name, uint64_t size,
-                          uint32_t perm, const Caller &caller) override;
+    ItemInfo AllocateItem(uint64_t region_id, const std::string &name, uint64_t size, uint32_t perm,
+                          const Caller &caller) override;
     void DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) override;
     ItemInfo LookupItem(const std::string &item, const std::string &region,
                         const Caller &caller) override;

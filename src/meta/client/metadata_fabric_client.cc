@@ -1,7 +1,6 @@
 #include "meta/client/metadata_fabric_client.h"
 
 #include <fmt/format.h>
-
 #include <poll.h>
 #include <unistd.h>
 
@@ -82,9 +81,8 @@ MetadataFabricClient::~MetadataFabricClient() {
     endpoint_.Close();
 }
 
-bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
-                                const char *method, bool idempotent,
-                                const std::function<bool()> &same_service) {
+bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method,
+                                bool idempotent, const std::function<bool()> &same_service) {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock() || broken_) return false;
     uint64_t id = next_call_++;
@@ -114,8 +112,8 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
     bool sent = false, answered = false, posted = false, asked = false;
     while (!answered || !sent) {
         if (!posted) {
-            ssize_t ret = fi_send(endpoint_.endpoint.get(), call_.slot(0), size,
-                                  call_.descriptor(), service_, &send_context_);
+            ssize_t ret = fi_send(endpoint_.endpoint.get(), call_.slot(0), size, call_.descriptor(),
+                                  service_, &send_context_);
             if (ret == 0) {
                 posted = true;
             } else if (ret != -FI_EAGAIN || Clock::now() > connect_deadline) {
@@ -166,13 +164,14 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply,
             // service's queue). Ask over gRPC whether the endpoint still has its service.
             asked = true;
             if (!same_service()) {
-                return give_up("the metadata service stopped or restarted with the call in "
-                               "flight");
+                return give_up(
+                    "the metadata service stopped or restarted with the call in "
+                    "flight");
             }
         }
         if (now > deadline) {
-            return give_up(fmt::format("no answer from the metadata service in {} ms",
-                                       timeout_.count()));
+            return give_up(
+                fmt::format("no answer from the metadata service in {} ms", timeout_.count()));
         }
         if (now - start <= spin_) continue;
         if (queue_fd_ >= 0) {
@@ -199,9 +198,6 @@ std::chrono::steady_clock::duration MetadataFabricClient::quiet_for() const {
     return Clock::now().time_since_epoch() - Clock::duration(last_answer_.load());
 }
 
-void MetadataFabricClient::Confirmed() {
-    last_answer_ = Clock::now().time_since_epoch().count();
-}
-
+void MetadataFabricClient::Confirmed() { last_answer_ = Clock::now().time_since_epoch().count(); }
 
 }  // namespace fampool

@@ -32,8 +32,8 @@ class MetadataFabricClient {
     // (an error completion, the service gone per `same_service`, asked after 100 ms without a
     // reply, or no reply within the timeout) returns false for an `idempotent` call and
     // throws Failure(FAM_ERR_RPC) for another; the client is then broken.
-    bool Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method,
-              bool idempotent, const std::function<bool()> &same_service);
+    bool Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method, bool idempotent,
+              const std::function<bool()> &same_service);
     bool broken() const { return broken_.load(); }
     uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
     // Whether `endpoint` (as the service names it now) is the one this client calls.
@@ -57,9 +57,9 @@ class MetadataFabricClient {
     fi_addr_t service_ = FI_ADDR_UNSPEC;
     std::chrono::milliseconds timeout_;
     std::atomic<int64_t> last_answer_;  // steady_clock ticks
-    MessageSlots call_;   // the call being made
-    MessageSlots reply_;  // where its reply arrives
-    std::mutex mutex_;    // one call in flight
+    MessageSlots call_;                 // the call being made
+    MessageSlots reply_;                // where its reply arrives
+    std::mutex mutex_;                  // one call in flight
     uint64_t next_call_ = 1;
     // How long the next call polls before it sleeps: halved after each reply that says the
     // service is shared, kSpin after any other (see kSpin in the .cc). Under mutex_.

@@ -110,8 +110,7 @@ rpc::ClusterStatus MergeStatus(const std::vector<rpc::ClusterStatus> &statuses) 
         for (const rpc::ServerState &server : statuses[k].servers()) {
             auto found = by_id.find(server.id());
             if (found == by_id.end()) continue;
-            found->second->set_extent_bytes(found->second->extent_bytes() +
-                                            server.extent_bytes());
+            found->second->set_extent_bytes(found->second->extent_bytes() + server.extent_bytes());
         }
         for (const rpc::RegionUsage &region : statuses[k].regions()) {
             *merged.add_regions() = region;
@@ -148,8 +147,7 @@ void ShardedMetadata::DestroyRegion(uint64_t region_id, const Caller &caller) {
     OfRegion(region_id).DestroyRegion(region_id, caller);
 }
 
-RegionInfo ShardedMetadata::ResizeRegion(uint64_t region_id, uint64_t size,
-                                         const Caller &caller) {
+RegionInfo ShardedMetadata::ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) {
     return OfRegion(region_id).ResizeRegion(region_id, size, caller);
 }
 
@@ -166,8 +164,8 @@ void ShardedMetadata::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
     OfRegion(region_id).ChangeRegionPermissions(region_id, perm, caller);
 }
 
-ItemInfo ShardedMetadata::AllocateItem(uint64_t region_id, const std::string &name,
-                                       uint64_t size, uint32_t perm, const Caller &caller) {
+ItemInfo ShardedMetadata::AllocateItem(uint64_t region_id, const std::string &name, uint64_t size,
+                                       uint32_t perm, const Caller &caller) {
     return OfRegion(region_id).AllocateItem(region_id, name, size, perm, caller);
 }
 

@@ -1,11 +1,12 @@
 #include "transport/fabric/fabric_transport.h"
-#include <cstring>
-#include <cerrno>
-#include <unistd.h>
-#include <sys/mman.h>
-#include <fcntl.h>
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "common/error.h"
 #include "fabric/fabric_channel.h"
@@ -30,8 +31,8 @@ std::shared_ptr<HeapMapping> FabricTransport::HeapOf(const FabricBinding &bindin
         Fail(openfam::FAM_ERR_INVALIDOP, "memory server {} offers no same-node {}", server.id,
              by_path_ ? "heap path" : "socket");
     }
-    std::string name = fmt::format("{}#{}#{}#{}", where, binding.region_id, server.key,
-                                   binding.writable);
+    std::string name =
+        fmt::format("{}#{}#{}#{}", where, binding.region_id, server.key, binding.writable);
     std::lock_guard<std::mutex> lock(heaps_mutex_);
     std::shared_ptr<HeapMapping> heap = heaps_[name].lock();
     if (heap && heap->length() >= end) return heap;
@@ -40,13 +41,15 @@ std::shared_ptr<HeapMapping> FabricTransport::HeapOf(const FabricBinding &bindin
     } else {
         int fd = RequestHeap(server.socket, binding.region_id, server.key, binding.writable,
                              server.server_uid);
-        heap = MapHeapDescriptor(fd, binding.writable,
-                                 fmt::format("heap of region {} from memory server {}",
-                                             binding.region_id, server.id));
+        heap = MapHeapDescriptor(
+            fd, binding.writable,
+            fmt::format("heap of region {} from memory server {}", binding.region_id, server.id));
     }
     if (heap->length() < end) {
-        Fail(openfam::FAM_ERR_RESOURCE, "heap of region {} on memory server {} is {} bytes, "
-             "{} expected", binding.region_id, server.id, heap->length(), end);
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "heap of region {} on memory server {} is {} bytes, "
+             "{} expected",
+             binding.region_id, server.id, heap->length(), end);
     }
     heaps_[name] = heap;
     return heap;
@@ -149,10 +152,9 @@ std::shared_ptr<Binding> FabricTransport::Attach(const ItemInfo &item) {
 std::unique_ptr<Channel> FabricTransport::OpenChannel() {
     // A channel per thread: a FabricChannel holds its lock for a whole blocking round trip.
     std::shared_ptr<FabricContext> context = context_;
-    return std::make_unique<ThreadChannels>(
-        [context](bool first) -> std::unique_ptr<Channel> {
-            return std::make_unique<FabricChannel>(context, /*lazily=*/!first);
-        });
+    return std::make_unique<ThreadChannels>([context](bool first) -> std::unique_ptr<Channel> {
+        return std::make_unique<FabricChannel>(context, /*lazily=*/!first);
+    });
 }
 
 void *FabricTransport::Map(Binding &item, bool writable) {
@@ -218,6 +220,5 @@ void FabricTransport::Unmap(void *local) {
     munmap(it->second.first, it->second.second);
     maps_.erase(it);
 }
-
 
 }  // namespace fampool

@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "common/async_queue.h"
-#include "common/error.h"
 #include "common/atomic_apply.h"
+#include "common/error.h"
 
 namespace fampool {
 namespace {
@@ -39,15 +39,14 @@ constexpr uint64_t kInlineBytes = 64 * 1024;
 // a large one posted earlier.
 class ShmChannel : public Channel {
   public:
-    void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local,
-              uint64_t nbytes, bool blocking) override {
+    void Read(const std::shared_ptr<Binding> &item, uint64_t offset, void *local, uint64_t nbytes,
+              bool blocking) override {
         if (blocking || nbytes <= kInlineBytes) {
             CopyFamBytes(local, Base(*item) + offset, nbytes);
             return;
         }
-        queue_.Post([item, offset, local, nbytes] {
-            CopyFamBytes(local, Base(*item) + offset, nbytes);
-        });
+        queue_.Post(
+            [item, offset, local, nbytes] { CopyFamBytes(local, Base(*item) + offset, nbytes); });
     }
 
     void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
@@ -56,9 +55,8 @@ class ShmChannel : public Channel {
             CopyFamBytes(Base(*item) + offset, local, nbytes);
             return;
         }
-        queue_.Post([item, offset, local, nbytes] {
-            CopyFamBytes(Base(*item) + offset, local, nbytes);
-        });
+        queue_.Post(
+            [item, offset, local, nbytes] { CopyFamBytes(Base(*item) + offset, local, nbytes); });
     }
 
     void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
@@ -77,8 +75,7 @@ class ShmChannel : public Channel {
         queue_.Drain();
         char *base = Base(*item);
         for (uint64_t i = 0; i < count; ++i) {
-            ApplyElement(op, element_size, base + index[i] * element_size,
-                         data + i * element_size);
+            ApplyElement(op, element_size, base + index[i] * element_size, data + i * element_size);
         }
     }
 

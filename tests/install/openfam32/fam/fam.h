@@ -22,7 +22,10 @@ typedef struct {
     Fam_Permission_Level permissionLevel;
 } Fam_Region_Attributes;
 typedef enum {
-    DESC_INVALID = 0, DESC_INIT_DONE, DESC_INIT_DONE_BUT_KEY_NOT_VALID, DESC_UNINITIALIZED
+    DESC_INVALID = 0,
+    DESC_INIT_DONE,
+    DESC_INIT_DONE_BUT_KEY_NOT_VALID,
+    DESC_UNINITIALIZED
 } Fam_Descriptor_Status;
 typedef struct {
     uint64_t regionId;
@@ -125,7 +128,7 @@ class Fam_Region_Descriptor {
 
 class fam_context;
 
-#define OPENFAM32_NONFETCHING(op)                                 \
+#define OPENFAM32_NONFETCHING(op)                                         \
     void op(Fam_Descriptor *descriptor, uint64_t offset, int32_t value);  \
     void op(Fam_Descriptor *descriptor, uint64_t offset, int64_t value);  \
     void op(Fam_Descriptor *descriptor, uint64_t offset, uint32_t value); \
@@ -141,11 +144,11 @@ class fam_context;
     double op(Fam_Descriptor *descriptor, uint64_t offset, double value);
 #define OPENFAM32_TRANSFER(op) \
     void op(void *local, Fam_Descriptor *descriptor, uint64_t offset, uint64_t nbytes);
-#define OPENFAM32_ELEMENTS(op)                                                               \
-    void op(void *local, Fam_Descriptor *descriptor, uint64_t nElements, uint64_t firstElement, \
-            uint64_t stride, uint64_t elementSize);                                          \
-    void op(void *local, Fam_Descriptor *descriptor, uint64_t nElements,                     \
-            uint64_t *elementIndex, uint64_t elementSize);
+#define OPENFAM32_ELEMENTS(op)                                                                   \
+    void op(void *local, Fam_Descriptor *descriptor, uint64_t nElements, uint64_t firstElement,  \
+            uint64_t stride, uint64_t elementSize);                                              \
+    void op(void *local, Fam_Descriptor *descriptor, uint64_t nElements, uint64_t *elementIndex, \
+            uint64_t elementSize);
 
 class fam {
   public:
