@@ -77,3 +77,28 @@ def test_a_folder_outside_the_layers_is_reported(tmp_path):
     result = run(repo)
     assert result.returncode == 1
     assert "not in any layer" in result.stdout
+
+
+def test_a_pes_header_that_reaches_a_service_fails_naming_the_chain(tmp_path):
+    repo = tree(tmp_path, {
+        "src/client/a.h": '#include "meta/client/b.h"\n',
+        "src/meta/client/b.h": '#include "transport/none.h"\n#include "common/c.h"\n',
+        "src/common/c.h": "#include <lmdb.h>\n",
+        "src/client/d.cc": '#include "meta/metadata_store.h"\n',  # a .cc may: the embedded model
+    })
+    result = run(repo)
+    assert result.returncode == 1, result.stdout
+    assert "src/client/a.h -> meta/client/b.h -> common/c.h -> lmdb.h: a PE's header reaches " \
+           "LMDB" in result.stdout, result.stdout
+    assert "d.cc" not in result.stdout
+
+
+@pytest.mark.parametrize("header, include, why", [
+    ("include/fam/x.h", "memserver/memory_server_service.h", "a memory server's service"),
+    ("src/transport/t.h", "meta/store_internals.h", "a header of the metadata service"),
+])
+def test_a_pes_header_including_a_service_header_fails(tmp_path, header, include, why):
+    repo = tree(tmp_path, {header: f'#include "{include}"\n'})
+    result = run(repo)
+    assert result.returncode == 1, result.stdout
+    assert f"{header} -> {include}: a PE's header reaches {why}" in result.stdout, result.stdout
