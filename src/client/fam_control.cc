@@ -23,6 +23,17 @@ Fam_Region_Descriptor *NewRegionDescriptor(const RegionInfo &region) {
     return descriptor;
 }
 
+// A descriptor of the item, bound to the data path: what fam_lookup and fam_allocate return.
+Fam_Descriptor *NewItemDescriptor(Session &session, ItemInfo info) {
+    auto *descriptor =
+        new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset}, info.size);
+    DescriptorState *state = descriptor->state();
+    state->set_binding(session.transport->Attach(info));
+    state->item = std::move(info);
+    state->status = DESC_INIT_DONE;
+    return descriptor;
+}
+
 // `servers`: how many of region.memory_servers, from `first`, hold what is described.
 void FillStat(Fam_Stat *info, uint64_t size, uint32_t perm, const std::string &name, uint32_t uid,
               uint32_t gid, const RegionInfo &region, size_t first, size_t servers) {
@@ -215,14 +226,7 @@ Fam_Descriptor *FamImpl::Lookup(const char *item, const char *region) {
     Session &session = Control();
     CheckNameArgument("item", item);
     CheckNameArgument("region", region);
-    ItemInfo info = session.metadata->LookupItem(item, region, session.caller);
-    auto *descriptor =
-        new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset}, info.size);
-    DescriptorState *state = descriptor->state();
-    state->set_binding(session.transport->Attach(info));
-    state->item = std::move(info);
-    state->status = DESC_INIT_DONE;
-    return descriptor;
+    return NewItemDescriptor(session, session.metadata->LookupItem(item, region, session.caller));
 }
 
 Fam_Descriptor *FamImpl::Allocate(const char *name, uint64_t nbytes, mode_t perm,
@@ -230,15 +234,8 @@ Fam_Descriptor *FamImpl::Allocate(const char *name, uint64_t nbytes, mode_t perm
     Session &session = Control();
     uint64_t region_id =
         region ? ResolveRegion(session, region).region.id : DefaultRegion(session).id;
-    ItemInfo info =
-        session.metadata->AllocateItem(region_id, name ? name : "", nbytes, perm, session.caller);
-    auto *descriptor =
-        new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset}, info.size);
-    DescriptorState *state = descriptor->state();
-    state->set_binding(session.transport->Attach(info));
-    state->item = std::move(info);
-    state->status = DESC_INIT_DONE;
-    return descriptor;
+    return NewItemDescriptor(session, session.metadata->AllocateItem(region_id, name ? name : "",
+                                                                     nbytes, perm, session.caller));
 }
 
 void FamImpl::Deallocate(Fam_Descriptor *item) {

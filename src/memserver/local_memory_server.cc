@@ -428,6 +428,16 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
     uint64_t end = size ? EndOf(offset, size) : HeapLength(extent);
     auto mapping = Map(extent, end);
     uint64_t length = size ? size : mapping->length();
+    // What the caller is told of a grant: its key, and where and whom to ask for the heap.
+    auto told = [&](const Grant &g) {
+        return KeyGrant{g.registration.key,
+                        g.registration.base - offset,
+                        registrar_->address(),
+                        HeapPath(extent),
+                        NodeIdentity(),
+                        socket_,
+                        static_cast<uint32_t>(geteuid())};
+    };
     auto range = grants_.equal_range(GrantsOf(extent));
     for (auto it = range.first; it != range.second; ++it) {
         Grant &g = it->second;
@@ -437,13 +447,7 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
         if (g.offset == offset && g.size == size && g.writable == writable &&
             g.mapping == mapping) {
             if (permissions.known) g.permissions = permissions;
-            return KeyGrant{g.registration.key,
-                            g.registration.base - offset,
-                            registrar_->address(),
-                            HeapPath(extent),
-                            NodeIdentity(),
-                            socket_,
-                            static_cast<uint32_t>(geteuid())};
+            return told(g);
         }
     }
     Grant g{offset,
@@ -454,13 +458,7 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
             permissions,
             HeapPath(extent)};
     grants_.emplace(GrantsOf(extent), g);
-    return KeyGrant{g.registration.key,
-                    g.registration.base - offset,
-                    registrar_->address(),
-                    HeapPath(extent),
-                    NodeIdentity(),
-                    socket_,
-                    static_cast<uint32_t>(geteuid())};
+    return told(g);
 }
 
 std::optional<Permissions> LocalMemoryServer::RecordedPermissions(const ItemLayout &item) {
