@@ -395,7 +395,18 @@ int Up(const UpOptions &options) {
     const std::string dir = RunDirOf(options.run_dir);
     const std::string cluster_file = dir + "/cluster.yaml";
     std::optional<Topology> topology = EmulatedTopology(options);
+    // An `up` that ends without a cluster leaves no directory of its own in /dev/shm: removed
+    // if this `up` made it and it is still empty (servers it started put their heaps in it).
+    const bool shm_was_there = fs::exists(ShmBase(dir));
     PrepareRunDir(dir);
+    struct ShmGuard {
+        std::string path;
+        bool remove;
+        ~ShmGuard() {
+            std::error_code ec;
+            if (remove) fs::remove(path, ec);  // fails, harmlessly, when not empty
+        }
+    } shm_guard{ShmBase(dir), !shm_was_there};
 
     // The cluster file: the user's (checked where it is), or one written from the options
     // (checked as a draft beside its final place). Either way it ends up as DIR/cluster.yaml.
@@ -567,6 +578,7 @@ int Up(const UpOptions &options) {
         }
         std::printf("export FAMPOOL_CONFIG=%s\n", ShellQuote(cluster_file).c_str());
         guard.keep = true;
+        shm_guard.remove = false;
     } catch (const CliError &e) {
         std::fprintf(stderr, "%s\n", e.what());
         StopStarted(servers, dir);
