@@ -271,26 +271,6 @@ TEST_F(LifecycleTest, RegionCreatedBeforeFinalizeSurvivesFailedCallsAfterIt) {
 // ---------------------------------------------------------------------------------------------
 // fam_list_options and fam_get_option
 
-const char *const kDocumentedOptions[] = {
-    "VERSION",
-    "DEFAULT_REGION_NAME",
-    "CIS_SERVER",
-    "GRPC_PORT",
-    "LIBFABRIC_PROVIDER",
-    "FAM_THREAD_MODEL",
-    "CIS_INTERFACE_TYPE",
-    "OPENFAM_MODEL",
-    "FAM_CONTEXT_MODEL",
-    "PE_COUNT",
-    "PE_ID",
-    "RUNTIME",
-    "NUM_CONSUMER",
-    "FAM_DEFAULT_MEMORY_TYPE",
-    "IF_DEVICE",
-    "LOC_BUF_ADDR",
-    "LOC_BUF_SIZE",
-};
-
 // The option names up to the NULL terminator (at most 1000, so a missing terminator fails
 // instead of running off the end... as long as the memory after the list is readable).
 std::vector<std::string> ListedOptions(openfam::fam *f, bool *terminated) {

@@ -472,6 +472,26 @@ std::vector<uint8_t> FamTest::GetBytes(Fam_Descriptor *item, uint64_t offset, ui
     return bytes;
 }
 
+const char *const kDocumentedOptions[17] = {
+    "VERSION",
+    "DEFAULT_REGION_NAME",
+    "CIS_SERVER",
+    "GRPC_PORT",
+    "LIBFABRIC_PROVIDER",
+    "FAM_THREAD_MODEL",
+    "CIS_INTERFACE_TYPE",
+    "OPENFAM_MODEL",
+    "FAM_CONTEXT_MODEL",
+    "PE_COUNT",
+    "PE_ID",
+    "RUNTIME",
+    "NUM_CONSUMER",
+    "FAM_DEFAULT_MEMORY_TYPE",
+    "IF_DEVICE",
+    "LOC_BUF_ADDR",
+    "LOC_BUF_SIZE",
+};
+
 uint64_t RegionRoom(openfam::fam *fam, openfam::Fam_Region_Descriptor *region) {
     openfam::Fam_Stat stat{};
     fam->fam_stat(region, &stat);

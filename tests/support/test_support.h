@@ -264,6 +264,10 @@ class ThreadMultipleFamTest : public FamTest {
     std::unique_ptr<Fam_Descriptor> item_;
 };
 
+// The options fam_list_options names, in the order API.md documents them (the tests' own list,
+// not the library's).
+extern const char *const kDocumentedOptions[17];
+
 // Deterministic test data: byte i of the pattern with `seed`.
 std::vector<uint8_t> Pattern(uint64_t n, uint32_t seed);
 
