@@ -3,7 +3,7 @@
 // (initiator), moving an item's bytes to and from each other with the keys they are handed.
 // Among them the failures a client cannot easily provoke: a key the peer refuses, a read-only
 // key used for a write, and a server with no fabric to reach its peers.
-#include "memserver/fabric_peers.h"
+#include "transport/fabric/fabric_peers.h"
 
 #include <gtest/gtest.h>
 

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "client/fam_impl.h"
-#include "client/redundant_channel.h"
 #include "memserver/archive.h"
+#include "transport/redundant/redundant_channel.h"
 
 namespace fampool {
 namespace {
@@ -113,19 +113,14 @@ ItemLayout RedundantLayout(const ItemInfo &item, int copy) {
 // it holds parity of, from the data just written.
 void RecomputeParity(Session &session, const ItemInfo &item) {
     uint64_t unit = item.region.interleave_size, row = unit * DataColumns(item.region);
-    rpc::StripeRequest base;
-    base.set_op(rpc::StripeRequest::REBUILD);
-    AddMembers(item, &base);
-    base.set_first(item.offset / row);
-    base.set_end((item.offset + item.size + row - 1) / row);
     std::vector<std::function<void()>> calls;
     for (size_t m = 0; m < MemberCount(item.region); ++m) {
-        calls.push_back([&session, &item, base, m] {
-            rpc::StripeRequest request = base;
-            request.set_self(static_cast<uint32_t>(m));
-            request.set_lost(static_cast<uint32_t>(m));
-            static_cast<MemoryServerClient &>(session.Server(MemberServer(item.region, m)))
-                .Stripe(request, std::chrono::minutes(10));
+        calls.push_back([&session, &item, row, m] {
+            StripeCall call = StripeCallOf(item, StripeCall::Op::kRebuild, m);
+            call.lost = static_cast<uint32_t>(m);
+            call.first = item.offset / row;
+            call.end = (item.offset + item.size + row - 1) / row;
+            session.Server(MemberServer(item.region, m)).Stripe(call, std::chrono::minutes(10));
         });
     }
     RunAll(std::move(calls));

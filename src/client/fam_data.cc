@@ -137,6 +137,9 @@ void FamImpl::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t n
     DescriptorState &state = Access(session, item, kWrite, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
+    // On a cluster, a plain region's item: FabricChannel::Write (transport/fabric/
+    // fabric_channel.cc) posts fi_writemsg per server piece; a RAID item: RedundantChannel
+    // (transport/redundant/redundant_channel.cc); embedded: ShmChannel, a memcpy.
     if (!blocking) return channel_->Write(state.binding(), offset, local, nbytes, false);
     Transfer(session, state, kWrite, /*repeatable=*/true,
              [&](const std::shared_ptr<Binding> &binding) {

@@ -220,8 +220,10 @@ class FamImpl {
                   ElementPlan plan, bool to_fam, bool blocking);
 
     std::shared_ptr<Session> session_;
-    FamImpl *parent_ = nullptr;         // set for contexts
-    std::unique_ptr<Channel> channel_;  // after session_: closed before the session goes
+    FamImpl *parent_ = nullptr;  // set for contexts
+    // This object's (or context's) stream of data-path operations, from session_->transport
+    // (Session::transport says which classes serve it). After session_: closed before it.
+    std::unique_ptr<Channel> channel_;
 
     // Failures found while issuing non-blocking calls, for the next Quiet (the first few word
     // for word; the rest counted).

@@ -5,13 +5,13 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "client/redundant_transport.h"
 #include "common/error.h"
 #include "common/network.h"
 #include "meta/client/sharded_metadata.h"
 #include "meta/metadata_store.h"
 #include "rpc/memory_server_client.h"
 #include "transport/fabric/fabric_transport.h"
+#include "transport/redundant/redundant_transport.h"
 #include "transport/shm/shm_transport.h"
 
 namespace fampool {
@@ -98,6 +98,30 @@ TlsSettings ClientTlsOf(const Config &config) {
     return tls;
 }
 
+// The cluster model's data path: RedundantTransport (transport/redundant) passes items of
+// plain regions to a FabricTransport (transport/fabric), whose channels give each thread a
+// FabricChannel (transport/fabric/fabric_channel.cc: fi_readmsg, fi_writemsg, fi_atomicmsg),
+// and writes RAID1 and RAID5 items to their members through a second FabricTransport with the
+// members' shorter bound, asking memory servers (MemoryServer) for stripe work and mirrored
+// atomics. The embedded model's is one ShmTransport (OpenEmbedded).
+std::unique_ptr<Transport> ClusterDataPath(Session &session, const FabricConfig &fabric) {
+    Session *self = &session;
+    auto servers = [self](uint64_t id) -> MemoryServer & { return self->Server(id); };
+    RedundancyServices services;
+    services.refresh = [self](uint64_t region_id, uint64_t offset) {
+        return self->metadata->GetItem(region_id, offset, self->caller);
+    };
+    services.report = [self](const std::vector<uint64_t> &ids) {
+        self->metadata->ReportFailure(ids);
+    };
+    services.server = servers;
+    FabricConfig members = fabric;
+    members.timeout_ms = std::min<int64_t>(fabric.timeout_ms, kMemberTimeoutMs);
+    return std::make_unique<RedundantTransport>(std::make_unique<FabricTransport>(fabric, servers),
+                                                std::make_unique<FabricTransport>(members, servers),
+                                                std::move(services));
+}
+
 void OpenCluster(Session &session) {
     const Config &config = session.config;
     auto timeout = std::chrono::milliseconds(config.rpc_timeout_ms);
@@ -164,25 +188,7 @@ void OpenCluster(Session &session) {
     // service with TLS offers no fabric endpoint either).
     if (config.metadata_fabric && !tls.enabled()) metadata->UseFabric(fabric);
     session.metadata = std::move(metadata);
-    Session *self = &session;
-    auto fabric_transport = std::make_unique<FabricTransport>(
-        fabric, [self](uint64_t id) -> MemoryServer & { return self->Server(id); });
-    RedundancyServices services;
-    services.refresh = [self](uint64_t region_id, uint64_t offset) {
-        return self->metadata->GetItem(region_id, offset, self->caller);
-    };
-    services.report = [self](const std::vector<uint64_t> &servers) {
-        self->metadata->ReportFailure(servers);
-    };
-    services.server = [self](uint64_t id) -> MemoryServerClient & {
-        return static_cast<MemoryServerClient &>(self->Server(id));
-    };
-    FabricConfig members = fabric;
-    members.timeout_ms = std::min<int64_t>(fabric.timeout_ms, kMemberTimeoutMs);
-    auto members_transport = std::make_unique<FabricTransport>(
-        members, [self](uint64_t id) -> MemoryServer & { return self->Server(id); });
-    session.transport = std::make_unique<RedundantTransport>(
-        std::move(fabric_transport), std::move(members_transport), std::move(services));
+    session.transport = ClusterDataPath(session, fabric);
 }
 
 }  // namespace

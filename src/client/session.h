@@ -40,6 +40,9 @@ struct Session {
     std::shared_ptr<LmdbEnv> env;                        // embedded model only
     std::vector<std::unique_ptr<MemoryServer>> servers;  // by id
     std::unique_ptr<MetadataService> metadata;
+    // The data path: embedded, a ShmTransport (transport/shm: memcpy into mapped heaps); on a
+    // cluster, the transports ClusterDataPath (session.cc) composes, whose channels end in
+    // FabricChannel (transport/fabric/fabric_channel.cc) for items of plain regions.
     std::unique_ptr<Transport> transport;
     std::unique_ptr<Runtime> runtime;
     std::atomic<bool> finalized{false};

@@ -4,7 +4,9 @@
 #ifndef FAMPOOL_COMMON_MEMORY_SERVER_H_
 #define FAMPOOL_COMMON_MEMORY_SERVER_H_
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +58,86 @@ struct ItemLayout {
         if (raid5_members) return PlaceOfRaid5Byte(offset, interleave, raid5_members, at);
         return PlaceOfByte(offset, interleave, servers.size(), at);
     }
+};
+
+// The calls of redundant regions (RAID1, RAID5: memserver/redundancy.h does them), in the
+// data path's own terms.
+
+// A member of a redundant region as a memory server acting for a client reaches it: over the
+// fabric, with the client's key for it.
+struct MemberRef {
+    uint64_t server_id = 0;
+    ExtentRef extent;
+    std::string fabric_address;  // empty: the member is lost (or the caller has no key)
+    uint64_t key = 0;
+    uint64_t base = 0;   // remote address of the extent's physical offset p: base + p
+    uint32_t state = 0;  // MemberState (common/fam_objects.h)
+};
+
+// RAID1: an atomic applied by the server of the first healthy member, which writes the word's
+// new value to `mirror` (the copy; absent when it is lost) before it answers, holding the word
+// meanwhile. `op_id` names the operation: a server that applied it already, or was sent its
+// result as a copy, answers that result again instead of applying it twice.
+struct MirroredAtomicCall {
+    ExtentRef extent;
+    uint64_t key = 0;  // the caller's fabric key for the word
+    uint64_t offset = 0;
+    AtomicOp op = AtomicOp::kSet;
+    DataType type = DataType::kInt64;
+    std::string operand, compare;  // SizeOf(type) bytes each; compare empty unless needed
+    std::optional<MemberRef> mirror;
+    std::string op_id;
+};
+struct MirroredAtomicResult {
+    std::string result;          // the word's old value
+    bool mirror_failed = false;  // the copy could not be written: its server is down
+};
+
+// RAID1: the new value of a word a mirrored atomic changed, as the copy's server gets it.
+struct MirrorWrite {
+    ExtentRef extent;
+    uint64_t key = 0;
+    uint64_t offset = 0;
+    std::string value;
+    std::string op_id, result;  // the atomic's identity and what it returned (for a retry)
+};
+
+// RAID5 work done by the memory server holding the parity of the stripes concerned, under its
+// locks of those stripes: every change of a stripe and every read of a lost or rebuilding
+// member goes through there, so parity always matches the data.
+struct StripeCall {
+    enum class Op : uint8_t {
+        kRead,     // the pieces' bytes (a lost member's rebuilt from the others)
+        kWrite,    // writes `data` into the pieces, updating parity
+        kAtomic,   // one piece the size of `type`: applies the atomic, updating parity
+        kRebuild,  // of stripes [first, end), those whose parity `self` holds: recomputes
+                   // member `lost`'s unit there (when self is lost: its parity, from the data)
+    };
+    struct Piece {
+        uint64_t stripe = 0;
+        uint32_t column = 0;  // the data unit (0 <= column < N - 1)
+        uint64_t within = 0;  // first byte in the unit
+        uint64_t length = 0;
+    };
+    Op op = Op::kRead;
+    uint64_t interleave = 0;
+    std::vector<MemberRef> members;  // all N, in member order
+    uint32_t self = 0;               // the receiving server's member index
+    std::vector<Piece> pieces;
+    std::string data;
+    AtomicOp atomic_op = AtomicOp::kSet;
+    DataType type = DataType::kInt64;
+    std::string operand, compare;
+    uint32_t lost = 0;
+    uint64_t first = 0, end = 0;
+};
+
+// RAID1 rebuild: the server holding a healthy member copies bytes [begin, end) of it to the
+// rebuilding member `target`, again until a chunk did not change while it was copied.
+struct ResyncCall {
+    ExtentRef extent;
+    MemberRef target;
+    uint64_t begin = 0, end = 0;
 };
 
 // What a backup records besides the bytes. uid, gid and mode are the permissions that governed
@@ -174,6 +256,16 @@ class MemoryServer {
     virtual void RevokeKeys(ExtentRef extent, uint64_t offset) = 0;
     // This process is done with the server (fam_finalize): a session it opened there ends.
     virtual void EndSession() {}
+    // Redundant regions (the calls above). Memory servers that keep none (the embedded model's,
+    // which places no redundant region) refuse them with FAM_ERR_INVALIDOP.
+    // Applies a RAID1 atomic and mirrors it; the copy's loss is reported, not thrown.
+    virtual MirroredAtomicResult MirroredAtomic(const MirroredAtomicCall &call);
+    virtual void Mirror(const MirrorWrite &call);
+    // The bytes kRead reads, or the old value kAtomic replaced; "" otherwise. A zero timeout:
+    // the server's usual bound, lengthened for the bytes carried.
+    virtual std::string Stripe(const StripeCall &call,
+                               std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+    virtual void Resync(const ResyncCall &call, std::chrono::milliseconds timeout);
 };
 
 }  // namespace fampool

@@ -2,7 +2,7 @@
 // channels use (FabricContext), and an item as that data path sees it (FabricBinding): per
 // memory server of its region, how to address it, and where the item lies in the region's
 // (possibly interleaved) space. Clients (transport/fabric) and memory servers reaching their
-// peers (memserver/fabric_peers) both build on it.
+// peers (transport/fabric/fabric_peers) both build on it.
 #ifndef FAMPOOL_FABRIC_FABRIC_CONTEXT_H_
 #define FAMPOOL_FABRIC_FABRIC_CONTEXT_H_
 

@@ -139,15 +139,15 @@ void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicRep
         std::shared_ptr<HeapMapping> hold;
         const char *now = local_->Reach(extent, request.key(), request.offset(), size, false,
                                         "a mirrored atomic", &hold);
-        rpc::MirrorRequest mirror;
-        *mirror.mutable_extent() = request.mirror().extent();
-        mirror.set_key(request.mirror().key());
-        mirror.set_offset(request.offset());
+        MirrorWrite mirror;
+        mirror.extent = FromProto(request.mirror().extent());
+        mirror.key = request.mirror().key();
+        mirror.offset = request.offset();
         char value[16];
         CopyFamBytes(value, now, size);
-        mirror.set_value(value, size);
-        mirror.set_op_id(request.op_id());
-        mirror.set_result(result);
+        mirror.value.assign(value, size);
+        mirror.op_id = request.op_id();
+        mirror.result = result;
         try {
             peer_(request.mirror().server_id()).Mirror(mirror);
         } catch (const Failure &) {

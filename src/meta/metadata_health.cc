@@ -255,42 +255,44 @@ void MetadataRpcService::RebuildMember(const RegionInfo &lost, size_t member, ui
     uint64_t extent = store_->ExtentSize(region);
     bool persistent = region.attributes.memoryType == PERSISTENT;
     size_t k = region.memory_servers.size();
-    auto member_message = [&](size_t m, rpc::Member *out) {
-        out->set_server_id(MemberServer(region, m));
+    auto member_of = [&](size_t m) {
+        MemberRef out;
+        out.server_id = MemberServer(region, m);
         bool copy = region.attributes.redundancyLevel == RAID1 && m >= k;
-        ToProto(ExtentRef{region.id, persistent, copy}, out->mutable_extent());
-        out->set_state(StateOf(region, m));
+        out.extent = ExtentRef{region.id, persistent, copy};
+        out.state = StateOf(region, m);
         ServerAccess access = store_->MemberKey(region, m);
-        out->set_fabric_address(access.fabric_address);
-        out->set_key(access.key);
-        out->set_base(access.base);
+        out.fabric_address = access.fabric_address;
+        out.key = access.key;
+        out.base = access.base;
+        return out;
     };
     // A pessimistic 50 MB/s, and a minute at least.
     auto timeout = std::chrono::milliseconds(60000 + extent / 50000);
     if (region.attributes.redundancyLevel == RAID1) {
         size_t source = member < k ? member + k : member - k;
-        rpc::ResyncRequest request;
-        ToProto(ExtentRef{region.id, persistent, source >= k}, request.mutable_extent());
-        member_message(member, request.mutable_target());
-        request.set_begin(0);
-        request.set_end(extent);
-        servers_[MemberServer(region, source)]->Resync(request, timeout);
+        ResyncCall call;
+        call.extent = ExtentRef{region.id, persistent, source >= k};
+        call.target = member_of(member);
+        call.begin = 0;
+        call.end = extent;
+        servers_[MemberServer(region, source)]->Resync(call, timeout);
     } else {
         // Each member recomputes the lost one's units of the stripes it holds parity of
         // (the rebuilt member itself its parity units), all at once.
-        rpc::StripeRequest base;
-        base.set_op(rpc::StripeRequest::REBUILD);
-        base.set_interleave(region.interleave_size);
-        for (size_t m = 0; m < MemberCount(region); ++m) member_message(m, base.add_members());
-        base.set_lost(static_cast<uint32_t>(member));
-        base.set_first(0);
-        base.set_end(extent / region.interleave_size);
+        StripeCall base;
+        base.op = StripeCall::Op::kRebuild;
+        base.interleave = region.interleave_size;
+        for (size_t m = 0; m < MemberCount(region); ++m) base.members.push_back(member_of(m));
+        base.lost = static_cast<uint32_t>(member);
+        base.first = 0;
+        base.end = extent / region.interleave_size;
         std::vector<std::future<void>> done;
         for (size_t m = 0; m < MemberCount(region); ++m) {
             done.push_back(std::async(std::launch::async, [this, &region, &base, m, timeout] {
-                rpc::StripeRequest request = base;
-                request.set_self(static_cast<uint32_t>(m));
-                servers_[MemberServer(region, m)]->Stripe(request, timeout);
+                StripeCall call = base;
+                call.self = static_cast<uint32_t>(m);
+                servers_[MemberServer(region, m)]->Stripe(call, timeout);
             }));
         }
         std::optional<Failure> failure;

@@ -46,7 +46,8 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     static constexpr std::chrono::milliseconds kHeartbeatTimeout{250};
     // How long a rebuild waits after it marked the member kRebuilding before it copies: every
     // client writing to the region fetches its members at least every kViewLease (100 ms,
-    // client/redundant_transport.h) while one is not healthy, and then writes there too.
+    // transport/redundant/redundant_transport.h) while one is not healthy, and then writes there
+    // too.
     static constexpr std::chrono::milliseconds kRebuildGrace{400};
     // The fabric endpoint that takes the frequent calls too, named to clients in Status. Set
     // before serving; it must outlive the service's last Status call.

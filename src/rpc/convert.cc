@@ -150,6 +150,78 @@ ExtentRef FromProto(const rpc::Extent &in) {
     return ExtentRef{in.region_id(), in.persistent(), in.copy()};
 }
 
+void ToProto(const MemberRef &in, rpc::Member *out) {
+    out->set_server_id(in.server_id);
+    ToProto(in.extent, out->mutable_extent());
+    out->set_fabric_address(in.fabric_address);
+    out->set_key(in.key);
+    out->set_base(in.base);
+    out->set_state(in.state);
+}
+
+void ToProto(const MirroredAtomicCall &in, rpc::AtomicRequest *out) {
+    ToProto(in.extent, out->mutable_extent());
+    out->set_key(in.key);
+    out->set_offset(in.offset);
+    out->set_op(static_cast<int>(in.op));
+    out->set_type(static_cast<int>(in.type));
+    out->set_operand(in.operand);
+    out->set_compare(in.compare);
+    if (in.mirror) ToProto(*in.mirror, out->mutable_mirror());
+    out->set_op_id(in.op_id);
+}
+
+void ToProto(const MirrorWrite &in, rpc::MirrorRequest *out) {
+    ToProto(in.extent, out->mutable_extent());
+    out->set_key(in.key);
+    out->set_offset(in.offset);
+    out->set_value(in.value);
+    out->set_op_id(in.op_id);
+    out->set_result(in.result);
+}
+
+void ToProto(const StripeCall &in, rpc::StripeRequest *out) {
+    switch (in.op) {
+        case StripeCall::Op::kRead:
+            out->set_op(rpc::StripeRequest::READ);
+            break;
+        case StripeCall::Op::kWrite:
+            out->set_op(rpc::StripeRequest::WRITE);
+            break;
+        case StripeCall::Op::kAtomic:
+            out->set_op(rpc::StripeRequest::ATOMIC);
+            break;
+        case StripeCall::Op::kRebuild:
+            out->set_op(rpc::StripeRequest::REBUILD);
+            break;
+    }
+    out->set_interleave(in.interleave);
+    for (const MemberRef &member : in.members) ToProto(member, out->add_members());
+    out->set_self(in.self);
+    for (const StripeCall::Piece &piece : in.pieces) {
+        rpc::StripePiece *to = out->add_pieces();
+        to->set_stripe(piece.stripe);
+        to->set_column(piece.column);
+        to->set_within(piece.within);
+        to->set_length(piece.length);
+    }
+    out->set_data(in.data);
+    out->set_atomic_op(static_cast<int>(in.atomic_op));
+    out->set_type(static_cast<int>(in.type));
+    out->set_operand(in.operand);
+    out->set_compare(in.compare);
+    out->set_lost(in.lost);
+    out->set_first(in.first);
+    out->set_end(in.end);
+}
+
+void ToProto(const ResyncCall &in, rpc::ResyncRequest *out) {
+    ToProto(in.extent, out->mutable_extent());
+    ToProto(in.target, out->mutable_target());
+    out->set_begin(in.begin);
+    out->set_end(in.end);
+}
+
 void ToProto(const ItemLayout &in, rpc::ItemLayout *out) {
     ToProto(in.extent, out->mutable_extent());
     out->set_offset(in.offset);

@@ -32,6 +32,13 @@ BackupInfo FromProto(const rpc::BackupRecord &in);
 void ToProto(const ExtentRef &in, rpc::Extent *out);
 ExtentRef FromProto(const rpc::Extent &in);
 void ToProto(const ItemLayout &in, rpc::ItemLayout *out);
+// The calls of redundant regions (common/memory_server.h); the memory server reads the
+// messages as they are (memserver/redundancy.h).
+void ToProto(const MemberRef &in, rpc::Member *out);
+void ToProto(const MirroredAtomicCall &in, rpc::AtomicRequest *out);
+void ToProto(const MirrorWrite &in, rpc::MirrorRequest *out);
+void ToProto(const StripeCall &in, rpc::StripeRequest *out);
+void ToProto(const ResyncCall &in, rpc::ResyncRequest *out);
 ItemLayout FromProto(const rpc::ItemLayout &in);
 void ToProto(const Caller &in, rpc::Caller *out);
 Caller FromProto(const rpc::Caller &in);

@@ -284,27 +284,33 @@ void MemoryServerClient::RevokeKeys(ExtentRef extent, uint64_t offset) {
          &reply, timeout_);
 }
 
-rpc::AtomicReply MemoryServerClient::Atomic(const rpc::AtomicRequest &request) {
+MirroredAtomicResult MemoryServerClient::MirroredAtomic(const MirroredAtomicCall &call) {
+    rpc::AtomicRequest request;
+    ToProto(call, &request);
     rpc::AtomicReply reply;
     Call(&rpc::MemoryServer::Stub::Atomic, "MemoryServer.Atomic", request, &reply, timeout_);
-    return reply;
+    return MirroredAtomicResult{reply.result(), reply.mirror_failed()};
 }
 
-void MemoryServerClient::Mirror(const rpc::MirrorRequest &request) {
+void MemoryServerClient::Mirror(const MirrorWrite &call) {
+    rpc::MirrorRequest request;
+    ToProto(call, &request);
     rpc::Empty reply;
     Call(&rpc::MemoryServer::Stub::Mirror, "MemoryServer.Mirror", request, &reply, timeout_);
 }
 
-rpc::StripeReply MemoryServerClient::Stripe(const rpc::StripeRequest &request,
-                                            std::chrono::milliseconds timeout) {
+std::string MemoryServerClient::Stripe(const StripeCall &call, std::chrono::milliseconds timeout) {
+    rpc::StripeRequest request;
+    ToProto(call, &request);
     rpc::StripeReply reply;
     Call(&rpc::MemoryServer::Stub::Stripe, "MemoryServer.Stripe", request, &reply,
          timeout.count() ? timeout : ForBytes(timeout_, request.data().size()));
-    return reply;
+    return std::move(*reply.mutable_data());
 }
 
-void MemoryServerClient::Resync(const rpc::ResyncRequest &request,
-                                std::chrono::milliseconds timeout) {
+void MemoryServerClient::Resync(const ResyncCall &call, std::chrono::milliseconds timeout) {
+    rpc::ResyncRequest request;
+    ToProto(call, &request);
     rpc::Empty reply;
     Call(&rpc::MemoryServer::Stub::Resync, "MemoryServer.Resync", request, &reply, timeout);
 }

@@ -67,13 +67,11 @@ class MemoryServerClient : public MemoryServer {
                       const Permissions &permissions) override;
     void RevokeKeys(ExtentRef extent, uint64_t offset) override;
 
-    // Redundant regions (memserver/redundancy.h), as the messages say. `timeout` 0: the
-    // client's; a rebuild gives more.
-    rpc::AtomicReply Atomic(const rpc::AtomicRequest &request);
-    void Mirror(const rpc::MirrorRequest &request);
-    rpc::StripeReply Stripe(const rpc::StripeRequest &request,
-                            std::chrono::milliseconds timeout = {});
-    void Resync(const rpc::ResyncRequest &request, std::chrono::milliseconds timeout);
+    MirroredAtomicResult MirroredAtomic(const MirroredAtomicCall &call) override;
+    void Mirror(const MirrorWrite &call) override;
+    std::string Stripe(const StripeCall &call,
+                       std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) override;
+    void Resync(const ResyncCall &call, std::chrono::milliseconds timeout) override;
 
   private:
     // A call: with UseMunge, it carries the session token, and is made once more after opening

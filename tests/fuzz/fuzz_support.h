@@ -19,7 +19,6 @@
 #include <string_view>
 #include <vector>
 
-#include "memserver/fabric_peers.h"
 #include "memserver/fabric_server.h"
 #include "memserver/local_memory_server.h"
 #include "memserver/memory_server_service.h"
@@ -28,6 +27,7 @@
 #include "meta/metadata_rpc_service.h"
 #include "meta/metadata_store.h"
 #include "rpc/memory_server_client.h"
+#include "transport/fabric/fabric_peers.h"
 
 namespace fampool::fuzz {
 

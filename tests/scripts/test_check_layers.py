@@ -48,6 +48,8 @@ def test_downward_and_public_includes_pass(tmp_path):
     ("src/transport/transport.h", "client/descriptor_state.h", "up"),
     ("src/transport/shm/a.cc", "transport/fabric/b.h", "peers"),
     ("src/fabric/a.cc", "transport/transport.h", "up"),
+    ("src/transport/redundant/a.cc", "transport/fabric/b.h", "peers"),
+    ("src/memserver/a.cc", "transport/fabric/fabric_channel.h", "up"),
 ])
 def test_an_include_that_does_not_point_down_fails_naming_file_line_and_rule(
         tmp_path, path, include, why):
@@ -56,6 +58,19 @@ def test_an_include_that_does_not_point_down_fails_naming_file_line_and_rule(
     assert result.returncode == 1, result.stdout
     assert f"{path}:2: includes {include}" in result.stdout, result.stdout
     assert "may include only" in result.stdout
+
+
+@pytest.mark.parametrize("path, include", [
+    ("src/transport/redundant/redundant_channel.h", "rpc/fampool.pb.h"),
+    ("src/transport/fabric/a.cc", "rpc/memory_server_client.h"),
+    ("src/transport/transport.h", "meta/client/metadata_service.h"),
+])
+def test_the_data_path_including_the_control_paths_code_fails(tmp_path, path, include):
+    repo = tree(tmp_path, {path: f'#include <vector>\n#include "{include}"\n'})
+    result = run(repo)
+    assert result.returncode == 1, result.stdout
+    assert f"{path}:2: includes {include}; the data path reaches memory servers through " \
+           "MemoryServer" in result.stdout, result.stdout
 
 
 def test_an_example_using_an_internal_header_fails(tmp_path):

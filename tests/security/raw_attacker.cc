@@ -285,10 +285,10 @@ int MemoryServerCalls(const std::string &file) {
     Try("GrantKey", [&] { server->GrantKey(extent, 0, 0, true, Permissions{}); });
     Try("RevokeKeys", [&] { server->RevokeKeys(extent, kAllGrants); });
     Try("Resync", [&] {
-        rpc::ResyncRequest request;
-        ToProto(extent, request.mutable_extent());
-        request.set_end(64);
-        server->Resync(request, kTimeout);
+        ResyncCall call;
+        call.extent = extent;
+        call.end = 64;
+        server->Resync(call, kTimeout);
     });
     Try("DestroyExtent", [&] { server->DestroyExtent(extent); });
     // The calls clients make, with the key in the file (another user's guess at one).
@@ -314,33 +314,27 @@ int MemoryServerCalls(const std::string &file) {
                               reinterpret_cast<char *>(&value));
     });
     Try("Mirror", [&] {
-        rpc::MirrorRequest request;
-        ToProto(extent, request.mutable_extent());
-        request.set_key(t.key);
-        request.set_offset(t.physical);
-        request.set_value(std::string(8, 'X'));
-        server->Mirror(request);
+        MirrorWrite call;
+        call.extent = extent;
+        call.key = t.key;
+        call.offset = t.physical;
+        call.value = std::string(8, 'X');
+        server->Mirror(call);
     });
     // A RAID5 read of the region's bytes on this server: the others are said to be lost, so
     // the server reads its own member (the region named, the key given) to rebuild them. (A
     // read of another member goes over the fabric with that member's key, which reaches only
     // the memory that key was registered for: the holder's own.)
     Try("Stripe", [&] {
-        rpc::StripeRequest request;
-        request.set_op(rpc::StripeRequest::READ);
-        request.set_interleave(4096);
+        StripeCall call;
+        call.op = StripeCall::Op::kRead;
+        call.interleave = 4096;
         for (int m = 0; m < 3; ++m) {
-            rpc::Member *member = request.add_members();
-            member->set_server_id(t.server);
-            ToProto(extent, member->mutable_extent());
-            member->set_fabric_address(t.address);
-            member->set_key(t.key);
-            member->set_base(t.base);
-            member->set_state(m == 0 ? kHealthy : kLost);
+            call.members.push_back(
+                MemberRef{t.server, extent, t.address, t.key, t.base, m == 0 ? kHealthy : kLost});
         }
-        rpc::StripePiece *piece = request.add_pieces();
-        piece->set_length(64);
-        server->Stripe(request);
+        call.pieces.push_back({0, 0, 0, 64});
+        server->Stripe(call);
     });
     return 0;
 }

@@ -23,7 +23,6 @@
 #include "common/error.h"
 #include "common/file_access.h"
 #include "common/network.h"
-#include "memserver/fabric_peers.h"
 #include "memserver/fabric_server.h"
 #include "memserver/heap_guard.h"
 #include "memserver/heap_socket.h"
@@ -37,6 +36,7 @@
 #include "rpc/convert.h"
 #include "rpc/memory_server_client.h"
 #include "rpc/munge.h"
+#include "transport/fabric/fabric_peers.h"
 
 namespace fampool {
 namespace {

@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "fabric/fabric_channel.h"
 #include "memserver/heap_socket.h"
+#include "transport/fabric/fabric_channel.h"
 #include "transport/thread_channels.h"
 
 namespace fampool {

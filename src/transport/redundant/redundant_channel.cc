@@ -1,4 +1,4 @@
-#include "client/redundant_channel.h"
+#include "transport/redundant/redundant_channel.h"
 
 #include <cstring>
 #include <future>
@@ -7,7 +7,6 @@
 #include <set>
 
 #include "common/error.h"
-#include "rpc/convert.h"
 
 namespace fampool {
 namespace {
@@ -65,20 +64,19 @@ std::vector<StripePiece> Raid5Pieces(const ItemInfo &item, uint64_t offset, uint
     return pieces;
 }
 
-// Sends each server its stripe request at once and waits for every answer; throws the first
+// Sends each server its stripe call at once and waits for every answer; throws the first
 // failure.
-std::vector<rpc::StripeReply> SendStripes(
-    RedundantTransport &transport,
-    const std::vector<std::pair<uint64_t, rpc::StripeRequest>> &requests) {
-    std::vector<std::future<rpc::StripeReply>> answers;
-    for (const auto &[server, request] : requests) {
-        // (request = request: clang 14 cannot capture a structured binding)
+std::vector<std::string> SendStripes(RedundantTransport &transport,
+                                     const std::vector<std::pair<uint64_t, StripeCall>> &calls) {
+    std::vector<std::future<std::string>> answers;
+    for (const auto &[server, call] : calls) {
+        // (call = call: clang 14 cannot capture a structured binding)
         answers.push_back(
-            std::async(std::launch::async, [&transport, server = server, &request = request] {
-                return transport.services().server(server).Stripe(request);
+            std::async(std::launch::async, [&transport, server = server, &call = call] {
+                return transport.services().server(server).Stripe(call);
             }));
     }
-    std::vector<rpc::StripeReply> replies;
+    std::vector<std::string> replies;
     std::optional<Failure> failure;
     for (auto &answer : answers) {
         try {
@@ -94,20 +92,28 @@ std::vector<rpc::StripeReply> SendStripes(
 
 }  // namespace
 
-void AddMembers(const ItemInfo &item, rpc::StripeRequest *request) {
-    request->set_interleave(item.region.interleave_size);
-    for (size_t m = 0; m < MemberCount(item.region); ++m) {
-        rpc::Member *member = request->add_members();
-        member->set_server_id(MemberServer(item.region, m));
-        ExtentRef extent{item.region_id, item.region.attributes.memoryType == PERSISTENT, false};
-        ToProto(extent, member->mutable_extent());
-        member->set_state(StateOf(item.region, m));
-        if (!Reachable(item, m)) continue;
-        const ServerAccess &access = item.member_access[m];
-        member->set_fabric_address(access.fabric_address);
-        member->set_key(access.key);
-        member->set_base(access.base);
-    }
+MemberRef MemberOf(const ItemInfo &item, size_t m) {
+    MemberRef member;
+    member.server_id = MemberServer(item.region, m);
+    bool raid1 = item.region.attributes.redundancyLevel == RAID1;
+    member.extent = ExtentRef{item.region_id, item.region.attributes.memoryType == PERSISTENT,
+                              raid1 && m >= item.region.memory_servers.size()};
+    member.state = StateOf(item.region, m);
+    if (!Reachable(item, m)) return member;
+    const ServerAccess &access = item.member_access[m];
+    member.fabric_address = access.fabric_address;
+    member.key = access.key;
+    member.base = access.base;
+    return member;
+}
+
+StripeCall StripeCallOf(const ItemInfo &item, StripeCall::Op op, uint64_t self) {
+    StripeCall call;
+    call.op = op;
+    call.interleave = item.region.interleave_size;
+    for (size_t m = 0; m < MemberCount(item.region); ++m) call.members.push_back(MemberOf(item, m));
+    call.self = static_cast<uint32_t>(self);
+    return call;
 }
 
 Channel &RedundantChannel::Raid() {
@@ -308,7 +314,7 @@ void RedundantChannel::Raid5Read(const RedundantBinding::View &view, uint64_t of
     const ItemInfo &item = view.item;
     uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
     // Units of lost or rebuilding members: read by their stripes' parity servers.
-    std::map<uint64_t, rpc::StripeRequest> rebuilt;  // parity member -> request
+    std::map<uint64_t, StripeCall> rebuilt;  // parity member -> call
     std::map<uint64_t, std::vector<std::pair<char *, uint64_t>>> targets;
     for (const StripePiece &piece : Raid5Pieces(item, offset, nbytes)) {
         uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
@@ -320,26 +326,20 @@ void RedundantChannel::Raid5Read(const RedundantBinding::View &view, uint64_t of
         }
         uint64_t p = Raid5ParityMember(piece.stripe, n);
         if (!Healthy(item, p)) BothLost(item, piece.at);
-        rpc::StripeRequest &request = rebuilt[p];
-        rpc::StripePiece *wanted = request.add_pieces();
-        wanted->set_stripe(piece.stripe);
-        wanted->set_column(piece.column);
-        wanted->set_within(piece.within);
-        wanted->set_length(piece.length);
+        auto [call, fresh] = rebuilt.try_emplace(p);
+        if (fresh) call->second = StripeCallOf(item, StripeCall::Op::kRead, p);
+        call->second.pieces.push_back(
+            {piece.stripe, static_cast<uint32_t>(piece.column), piece.within, piece.length});
         targets[p].emplace_back(to, piece.length);
     }
     if (rebuilt.empty()) return;
-    std::vector<std::pair<uint64_t, rpc::StripeRequest>> requests;
-    for (auto &[p, request] : rebuilt) {
-        request.set_op(rpc::StripeRequest::READ);
-        request.set_self(static_cast<uint32_t>(p));
-        AddMembers(item, &request);
-        requests.emplace_back(MemberServer(item.region, p), std::move(request));
-    }
-    std::vector<rpc::StripeReply> replies = SendStripes(transport_, requests);
+    std::vector<std::pair<uint64_t, StripeCall>> calls;
+    for (auto &[p, call] : rebuilt)
+        calls.emplace_back(MemberServer(item.region, p), std::move(call));
+    std::vector<std::string> replies = SendStripes(transport_, calls);
     size_t i = 0;
     for (auto &[p, places] : targets) {
-        const std::string &bytes = replies[i++].data();
+        const std::string &bytes = replies[i++];
         uint64_t at = 0;
         for (auto [to, length] : places) {
             if (at + length > bytes.size()) Fail(openfam::FAM_ERR_RPC, "short stripe read reply");
@@ -353,7 +353,7 @@ void RedundantChannel::Raid5Write(const RedundantBinding::View &view, uint64_t o
                                   const char *local, uint64_t nbytes) {
     const ItemInfo &item = view.item;
     uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
-    std::map<uint64_t, std::vector<rpc::StripeRequest>> by_parity;
+    std::map<uint64_t, std::vector<StripeCall>> by_parity;
     for (const StripePiece &piece : Raid5Pieces(item, offset, nbytes)) {
         uint64_t p = Raid5ParityMember(piece.stripe, n);
         uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
@@ -364,30 +364,24 @@ void RedundantChannel::Raid5Write(const RedundantBinding::View &view, uint64_t o
                          false);
             continue;
         }
-        std::vector<rpc::StripeRequest> &list = by_parity[p];
-        if (list.empty() || list.back().data().size() + piece.length > kStripeRequestBytes) {
-            list.emplace_back();
+        std::vector<StripeCall> &list = by_parity[p];
+        if (list.empty() || list.back().data.size() + piece.length > kStripeRequestBytes) {
+            list.push_back(StripeCallOf(item, StripeCall::Op::kWrite, p));
         }
-        rpc::StripePiece *write = list.back().add_pieces();
-        write->set_stripe(piece.stripe);
-        write->set_column(piece.column);
-        write->set_within(piece.within);
-        write->set_length(piece.length);
-        list.back().mutable_data()->append(from, piece.length);
+        list.back().pieces.push_back(
+            {piece.stripe, static_cast<uint32_t>(piece.column), piece.within, piece.length});
+        list.back().data.append(from, piece.length);
     }
     // One request per parity server at a time, the servers in parallel.
     for (size_t round = 0;; ++round) {
-        std::vector<std::pair<uint64_t, rpc::StripeRequest>> requests;
+        std::vector<std::pair<uint64_t, StripeCall>> calls;
         for (auto &[p, list] : by_parity) {
-            if (round >= list.size()) continue;
-            rpc::StripeRequest &request = list[round];
-            request.set_op(rpc::StripeRequest::WRITE);
-            request.set_self(static_cast<uint32_t>(p));
-            AddMembers(item, &request);
-            requests.emplace_back(MemberServer(item.region, p), std::move(request));
+            if (round < list.size()) {
+                calls.emplace_back(MemberServer(item.region, p), std::move(list[round]));
+            }
         }
-        if (requests.empty()) break;
-        SendStripes(transport_, requests);
+        if (calls.empty()) break;
+        SendStripes(transport_, calls);
     }
 }
 
@@ -415,30 +409,23 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
         size_t first = piece.slot, second = k + piece.slot;
         if (!Healthy(item, first)) std::swap(first, second);
         if (!Healthy(item, first)) BothLost(item, offset);
-        rpc::AtomicRequest request;
-        bool persistent = item.region.attributes.memoryType == PERSISTENT;
-        ToProto(ExtentRef{item.region_id, persistent, first >= k}, request.mutable_extent());
-        request.set_key(item.member_access[first].key);
-        request.set_offset(piece.physical);
-        request.set_op(static_cast<int>(op));
-        request.set_type(static_cast<int>(type));
-        request.set_operand(operand, size);
-        if (compare) request.set_compare(compare, size);
-        request.set_op_id(op_id);
-        if (Writable(item, second)) {
-            rpc::Member *mirror = request.mutable_mirror();
-            mirror->set_server_id(MemberServer(item.region, second));
-            ToProto(ExtentRef{item.region_id, persistent, second >= k}, mirror->mutable_extent());
-            mirror->set_fabric_address(item.member_access[second].fabric_address);
-            mirror->set_key(item.member_access[second].key);
-        }
+        MirroredAtomicCall call;
+        call.extent = MemberOf(item, first).extent;
+        call.key = item.member_access[first].key;
+        call.offset = piece.physical;
+        call.op = op;
+        call.type = type;
+        call.operand.assign(static_cast<const char *>(operand), size);
+        if (compare) call.compare.assign(static_cast<const char *>(compare), size);
+        call.op_id = op_id;
+        if (Writable(item, second)) call.mirror = MemberOf(item, second);
         try {
-            rpc::AtomicReply reply =
-                transport_.services().server(MemberServer(item.region, first)).Atomic(request);
-            if (result && reply.result().size() == size) {
-                std::memcpy(result, reply.result().data(), size);
+            MirroredAtomicResult reply =
+                transport_.services().server(MemberServer(item.region, first)).MirroredAtomic(call);
+            if (result && reply.result.size() == size) {
+                std::memcpy(result, reply.result.data(), size);
             }
-            if (reply.mirror_failed()) transport_.Recover(binding, /*redo=*/false);
+            if (reply.mirror_failed) transport_.Recover(binding, /*redo=*/false);
             return;
         } catch (const Failure &failure) {
             // FAM_ERR_NOPERM: the key of a server that restarted since this view (the client
@@ -468,22 +455,16 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
         char old[16] = {};
         try {
             if (Writable(item, p)) {
-                rpc::StripeRequest request;
-                request.set_op(rpc::StripeRequest::ATOMIC);
-                request.set_self(static_cast<uint32_t>(p));
-                AddMembers(item, &request);
-                rpc::StripePiece *at = request.add_pieces();
-                at->set_stripe(piece.stripe);
-                at->set_column(piece.column);
-                at->set_within(piece.within);
-                at->set_length(size);
-                request.set_atomic_op(static_cast<int>(op));
-                request.set_type(static_cast<int>(type));
-                request.set_operand(operand, size);
-                if (compare) request.set_compare(compare, size);
-                rpc::StripeReply reply =
-                    transport_.services().server(MemberServer(item.region, p)).Stripe(request);
-                if (reply.data().size() == size) std::memcpy(old, reply.data().data(), size);
+                StripeCall call = StripeCallOf(item, StripeCall::Op::kAtomic, p);
+                call.pieces.push_back(
+                    {piece.stripe, static_cast<uint32_t>(piece.column), piece.within, size});
+                call.atomic_op = op;
+                call.type = type;
+                call.operand.assign(static_cast<const char *>(operand), size);
+                if (compare) call.compare.assign(static_cast<const char *>(compare), size);
+                std::string reply =
+                    transport_.services().server(MemberServer(item.region, p)).Stripe(call);
+                if (reply.size() == size) std::memcpy(old, reply.data(), size);
             } else {
                 if (!Writable(item, d)) BothLost(item, offset);
                 bool persistent = item.region.attributes.memoryType == PERSISTENT;

@@ -8,8 +8,8 @@
 // drops the connection with the operation, shm drops the operation. For tcp the channel finds
 // out by probing, when its operations stall, the same keys and address ranges with one-byte
 // atomics, which tcp does report; for shm the operation can only time out.
-#ifndef FAMPOOL_FABRIC_FABRIC_CHANNEL_H_
-#define FAMPOOL_FABRIC_FABRIC_CHANNEL_H_
+#ifndef FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_H_
+#define FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_H_
 
 #include <chrono>
 #include <deque>
@@ -203,4 +203,4 @@ class FabricChannel : public Channel {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_FABRIC_FABRIC_CHANNEL_H_
+#endif  // FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_H_

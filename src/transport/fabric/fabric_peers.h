@@ -2,8 +2,8 @@
 // to other memory servers, for memory-side work that spans servers. It opens, on first need, a
 // client-role fabric context of the same provider as the server's target endpoint and keeps a
 // few channels (endpoints) for the operations that run at once.
-#ifndef FAMPOOL_MEMSERVER_FABRIC_PEERS_H_
-#define FAMPOOL_MEMSERVER_FABRIC_PEERS_H_
+#ifndef FAMPOOL_TRANSPORT_FABRIC_FABRIC_PEERS_H_
+#define FAMPOOL_TRANSPORT_FABRIC_FABRIC_PEERS_H_
 
 #include <memory>
 #include <mutex>
@@ -39,4 +39,4 @@ class FabricPeers : public Peers {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_MEMSERVER_FABRIC_PEERS_H_
+#endif  // FAMPOOL_TRANSPORT_FABRIC_FABRIC_PEERS_H_

@@ -1,10 +1,10 @@
-#include "client/redundant_transport.h"
+#include "transport/redundant/redundant_transport.h"
 
 #include <random>
 #include <thread>
 
-#include "client/redundant_channel.h"
 #include "common/error.h"
+#include "transport/redundant/redundant_channel.h"
 
 namespace fampool {
 

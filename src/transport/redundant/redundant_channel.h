@@ -1,7 +1,7 @@
 // The channel of RedundantTransport (client/redundant_transport.h): operations on items of
 // redundant regions go through here, the others to the plain channel underneath.
-#ifndef FAMPOOL_CLIENT_REDUNDANT_CHANNEL_H_
-#define FAMPOOL_CLIENT_REDUNDANT_CHANNEL_H_
+#ifndef FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_CHANNEL_H_
+#define FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_CHANNEL_H_
 
 #include <chrono>
 #include <functional>
@@ -9,8 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "client/redundant_transport.h"
-#include "rpc/fampool.pb.h"
+#include "transport/redundant/redundant_transport.h"
 
 namespace fampool {
 
@@ -93,9 +92,11 @@ class RedundantChannel : public Channel {
     uint64_t next_sequence_ = 0;
 };
 
-// A RAID5 region's members as a StripeRequest names them.
-void AddMembers(const ItemInfo &item, rpc::StripeRequest *request);
+// Member `m` of a redundant item as a memory server acting for the client reaches it.
+MemberRef MemberOf(const ItemInfo &item, size_t m);
+// A stripe call of a RAID5 item to the server of member `self`, naming all the members.
+StripeCall StripeCallOf(const ItemInfo &item, StripeCall::Op op, uint64_t self);
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_CLIENT_REDUNDANT_CHANNEL_H_
+#endif  // FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_CHANNEL_H_

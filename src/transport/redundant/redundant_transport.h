@@ -19,8 +19,8 @@
 // while one member of each piece lives. A view of an item with a member not healthy is fetched
 // again when older than kViewLease before a write, so that a rebuild started meanwhile (the
 // metadata service waits kRebuildGrace before copying) gets every later write.
-#ifndef FAMPOOL_CLIENT_REDUNDANT_TRANSPORT_H_
-#define FAMPOOL_CLIENT_REDUNDANT_TRANSPORT_H_
+#ifndef FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_TRANSPORT_H_
+#define FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_TRANSPORT_H_
 
 #include <atomic>
 #include <chrono>
@@ -30,7 +30,7 @@
 #include <set>
 #include <vector>
 
-#include "rpc/memory_server_client.h"
+#include "common/memory_server.h"
 #include "transport/transport.h"
 
 namespace fampool {
@@ -63,8 +63,8 @@ struct RedundancyServices {
     // Asks the metadata service to check these memory servers now (marking a dead one's members
     // lost) and returns once it has.
     std::function<void(const std::vector<uint64_t> &servers)> report;
-    // The gRPC client of a memory server.
-    std::function<MemoryServerClient &(uint64_t id)> server;
+    // A memory server (its stripe and mirrored-atomic calls).
+    std::function<MemoryServer &(uint64_t id)> server;
 };
 
 // A redundant item's binding: its members as the metadata service last described them.
@@ -132,4 +132,4 @@ class RedundantTransport : public Transport {
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_CLIENT_REDUNDANT_TRANSPORT_H_
+#endif  // FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_TRANSPORT_H_

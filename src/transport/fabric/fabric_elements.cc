@@ -8,8 +8,8 @@
 
 #include "common/atomic_apply.h"
 #include "common/error.h"
-#include "fabric/fabric_channel.h"
-#include "fabric/fabric_channel_internals.h"
+#include "transport/fabric/fabric_channel.h"
+#include "transport/fabric/fabric_channel_internals.h"
 
 namespace fampool {
 namespace {

@@ -1,8 +1,8 @@
-#include "memserver/fabric_peers.h"
+#include "transport/fabric/fabric_peers.h"
 
 #include "common/error.h"
-#include "fabric/fabric_channel.h"
 #include "fabric/fabric_context.h"
+#include "transport/fabric/fabric_channel.h"
 
 namespace fampool {
 namespace {

@@ -1,7 +1,7 @@
 // FabricChannel: opening its endpoint, posting transfers and atomics (split at interleave
 // blocks and at the provider's limits), and the calls of the Channel interface. Waiting and
 // recovery: fabric_channel_completion.cc.
-#include "fabric/fabric_channel.h"
+#include "transport/fabric/fabric_channel.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 
 #include "common/atomic_apply.h"
 #include "common/error.h"
-#include "fabric/fabric_channel_internals.h"
+#include "transport/fabric/fabric_channel_internals.h"
 
 namespace fampool {
 

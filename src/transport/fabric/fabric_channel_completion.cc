@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "common/error.h"
-#include "fabric/fabric_channel.h"
-#include "fabric/fabric_channel_internals.h"
+#include "transport/fabric/fabric_channel.h"
+#include "transport/fabric/fabric_channel_internals.h"
 
 namespace fampool {
 

@@ -1,8 +1,8 @@
 // What fabric_channel.cc (opening, posting, the operations) and fabric_channel_completion.cc
 // (waiting, probing, recovery) share: how long a waiter spins and naps, and the context value
 // each operation carries so that a failure in the queue can be attributed. Internal to fabric/.
-#ifndef FAMPOOL_FABRIC_FABRIC_CHANNEL_INTERNALS_H_
-#define FAMPOOL_FABRIC_FABRIC_CHANNEL_INTERNALS_H_
+#ifndef FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_INTERNALS_H_
+#define FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_INTERNALS_H_
 
 #include <algorithm>
 #include <chrono>
@@ -88,4 +88,4 @@ void CopyDirect(const FabricBinding &item, uint64_t offset, char *local, uint64_
 }  // namespace channel
 }  // namespace fampool
 
-#endif  // FAMPOOL_FABRIC_FABRIC_CHANNEL_INTERNALS_H_
+#endif  // FAMPOOL_TRANSPORT_FABRIC_FABRIC_CHANNEL_INTERNALS_H_
