@@ -92,6 +92,11 @@ std::vector<std::string> SendStripes(RedundantTransport &transport,
 
 }  // namespace
 
+std::unique_ptr<Channel> RedundantTransport::OpenChannel() {
+    return std::make_unique<RedundantChannel>(*this, inner_->OpenChannel(),
+                                              [this] { return members_->OpenChannel(); });
+}
+
 MemberRef MemberOf(const ItemInfo &item, size_t m) {
     MemberRef member;
     member.server_id = MemberServer(item.region, m);

@@ -1,5 +1,7 @@
-// The channel of RedundantTransport (client/redundant_transport.h): operations on items of
-// redundant regions go through here, the others to the plain channel underneath.
+// The channel of RedundantTransport (redundant_transport.h): operations on items of redundant
+// regions go through here, the others to the plain channel underneath. The channel uses the
+// transport, not the other way round: RedundantTransport::OpenChannel is defined in
+// redundant_channel.cc.
 #ifndef FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_CHANNEL_H_
 #define FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_CHANNEL_H_
 
@@ -16,11 +18,6 @@ namespace fampool {
 // Rounds of recovery (check the servers, fetch the members again, redo) before a failure on a
 // redundant item stands: each round follows a member's loss, and a region survives one.
 constexpr int kRecoveryRounds = 3;
-// A round after which the item's members are as they were (the metadata service found every
-// server alive: a connection refused or reset under load, not a death) waits this long before
-// the redo, so that the rounds outlast gRPC's reconnect backoff (100 ms) instead of failing
-// within it.
-constexpr std::chrono::milliseconds kUnchangedRecoveryPause{250};
 
 class RedundantChannel : public Channel {
   public:

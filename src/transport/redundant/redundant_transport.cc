@@ -4,7 +4,6 @@
 #include <thread>
 
 #include "common/error.h"
-#include "transport/redundant/redundant_channel.h"
 
 namespace fampool {
 
@@ -87,11 +86,6 @@ std::shared_ptr<Binding> RedundantTransport::Attach(const ItemInfo &item) {
     auto binding = std::make_shared<RedundantBinding>();
     binding->current = MakeView(item);
     return binding;
-}
-
-std::unique_ptr<Channel> RedundantTransport::OpenChannel() {
-    return std::make_unique<RedundantChannel>(*this, inner_->OpenChannel(),
-                                              [this] { return members_->OpenChannel(); });
 }
 
 void *RedundantTransport::Map(Binding &item, bool writable) {

@@ -42,6 +42,12 @@ constexpr std::chrono::milliseconds kViewLease(100);
 // copy. Measured: SIGKILL to the first complete read 10.5 s with it, 1.05 s with 500 ms.
 constexpr int kMemberTimeoutMs = 300;
 
+// A round after which the item's members are as they were (the metadata service found every
+// server alive: a connection refused or reset under load, not a death) waits this long before
+// the redo, so that the rounds outlast gRPC's reconnect backoff (100 ms) instead of failing
+// within it.
+constexpr std::chrono::milliseconds kUnchangedRecoveryPause{250};
+
 // Member `m` of a redundant item: the client was given access to it; it holds the bytes
 // (reads may go there); it takes writes (healthy, or being rebuilt).
 inline bool MemberReachable(const ItemInfo &item, size_t m) {
@@ -109,7 +115,7 @@ class RedundantTransport : public Transport {
     std::shared_ptr<const RedundantBinding::View> Fresh(RedundantBinding &binding, bool stale);
     // After a failure on `binding`'s item: has its servers checked, then fetches it again.
     // `redo`: the caller does the operation again next, so when the members are as they were
-    // (no server found dead) it first waits kUnchangedRecoveryPause (redundant_channel.h).
+    // (no server found dead) it first waits kUnchangedRecoveryPause.
     void Recover(RedundantBinding &binding, bool redo = true);
     const RedundancyServices &services() const { return services_; }
     // A fresh id for a mirrored atomic: this client's and a sequence number.

@@ -1,4 +1,6 @@
 // Fam_Descriptor and Fam_Region_Descriptor: caller-owned handles over fampool's descriptor state.
+// In the client layer, beside that state, since the client makes the descriptors it returns
+// (fam_control.cc); the api layer only passes them through.
 #include "client/descriptor_state.h"
 #include "common/error.h"
 #include "fam/fam.h"
