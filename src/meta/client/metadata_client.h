@@ -67,7 +67,7 @@ class MetadataClient : public MetadataService {
     rpc::RebuildReply Rebuild(const std::string &region, std::chrono::milliseconds timeout,
                               const Caller &caller = ThisProcess());
     // Ends the session opened with the service, if any: its token is refused from then on.
-    void EndSession();
+    void EndSession() override;
     // The memory servers, asked again while the service is unreachable or slow to answer (a
     // job's PEs connecting at once), with growing pauses, until `within` has passed.
     rpc::ServerList Servers(std::chrono::milliseconds within);
