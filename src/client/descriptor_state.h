@@ -102,6 +102,13 @@ struct RegionDescriptorState {
     ShownAttributes shown;
 };
 
+// `item "name"` or `unnamed item at offset N of region "r"`, for messages.
+std::string Describe(const ItemInfo &item);
+
+// Throws FAM_ERR_NOTFOUND unless `fresh` (fetched again) is the item `held` was: once an item
+// is deallocated, another one may lie at its offset.
+void RequireSameItem(const ItemInfo &fresh, const ItemInfo &held);
+
 }  // namespace fampool
 
 #endif  // FAMPOOL_CLIENT_DESCRIPTOR_STATE_H_

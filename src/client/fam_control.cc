@@ -246,11 +246,8 @@ void FamImpl::Deallocate(Fam_Descriptor *item) {
     Session &session = Control();
     DescriptorState &state = Resolve(session, item);
     session.metadata->DeallocateItem(state.item.region_id, state.item.offset, session.caller);
-    {
-        // Element operations queued for the item have nothing left to apply to.
-        std::lock_guard<std::mutex> lock(queues_mutex_);
-        queues_.erase({state.item.region_id, state.item.offset});
-    }
+    // Element operations queued for the item have nothing left to apply to.
+    queues_.Drop({state.item.region_id, state.item.offset});
     state.status = DESC_INVALID;
     state.set_binding(nullptr);
 }

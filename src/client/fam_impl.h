@@ -6,7 +6,6 @@
 #define FAMPOOL_CLIENT_FAM_IMPL_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "client/aggregation_queues.h"
 #include "client/descriptor_state.h"
 #include "client/session.h"
 #include "common/error.h"
@@ -119,8 +119,8 @@ class FamImpl {
         return result;
     }
 
-    // Memory-side operations (fam_aggregation.cc): element operations queued here per
-    // descriptor and shipped in batches to the memory servers, which apply them.
+    // Memory-side operations (fam_aggregation.cc): element operations queued per descriptor
+    // (AggregationQueues) and shipped in batches to the memory servers, which apply them.
     void QueueOperation(int op, void *local, Fam_Descriptor *item, uint64_t count,
                         const uint64_t *index, uint64_t element_size);
     void AggregateFlush(Fam_Descriptor *item);
@@ -182,39 +182,13 @@ class FamImpl {
     bool Rebind(Session &session, DescriptorState &state, const Binding *used, ItemInfo *now);
     void AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size, Fam_Descriptor *item,
                      uint64_t offset, const void *operand, const void *compare, void *result);
-    // What fam_queue_operation queued for one descriptor and not yet shipped: runs of
-    // operations of the same kind and element size, in the order they were queued.
-    struct QueuedRun {
-        ElementOp op;
-        uint64_t element_size;
-        std::vector<uint64_t> indices;
-        std::vector<char> data;  // operands of kAdd and kScatter; results of kGather
-        // kGather: where the caller wants the results, as (local, elements) per call.
-        std::vector<std::pair<char *, uint64_t>> destinations;
-    };
-    // One item's queue. It keeps a copy of the descriptor's state (the item and its binding):
-    // a program may delete the descriptor before the queue ships (at fam_finalize, say).
-    struct Queue {
-        DescriptorState item;
-        std::vector<QueuedRun> runs;
-        uint64_t elements = 0;
-    };
-    using QueueKey = std::pair<uint64_t, uint64_t>;  // the item's region id and offset
-    // Ships the queued runs (of `queue`, taken out of queues_) to the memory servers, in
-    // order. A run that fails drops the runs after it too (the error says how many).
-    void Ship(Session &session, Queue queue);
-    // Takes the queue at `it` out of queues_ to ship it (queues_mutex_ held), counting it in
-    // shipping_ until Ship is done with it.
-    Queue TakeQueue(std::map<QueueKey, Queue>::iterator it);
-    // Brings `state` (a queue's own copy) up to date: the item's record and the caller's
-    // rights as they are now, bound with the keys granted now.
+    // Brings `state` (an aggregation queue's own copy) up to date: the item's record and the
+    // caller's rights as they are now, bound with the keys granted now.
     void RefreshQueued(Session &session, DescriptorState &state);
     // Channel::ApplyElements on the item of `state`, with Transfer's recovery from keys
     // replaced meanwhile (an add is not made again: twice is not once).
     void ApplyElements(Session &session, DescriptorState &state, ElementOp op, unsigned access,
                        const uint64_t *index, uint64_t count, uint64_t element_size, char *data);
-    // Ships every queue, as fam_finalize and closing a context do; failures go to stderr.
-    void ShipAll(const char *call);
     // The one implementation of gather and scatter, strided or indexed.
     void Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64_t element_size,
                   ElementPlan plan, bool to_fam, bool blocking);
@@ -232,24 +206,19 @@ class FamImpl {
     uint64_t deferred_dropped_ = 0;
     std::atomic<bool> has_deferred_{false};
 
-    std::mutex queues_mutex_;
-    std::map<QueueKey, Queue> queues_;
-    // Queues taken out and not yet applied, by item: fam_aggregate_flush waits for those
-    // another thread is shipping.
-    std::map<QueueKey, uint64_t> shipping_;
-    std::condition_variable shipped_;
+    // fam_queue_operation's queues, shipped through this object's channel.
+    AggregationQueues queues_{AggregationQueues::Shipper{
+        [this](DescriptorState &state) { RefreshQueued(*session_, state); },
+        [this](DescriptorState &state, ElementOp op, unsigned access, const uint64_t *index,
+               uint64_t count, uint64_t element_size, char *data) {
+            ApplyElements(*session_, state, op, access, index, count, element_size, data);
+        }}};
 
     std::mutex finalize_mutex_;
     std::mutex contexts_mutex_;
     std::set<openfam::fam_context *> contexts_;
     std::mutex resolve_mutex_;
 };
-
-// `item "name"` or `unnamed item at offset N of region "r"`, for messages.
-std::string Describe(const ItemInfo &item);
-// Throws FAM_ERR_NOTFOUND unless `fresh` (fetched again) is the item `held` was: once an item
-// is deallocated, another one may lie at its offset.
-void RequireSameItem(const ItemInfo &fresh, const ItemInfo &held);
 
 }  // namespace fampool
 

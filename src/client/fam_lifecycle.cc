@@ -76,7 +76,7 @@ FamImpl::~FamImpl() {
         }
     }
     // A closed context's queued element operations still reach the memory servers.
-    if (parent_ && session_ && !session_->finalized) ShipAll("fam_context_close");
+    if (parent_ && session_ && !session_->finalized) queues_.ShipAll("fam_context_close");
     if (channel_) channel_->Drain();
 }
 
@@ -121,11 +121,11 @@ void FamImpl::Finalize(const char * /*group*/) {
         // Queued element operations are shipped, not dropped; then everything is waited for.
         std::lock_guard<std::mutex> lock(contexts_mutex_);
         for (openfam::fam_context *context : contexts_) {
-            context->impl()->ShipAll("fam_finalize");
+            context->impl()->queues_.ShipAll("fam_finalize");
             context->impl()->channel_->Drain();
         }
     }
-    ShipAll("fam_finalize");
+    queues_.ShipAll("fam_finalize");
     channel_->Drain();
     session.finalized.store(true, std::memory_order_release);
     session.metadata->Sync();
