@@ -292,6 +292,43 @@ def test_up_with_bad_interleave_fails_naming_option(run_dir):
     assert pids_of(run_dir) == {}
 
 
+def cluster_ports(run_dir):
+    """Every port a cluster file of `up` names: the metadata service's, then each server's."""
+    text = open(os.path.join(run_dir, "cluster.yaml")).read()
+    return [int(port) for port in re.findall(
+        r"(?:metadata_address: 127\.0\.0\.1:|rpc_interface: 127\.0\.0\.1:|libfabric_port: )(\d+)",
+        text)]
+
+
+def test_base_port_auto_gives_two_clusters_free_ports_of_their_own(run_dir):
+    other = tempfile.mkdtemp(prefix="fampool-cli-")
+    os.chmod(other, 0o755)
+    try:
+        for where in (run_dir, other):
+            up = fampool("up", "--memservers", "2", "--run-dir", where, "--base-port", "auto",
+                         "--authentication", "none")
+            assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+        first, second = cluster_ports(run_dir), cluster_ports(other)
+        assert len(first) == 5 and len(second) == 5, (first, second)
+        assert not set(first) & set(second), (first, second)
+        base = first[0]
+        assert 20000 <= base < 60000
+        assert first == [base, base + 1, base + 100, base + 2, base + 101]
+        for where in (run_dir, other):
+            status = fampool("status", "--run-dir", where)
+            assert status.returncode == 0, status.stdout + status.stderr
+    finally:
+        stop_cluster(other)
+
+
+@pytest.mark.parametrize("value", ["8x", "70000", "0", ""])
+def test_base_port_that_is_neither_a_port_nor_auto_is_refused(run_dir, value):
+    up = fampool("up", "--run-dir", run_dir, "--base-port", value)
+    assert up.returncode != 0
+    assert f'--base-port: "{value}" is neither a port (1 to 65535) nor auto' in up.stderr
+    assert pids_of(run_dir) == {}
+
+
 def test_status_without_cluster_file_fails_naming_it(run_dir):
     status = fampool("status", "--run-dir", run_dir)
     assert status.returncode == 1

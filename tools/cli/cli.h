@@ -117,6 +117,7 @@ struct UpOptions {
     std::string provider = "tcp";
     std::string run_dir;
     int base_port = 8787;
+    bool base_port_auto = false;  // --base-port auto: free ports found when `up` runs
     uint64_t interleave = 0;
     std::string placement = "hash";
     unsigned region_span = 0;

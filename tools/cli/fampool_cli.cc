@@ -82,10 +82,29 @@ int Main(int argc, char **argv) {
         ->capture_default_str();
     up_command->add_option("--run-dir", up.run_dir, kRunDirHelp);
     up_command
-        ->add_option("--base-port", up.base_port,
-                     "metadata service port P; memory server i listens on P+1+i (gRPC) and "
-                     "P+100+i (fabric)")
-        ->capture_default_str();
+        ->add_option_function<std::string>(
+            "--base-port",
+            [&up](const std::string &value) {
+                up.base_port_auto = value == "auto";
+                if (up.base_port_auto) return;
+                size_t used = 0;
+                int port = -1;
+                try {
+                    port = std::stoi(value, &used);
+                } catch (const std::exception &) {
+                }
+                if (used != value.size() || port < 1 || port > 65535) {
+                    throw CLI::ValidationError("--base-port",
+                                               "\"" + value +
+                                                   "\" is neither a port (1 to 65535) "
+                                                   "nor auto");
+                }
+                up.base_port = port;
+            },
+            "metadata service port P; memory server i listens on P+1+i (gRPC) and P+100+i "
+            "(fabric); auto: the first P from a place in 20000-59999 whose ports are all free "
+            "now (the cluster file says which)")
+        ->default_str("8787");
     up_command
         ->add_option("--interleave", up.interleave,
                      "dataitem_interleave_size in bytes: 0 (no interleaving) or a power of "

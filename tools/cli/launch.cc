@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -33,8 +34,40 @@ void OnInterrupt(int) { interrupted = 1; }
 
 // The port of metadata shard `shard` in a cluster file `up` writes: the base port for shard 0,
 // base + 200 + k for the others (above the memory servers' fabric ports).
-int ShardPort(const UpOptions &o, unsigned shard) {
-    return shard == 0 ? o.base_port : o.base_port + 200 + static_cast<int>(shard);
+int ShardPort(int base, unsigned shard) {
+    return shard == 0 ? base : base + 200 + static_cast<int>(shard);
+}
+
+// Every port a cluster of `servers` memory servers and `shards` metadata shards takes on one
+// host from base port `base`.
+std::vector<int> PortsFrom(int base, unsigned servers, unsigned shards) {
+    std::vector<int> ports;
+    for (unsigned k = 0; k < shards; ++k) ports.push_back(ShardPort(base, k));
+    for (unsigned i = 0; i < servers; ++i) {
+        ports.push_back(base + 1 + static_cast<int>(i));
+        ports.push_back(base + 100 + static_cast<int>(i));
+    }
+    return ports;
+}
+
+// --base-port auto: the first base port, from a place in 20000-59999 that depends on this
+// process (so that clusters started at once look in different places), whose every port is
+// free on the loopback interface now.
+int FreeBasePort(unsigned servers, unsigned shards) {
+    constexpr int kFirst = 20000, kLast = 59999, kStep = 317;
+    const int span = kLast - kFirst + 1;
+    const int start = static_cast<int>(static_cast<unsigned>(getpid()) * 7919u % span);
+    for (int tried = 0; tried < span; tried += kStep) {
+        int base = kFirst + (start + tried) % (span - 400);
+        std::vector<int> ports = PortsFrom(base, servers, shards);
+        if (std::all_of(ports.begin(), ports.end(), [](int p) { return BindError(p) == 0; })) {
+            return base;
+        }
+    }
+    Die(1,
+        "fampool up: --base-port auto found no free ports for {} memory servers and {} "
+        "metadata shard(s) in {} to {}",
+        servers, shards, kFirst, kLast);
 }
 
 // The name `up` and `down` give shard `shard` of `shards` (pid file, log, tables).
@@ -54,13 +87,17 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
     if (shards < 1 || shards > kMostShards) {
         Die(1, "fampool up: --metadata-shards {} is out of range (1 to {})", shards, kMostShards);
     }
-    int last_port = o.base_port + 100 + static_cast<int>(servers) - 1;
-    if (shards > 1) last_port = std::max(last_port, ShardPort(o, shards - 1));
-    if (o.base_port < 1 || last_port > 65535) {
+    // On an emulated fabric every node has an address of its own: the default ports serve.
+    const int base = !o.base_port_auto ? o.base_port
+                     : topology        ? UpOptions().base_port
+                                       : FreeBasePort(servers, shards);
+    int last_port = base + 100 + static_cast<int>(servers) - 1;
+    if (shards > 1) last_port = std::max(last_port, ShardPort(base, shards - 1));
+    if (base < 1 || last_port > 65535) {
         Die(1,
             "fampool up: --base-port {} leaves no room for {} memory servers and {} metadata "
             "shard(s) (ports {} to {} are used; the last must be at most 65535)",
-            o.base_port, servers, shards, o.base_port, last_port);
+            base, servers, shards, base, last_port);
     }
     if (o.authentication == "none" && !o.munge_socket.empty()) {
         Die(1, "fampool up: --munge-socket goes with --authentication munge, not none");
@@ -72,8 +109,8 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
     // On one host every server is on 127.0.0.1 with a port of its own; on an emulated fabric
     // every node has its own address (and the shards share the base port).
     auto shard_address = [&](unsigned k) {
-        return topology ? fmt::format("{}:{}", EmulatedAddress("metadata", k), o.base_port)
-                        : fmt::format("127.0.0.1:{}", ShardPort(o, k));
+        return topology ? fmt::format("{}:{}", EmulatedAddress("metadata", k), base)
+                        : fmt::format("127.0.0.1:{}", ShardPort(base, k));
     };
     auto server_host = [&](unsigned k) {
         return topology ? EmulatedAddress("memory", k) : std::string("127.0.0.1");
@@ -100,7 +137,7 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
         text += fmt::format(
             "  - id: {}\n    rpc_interface: {}:{}\n    libfabric_port: {}\n"
             "    fam_path: {}\n    shm_path: {}\n",
-            i, server_host(i), o.base_port + 1 + i, o.base_port + 100 + i,
+            i, server_host(i), base + 1 + i, base + 100 + i,
             YamlQuoted(dir + "/heaps" + std::to_string(i)),
             YamlQuoted(ShmBase(dir) + "/ms" + std::to_string(i)));
         if (!topology) continue;
