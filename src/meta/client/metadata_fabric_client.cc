@@ -36,8 +36,9 @@ constexpr auto kSharedYield = std::chrono::milliseconds(2);  // for a caller tol
 constexpr auto kNap = std::chrono::microseconds(20);
 // A caller with no reply after this asks (over gRPC) whether the service is still the same.
 constexpr auto kAskAfter = std::chrono::milliseconds(100);
-// A caller whose message the provider has not taken and sent within this (no connection to the
-// service) gives up on the fabric and makes the call over gRPC.
+// A caller whose message the provider has not taken within this (no connection to the service)
+// gives up on the fabric and makes the call over gRPC; one whose message was taken but not sent
+// within it asks whether the service is still the same, and waits on if it is.
 constexpr auto kConnectWait = std::chrono::seconds(1);
 
 }  // namespace
@@ -109,7 +110,7 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply, 
     auto start = Clock::now();
     auto deadline = start + timeout_;
     auto connect_deadline = start + std::min<Clock::duration>(timeout_, kConnectWait);
-    bool sent = false, answered = false, posted = false, asked = false;
+    bool sent = false, answered = false, posted = false, asked = false, connect_checked = false;
     while (!answered || !sent) {
         if (!posted) {
             ssize_t ret = fi_send(endpoint_.endpoint.get(), call_.slot(0), size, call_.descriptor(),
@@ -151,13 +152,21 @@ bool MetadataFabricClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply, 
         }
         if (n > 0) continue;
         auto now = Clock::now();
-        if (!sent && now > connect_deadline) {
+        if (!sent && now > connect_deadline && !connect_checked) {
             if (answered) {
                 broken_ = true;  // the buffer may still be the provider's: never reuse it
                 break;
             }
-            // Taken but not sent: the provider keeps trying to reach an endpoint that is gone.
-            return give_up("the message was not sent within 1 s");
+            // Taken but not sent: the provider keeps trying to reach an endpoint that is gone,
+            // or is still setting the connection up under load (128 PEs connecting at once on
+            // 2 cores took more than 1 s now and then, and their allocations failed). Asked
+            // again now: a service that is still the same gets the rest of the call's time.
+            connect_checked = true;
+            if (!same_service()) {
+                return give_up(
+                    "the message was not sent within 1 s, and the metadata service stopped or "
+                    "restarted meanwhile");
+            }
         }
         if (!asked && !answered && now - start > kAskAfter) {
             // Slow: the service may have died with the call (shm delivers into a dead
