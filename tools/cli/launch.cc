@@ -32,44 +32,6 @@ using Clock = std::chrono::steady_clock;
 volatile sig_atomic_t interrupted = 0;
 void OnInterrupt(int) { interrupted = 1; }
 
-// The port of metadata shard `shard` in a cluster file `up` writes: the base port for shard 0,
-// base + 200 + k for the others (above the memory servers' fabric ports).
-int ShardPort(int base, unsigned shard) {
-    return shard == 0 ? base : base + 200 + static_cast<int>(shard);
-}
-
-// Every port a cluster of `servers` memory servers and `shards` metadata shards takes on one
-// host from base port `base`.
-std::vector<int> PortsFrom(int base, unsigned servers, unsigned shards) {
-    std::vector<int> ports;
-    for (unsigned k = 0; k < shards; ++k) ports.push_back(ShardPort(base, k));
-    for (unsigned i = 0; i < servers; ++i) {
-        ports.push_back(base + 1 + static_cast<int>(i));
-        ports.push_back(base + 100 + static_cast<int>(i));
-    }
-    return ports;
-}
-
-// --base-port auto: the first base port, from a place in 20000-59999 that depends on this
-// process (so that clusters started at once look in different places), whose every port is
-// free on the loopback interface now.
-int FreeBasePort(unsigned servers, unsigned shards) {
-    constexpr int kFirst = 20000, kLast = 59999, kStep = 317;
-    const int span = kLast - kFirst + 1;
-    const int start = static_cast<int>(static_cast<unsigned>(getpid()) * 7919u % span);
-    for (int tried = 0; tried < span; tried += kStep) {
-        int base = kFirst + (start + tried) % (span - 400);
-        std::vector<int> ports = PortsFrom(base, servers, shards);
-        if (std::all_of(ports.begin(), ports.end(), [](int p) { return BindError(p) == 0; })) {
-            return base;
-        }
-    }
-    Die(1,
-        "fampool up: --base-port auto found no free ports for {} memory servers and {} "
-        "metadata shard(s) in {} to {}",
-        servers, shards, kFirst, kLast);
-}
-
 // The name `up` and `down` give shard `shard` of `shards` (pid file, log, tables).
 std::string ShardName(size_t shard, size_t shards) {
     return shards == 1 ? std::string("metadata") : fmt::format("metadata{}", shard);

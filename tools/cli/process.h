@@ -48,6 +48,13 @@ bool IsClusterProcess(const PidFile &file);
 std::vector<PidFile> ReadPidFiles(const std::string &run_dir);
 void WritePidFile(const std::string &path, pid_t pid);
 
+// The port of metadata shard `shard` in a cluster file `up` writes from base port `base`.
+int ShardPort(int base, unsigned shard);
+// Every port a cluster of `servers` memory servers and `shards` metadata shards takes on one
+// host from base port `base`.
+std::vector<int> PortsFrom(int base, unsigned servers, unsigned shards);
+// `up --base-port auto`: a base port whose every port is free on the loopback interface now.
+int FreeBasePort(unsigned servers, unsigned shards);
 // 0 when a TCP socket can bind 127.0.0.1:port, else the errno of bind (EADDRINUSE: taken).
 int BindError(int port);
 // The PID of a process listening on TCP port `port`, 0 when none is found.
