@@ -8,7 +8,7 @@
 // rounds: on a shared machine one 2 s sample of one client moved by +-40% from run to run, and
 // every ratio is taken against it.
 //
-//   metadata_scaling [--clients 1,2,4,8,16] [--seconds 2] [--rounds 3] [--csv PATH]
+//   metadata_bench scaling [--clients 1,2,4,8,16] [--seconds 2] [--rounds 3] [--csv PATH]
 //                    [--netns NS0,NS1,...] [--shards N] [--cpu-pids PID,PID,...] [--label L]
 // Runs on whatever model the configuration gives (FAMPOOL_CONFIG for a cluster).
 //   --netns    client c enters network namespace NS[c mod n] first (a client node of an
@@ -218,7 +218,7 @@ double Median(std::vector<double> values) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int ScalingMain(int argc, char **argv) {
     Options o;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
@@ -260,7 +260,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < o.counts.size(); ++i) {
             Figures run;
             if (!Run(o.counts[i], o, &run)) {
-                std::fprintf(stderr, "metadata_scaling: a client failed with %d clients\n",
+                std::fprintf(stderr, "metadata_bench scaling: a client failed with %d clients\n",
                              o.counts[i]);
                 return 1;
             }

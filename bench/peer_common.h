@@ -21,7 +21,7 @@ struct PeerOptions {
 };
 
 /* Transfers in flight between quiets: `window`, but no more than 64 MiB of them (at 64 MiB, one:
- * the same rule in every program scripts/bench-all compares). */
+ * the same rule in every program scripts/bench transfer compares). */
 static int Window(int window, size_t size) {
     size_t most = MOST_IN_FLIGHT / size;
     if (most < 1) most = 1;

@@ -1,5 +1,5 @@
-/* peer_mpi_rma: MPI-3 one-sided get and put throughput between two ranks of this node, the peer
- * transfer_bench's fampool figures are compared with in scripts/bench-all. Rank 1 exposes a
+/* peers mpi-rma: MPI-3 one-sided get and put throughput between two ranks of this node, the peer
+ * transfer_bench's fampool figures are compared with in scripts/bench transfer. Rank 1 exposes a
  * 128 MiB window (MPI_Win_allocate) and waits; rank 0 opens a passive-target epoch on it
  * (MPI_Win_lock_all) and moves SIZE bytes at a time at successive offsets:
  *   get      MPI_Get then MPI_Win_flush, one at a time
@@ -8,12 +8,12 @@
  *   put_nb   WINDOW (at most 64 MiB of) MPI_Put, then MPI_Win_flush, over and over
  * Each figure runs SECONDS (after a short warm-up).
  *
- *   mpirun -np 2 peer_mpi_rma [--label L] [--sizes 256,1024,...] [--seconds S] [--window W]
+ *   mpirun -np 2 peers mpi-rma [--label L] [--sizes 256,1024,...] [--seconds S] [--window W]
  *
  * Prints one CSV line per figure on rank 0: mpi-rma,LABEL,OP,SIZE,SECONDS,BYTES,GBPS (1e9 bytes
  * per second). The one-sided component is Open MPI's osc/ucx (OMPI_MCA_osc=ucx, with
  * OMPI_MCA_pml=ucx), and UCX_TLS picks the transport: tcp,self for the socket class (with
- * UCX_NET_DEVICES=lo), sm,self for shared memory; scripts/bench-all sets them. */
+ * UCX_NET_DEVICES=lo), sm,self for shared memory; scripts/bench transfer sets them. */
 #include <mpi.h>
 
 #include "peer_common.h"
@@ -43,18 +43,18 @@ static uint64_t run(void *peer, const char *op, char *local, size_t size, int wi
     return moved;
 }
 
-int main(int argc, char **argv) {
+int MpiRmaMain(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, ranks;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     struct PeerOptions o;
-    if (ParsePeerOptions(argc, argv, "mpirun -np 2 peer_mpi_rma", rank == 0, &o)) {
+    if (ParsePeerOptions(argc, argv, "mpirun -np 2 peers mpi-rma", rank == 0, &o)) {
         MPI_Finalize();
         return 2;
     }
     if (ranks != 2) {
-        if (rank == 0) fprintf(stderr, "peer_mpi_rma: run it with 2 ranks\n");
+        if (rank == 0) fprintf(stderr, "peers mpi-rma: run it with 2 ranks\n");
         MPI_Finalize();
         return 2;
     }

@@ -1,6 +1,6 @@
-/* peer_shmem: OpenSHMEM's get and put throughput between two PEs of this node (Open MPI's
+/* peers shmem: OpenSHMEM's get and put throughput between two PEs of this node (Open MPI's
  * oshmem over UCX), the peer transfer_bench's fampool figures are compared with in
- * scripts/bench-all. PE 0 reads from and writes into PE 1's symmetric heap, SIZE bytes at a
+ * scripts/bench transfer. PE 0 reads from and writes into PE 1's symmetric heap, SIZE bytes at a
  * time at successive offsets of a 128 MiB buffer (so that operations in flight touch different
  * bytes):
  *   get      shmem_getmem, one at a time
@@ -9,11 +9,11 @@
  *   put_nb   WINDOW (at most 64 MiB of) shmem_putmem_nbi, then shmem_quiet, over and over
  * Each figure runs SECONDS (after a short warm-up).
  *
- *   oshrun -np 2 peer_shmem [--label L] [--sizes 256,1024,...] [--seconds S] [--window W]
+ *   oshrun -np 2 peers shmem [--label L] [--sizes 256,1024,...] [--seconds S] [--window W]
  *
  * Prints one CSV line per figure on PE 0: openshmem,LABEL,OP,SIZE,SECONDS,BYTES,GBPS (1e9
  * bytes per second). UCX_TLS picks the transport: tcp,self for the socket class (with
- * UCX_NET_DEVICES=lo), sm,self for shared memory; scripts/bench-all sets them, and
+ * UCX_NET_DEVICES=lo), sm,self for shared memory; scripts/bench transfer sets them, and
  * SHMEM_SYMMETRIC_HEAP_SIZE (the buffer needs 128 MiB of it). */
 #include <shmem.h>
 #include <time.h>
@@ -54,19 +54,19 @@ static uint64_t run(void *peer, const char *op, char *local, size_t size, int wi
     return moved;
 }
 
-int main(int argc, char **argv) {
+int ShmemMain(int argc, char **argv) {
     struct PeerOptions o;
-    if (ParsePeerOptions(argc, argv, "oshrun -np 2 peer_shmem", 1, &o)) return 2;
+    if (ParsePeerOptions(argc, argv, "oshrun -np 2 peers shmem", 1, &o)) return 2;
     shmem_init();
     if (shmem_n_pes() != 2) {
-        if (shmem_my_pe() == 0) fprintf(stderr, "peer_shmem: run it with 2 PEs\n");
+        if (shmem_my_pe() == 0) fprintf(stderr, "peers shmem: run it with 2 PEs\n");
         shmem_finalize();
         return 2;
     }
     char *remote = shmem_malloc(BUFFER);
     char *local = malloc(BUFFER);
     if (!remote || !local) {
-        fprintf(stderr, "peer_shmem: no room for %lu bytes (SHMEM_SYMMETRIC_HEAP_SIZE)\n", BUFFER);
+        fprintf(stderr, "peers shmem: no room for %lu bytes (SHMEM_SYMMETRIC_HEAP_SIZE)\n", BUFFER);
         shmem_global_exit(1);
     }
     memset(remote, 1, BUFFER);

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "bench_args.h"
+#include "bench_modes.h"
 #include "common/cluster_config.h"
 #include "common/config.h"
 #include "common/hash.h"
@@ -52,6 +53,11 @@
 
 using namespace openfam;
 using Clock = std::chrono::steady_clock;
+
+// The other modes (placement_intent_cost.cc, placement_intent_workload.cc).
+int IntentCostMain(int argc, char **argv);
+int IntentWorkloadMain(int argc, char **argv);
+int PlacementMain(int argc, char **argv);
 
 namespace {
 
@@ -164,9 +170,9 @@ void Pe(Shared *shared, const Options &o, int pe, const std::string &placement, 
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int PlacementMain(int argc, char **argv) {
     Options o;
-    for (bench_args::ArgReader args("placement_bench", argc, argv); args.Next();) {
+    for (bench_args::ArgReader args(argv[0], argc, argv); args.Next();) {
         const std::string &arg = args.flag();
         auto value = [&args] { return args.Value(); };
         if (arg == "--netns")
@@ -304,4 +310,14 @@ int main(int argc, char **argv) {
     }
     std::printf("rows appended to %s\n", o.csv.c_str());
     return 0;
+}
+
+int main(int argc, char **argv) {
+    return bench_modes::Dispatch(
+        "placement_bench",
+        {{"placement", PlacementMain, "uniform, random, interleaved placement (seed 000)"},
+         {"intent-cost", IntentCostMain, "fam_create_region_intent against fam_create_region"},
+         {"intent-workload", IntentWorkloadMain,
+          "one workload on a region placed by intent or by hand"}},
+        argc, argv);
 }

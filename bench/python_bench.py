@@ -4,7 +4,7 @@ process (issue 19's target: at least 0.9x), on the embedded model or the cluster
 names.
 
   PYTHONPATH=build/python bench/python_bench.py [--sizes 1048576,67108864] [--seconds 1]
-                                                [--rounds 5]
+                                                [--rounds 5] [--csv PATH] [--label L]
 
 Each round times, for each size and direction, blocking transfers of the whole size for about
 --seconds: `fam.put(item, array)` / `fam.get_into(item, array)` with a numpy uint8 array, and
@@ -13,9 +13,11 @@ alternating order; the medians over the rounds are printed. "array put" / "array
 the same bytes through a FamArray of rows of 4 KiB: `a[:] = array` and `array = a[:]` (a new
 numpy array each time), against the same C++ put / get; "array read" is `a.read(out=array)`
 (into the caller's array). Columns: op; bytes; python_GBps and
-cpp_GBps (GB/s, 1e9 bytes); ratio = python / cpp.
+cpp_GBps (GB/s, 1e9 bytes); ratio = python / cpp. --csv PATH writes them, with the --label of
+the model, for scripts/bench-report (`scripts/bench python` runs both models).
 """
 import argparse
+import csv
 import os
 import statistics
 import tempfile
@@ -59,8 +61,9 @@ def main():
     parser.add_argument("--sizes", default="1048576,67108864")
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--plot", help="write a PNG bar plot of the ratios here")
-    parser.add_argument("--label", default="embedded", help="the model, for the plot's title")
+    parser.add_argument("--csv", help="write the figures here (scripts/bench-report python "
+                        "plots them)")
+    parser.add_argument("--label", default="embedded", help="the model, in the CSV")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     home = None
@@ -85,26 +88,15 @@ def main():
                         run()
                 p, c = statistics.median(ours), statistics.median(native)
                 print(f"{op:9} {size:>10} {p / 1e9:>12.2f} {c / 1e9:>9.2f} {p / c:>6.3f}")
-                results.append((f"{op} {size >> 20} MiB", p / c))
+                results.append((op, size, p, c))
         fam.deallocate(item)
         fam.destroy_region(region)
-    if args.plot:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(9, 3.6))
-        ax.bar([label for label, _ in results], [ratio for _, ratio in results])
-        ax.tick_params(axis="x", labelsize=8, rotation=20)
-        ax.axhline(0.9, color="tab:red", linestyle="--", label="target 0.9")
-        ax.axhline(1.0, color="gray", linewidth=0.8)
-        ax.set_ylabel("Python / C++ (GB/s ratio)")
-        ax.set_ylim(0, 1.35)
-        ax.set_title(f"numpy get/put and FamArray a[:] against the C++ call, same process\n"
-                     f"({args.label})", fontsize=10)
-        ax.legend(loc="upper right")
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=110)
-
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["label", "op", "bytes", "python_gbps", "cpp_gbps", "ratio"])
+            writer.writerows([args.label, op, size, f"{p / 1e9:.4f}", f"{c / 1e9:.4f}",
+                              f"{p / c:.4f}"] for op, size, p, c in results)
 
 if __name__ == "__main__":
     main()

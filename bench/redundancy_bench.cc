@@ -154,16 +154,18 @@ void Costs(fam &f, const Options &options, std::vector<Row> &rows) {
             }
         }
         char small[256];
+        // 256 B at the start of successive 4 KiB pages, over at most 16 MiB of the item.
+        const uint64_t pages = std::min<uint64_t>(4096, options.total / 4096);
         add("get_latency", 256,
             Latency(2000,
                     [&](int i) {
-                        f.fam_get_blocking(small, level.item.get(), (i % 4096) * 4096, 256);
+                        f.fam_get_blocking(small, level.item.get(), (i % pages) * 4096, 256);
                     }),
             "us");
         add("put_latency", 256,
             Latency(2000,
                     [&](int i) {
-                        f.fam_put_blocking(small, level.item.get(), (i % 4096) * 4096, 256);
+                        f.fam_put_blocking(small, level.item.get(), (i % pages) * 4096, 256);
                     }),
             "us");
         add("fetch_add_latency", 8,

@@ -44,11 +44,18 @@
 #include <vector>
 
 #include "bench_args.h"
+#include "bench_modes.h"
 #include "common/config.h"
 #include "fabric_raw.h"
 
 using namespace openfam;
 using Clock = std::chrono::steady_clock;
+
+// The other modes (transfer_striped.cc, transfer_channel.cc, transfer_same_node.cc).
+int StripedMain(int argc, char **argv);
+int ChannelMain(int argc, char **argv);
+int SameNodeMain(int argc, char **argv);
+int ApiMain(int argc, char **argv);
 
 namespace {
 
@@ -240,9 +247,9 @@ double Raw(const Options &o, const fabric_raw::Target &target, const std::string
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int ApiMain(int argc, char **argv) {
     Options o;
-    for (bench_args::ArgReader args("transfer_bench", argc, argv); args.Next();) {
+    for (bench_args::ArgReader args(argv[0], argc, argv); args.Next();) {
         const std::string &arg = args.flag();
         auto value = [&args] { return args.Value(); };
         if (arg == "--label")
@@ -367,4 +374,14 @@ int main(int argc, char **argv) {
     }
     std::printf("rows appended to %s\n", o.csv.c_str());
     return 0;
+}
+
+int main(int argc, char **argv) {
+    return bench_modes::Dispatch(
+        "transfer_bench",
+        {{"api", ApiMain, "get/put through the OpenFAM API against memcpy or raw libfabric"},
+         {"striped", StripedMain, "an item striped over every server against one on one server"},
+         {"channel", ChannelMain, "the libfabric channel against a raw libfabric loop, in-process"},
+         {"same-node", SameNodeMain, "the same-node descriptor path against opening heap files"}},
+        argc, argv);
 }

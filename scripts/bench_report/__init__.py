@@ -1,0 +1,39 @@
+"""The pages of scripts/bench-report, one module per page (results, small_ops, redundancy,
+intent, security, apps), and what they share: plot.py (figures, axes, PNG files, Markdown
+tables) and the readers below.
+
+Every page module has SUITES (the directories under the results directory it reads),
+has_results(results) and write(results, docs, smoke), which writes its page and plots and
+returns one line saying what it wrote.
+"""
+import csv
+import os
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO_DOCS = os.path.join(REPO, "docs", "bench")
+
+
+def read_csv(path):
+    """The rows of a CSV file as dicts; [] when the file does not exist."""
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def read_lines(path):
+    """The non-empty lines of a text file, stripped; [] when the file does not exist."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [line.strip() for line in f if line.strip()]
+
+
+def hand_written(docs, name):
+    """A page's hand-written part: `name` in the docs directory being written, or else the
+    repository's docs/bench (so that a page written elsewhere, as --smoke does, keeps it)."""
+    for folder in (docs, REPO_DOCS):
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            return path
+    return None
