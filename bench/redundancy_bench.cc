@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "fam_sweep.h"
+
 using namespace openfam;
 using Clock = std::chrono::steady_clock;
 
@@ -61,22 +63,13 @@ double Seconds(Clock::time_point since) {
     return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// GB/s of one sweep over `total` bytes of the item in `size` transfers.
+// GB/s of one sweep over `total` bytes of the item in `size` transfers (fam_sweep.h).
 double Sweep(fam &f, Fam_Descriptor *item, std::vector<char> &buffer, uint64_t size, uint64_t total,
              bool put, bool blocking) {
-    auto start = Clock::now();
-    for (uint64_t at = 0; at + size <= total; at += size) {
-        char *local = buffer.data() + at;
-        if (put) {
-            blocking ? f.fam_put_blocking(local, item, at, size)
-                     : f.fam_put_nonblocking(local, item, at, size);
-        } else {
-            blocking ? f.fam_get_blocking(local, item, at, size)
-                     : f.fam_get_nonblocking(local, item, at, size);
-        }
-    }
-    if (!blocking) f.fam_quiet();
-    return static_cast<double>(total / size * size) / Seconds(start) / 1e9;
+    using fam_sweep::Transfer;
+    Transfer t = put ? (blocking ? Transfer::kPut : Transfer::kPutNonBlocking)
+                     : (blocking ? Transfer::kGet : Transfer::kGetNonBlocking);
+    return fam_sweep::Sweep(f, item, buffer.data(), size, total, t);
 }
 
 // Median microseconds of `count` calls of `call`.

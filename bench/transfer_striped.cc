@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "fam_sweep.h"
+
 using namespace openfam;
 using Clock = std::chrono::steady_clock;
 
@@ -33,33 +35,8 @@ struct Options {
     std::string csv = "striped_bench.csv";
 };
 
-enum class Op { kGet, kPut, kPutNonBlocking };
-const char *Name(Op op) {
-    return op == Op::kGet ? "get" : op == Op::kPut ? "put" : "put_nonblocking";
-}
-
-// GB/s of one sweep over the first `total` bytes of `item` in `size` transfers.
-double Sweep(fam &f, Fam_Descriptor *item, std::vector<char> &buffer, uint64_t size, uint64_t total,
-             Op op) {
-    auto start = Clock::now();
-    for (uint64_t at = 0; at + size <= total; at += size) {
-        char *local = buffer.data() + at;
-        switch (op) {
-            case Op::kGet:
-                f.fam_get_blocking(local, item, at, size);
-                break;
-            case Op::kPut:
-                f.fam_put_blocking(local, item, at, size);
-                break;
-            case Op::kPutNonBlocking:
-                f.fam_put_nonblocking(local, item, at, size);
-                break;
-        }
-    }
-    if (op == Op::kPutNonBlocking) f.fam_quiet();
-    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    return static_cast<double>(total / size * size) / seconds / 1e9;
-}
+using fam_sweep::Sweep;
+using fam_sweep::Transfer;
 
 double Median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
@@ -118,8 +95,8 @@ int StripedMain(int argc, char **argv) {
         Fam_Stat stat{};
         f.fam_stat(striped, &stat);
         std::vector<char> buffer(options.total, 7);
-        Sweep(f, striped, buffer, 1 << 20, options.total, Op::kPut);  // first touch
-        Sweep(f, plain, buffer, 1 << 20, options.total, Op::kPut);
+        Sweep(f, striped, buffer.data(), 1 << 20, options.total, Transfer::kPut);  // first touch
+        Sweep(f, plain, buffer.data(), 1 << 20, options.total, Transfer::kPut);
 
         std::printf(
             "striped over %llu memory servers, interleave %llu B, against one server; "
@@ -131,18 +108,18 @@ int StripedMain(int argc, char **argv) {
                     "ratio");
         std::ofstream csv(options.csv);
         csv << "op,size_bytes,striped_gbps,plain_gbps,ratio,interleave_bytes,servers\n";
-        for (Op op : {Op::kGet, Op::kPut, Op::kPutNonBlocking}) {
+        for (Transfer op : {Transfer::kGet, Transfer::kPut, Transfer::kPutNonBlocking}) {
             for (uint64_t size : options.sizes) {
                 std::vector<double> on_striped, on_plain;
                 for (int trial = 0; trial < options.trials; ++trial) {  // alternated
-                    on_striped.push_back(Sweep(f, striped, buffer, size, options.total, op));
-                    on_plain.push_back(Sweep(f, plain, buffer, size, options.total, op));
+                    on_striped.push_back(Sweep(f, striped, buffer.data(), size, options.total, op));
+                    on_plain.push_back(Sweep(f, plain, buffer.data(), size, options.total, op));
                 }
                 double s = Median(on_striped), p = Median(on_plain);
-                std::printf("%-16s %10llu %14.2f %14.2f %8.2f\n", Name(op),
+                std::printf("%-16s %10llu %14.2f %14.2f %8.2f\n", fam_sweep::Name(op),
                             static_cast<unsigned long long>(size), s, p, s / p);
-                csv << Name(op) << "," << size << "," << s << "," << p << "," << s / p << ","
-                    << stat.interleaveSize << "," << stat.num_memservers << "\n";
+                csv << fam_sweep::Name(op) << "," << size << "," << s << "," << p << "," << s / p
+                    << "," << stat.interleaveSize << "," << stat.num_memservers << "\n";
             }
         }
         f.fam_deallocate(striped);
