@@ -33,14 +33,15 @@ void Issue(FamImpl *impl, const char *call, Body &&body) {
 template <typename T>
 void Update(FamImpl *impl, const char *call, AtomicOp op, Fam_Descriptor *d, uint64_t offset,
             T value) {
-    Issue(impl, call, [&] { impl->Atomic<T>(op, /*fetching=*/false, d, offset, value); });
+    Issue(impl, call, [&] { impl->Data().Atomic<T>(op, /*fetching=*/false, d, offset, value); });
 }
 
 template <typename T>
 T Fetch(FamImpl *impl, const char *call, AtomicOp op, Fam_Descriptor *d, uint64_t offset,
         T value = T(), T compare = T()) {
-    return Guard(call,
-                 [&] { return impl->Atomic<T>(op, /*fetching=*/true, d, offset, value, compare); });
+    return Guard(call, [&] {
+        return impl->Data().Atomic<T>(op, /*fetching=*/true, d, offset, value, compare);
+    });
 }
 
 }  // namespace
@@ -139,38 +140,42 @@ void fam::fam_stat(Fam_Region_Descriptor *descriptor, Fam_Stat *famInfo, Fam_Pla
 
 // Get and put.
 void fam::fam_get_blocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) {
-    Guard("fam_get_blocking", [&] { impl_->Get(local, d, offset, nbytes, true); });
+    Guard("fam_get_blocking", [&] { impl_->Data().Get(local, d, offset, nbytes, true); });
 }
 void fam::fam_get_nonblocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) {
-    Issue(impl_, "fam_get_nonblocking", [&] { impl_->Get(local, d, offset, nbytes, false); });
+    Issue(impl_, "fam_get_nonblocking",
+          [&] { impl_->Data().Get(local, d, offset, nbytes, false); });
 }
 void fam::fam_put_blocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) {
-    Guard("fam_put_blocking", [&] { impl_->Put(local, d, offset, nbytes, true); });
+    Guard("fam_put_blocking", [&] { impl_->Data().Put(local, d, offset, nbytes, true); });
 }
 void fam::fam_put_nonblocking(void *local, Fam_Descriptor *d, uint64_t offset, uint64_t nbytes) {
-    Issue(impl_, "fam_put_nonblocking", [&] { impl_->Put(local, d, offset, nbytes, false); });
+    Issue(impl_, "fam_put_nonblocking",
+          [&] { impl_->Data().Put(local, d, offset, nbytes, false); });
 }
 
 // Gather and scatter.
 void fam::fam_gather_blocking(void *local, Fam_Descriptor *d, uint64_t nElements,
                               uint64_t firstElement, uint64_t stride, uint64_t elementSize) {
-    Guard("fam_gather_blocking",
-          [&] { impl_->Gather(local, d, nElements, firstElement, stride, elementSize, true); });
+    Guard("fam_gather_blocking", [&] {
+        impl_->Data().Gather(local, d, nElements, firstElement, stride, elementSize, true);
+    });
 }
 void fam::fam_gather_blocking(void *local, Fam_Descriptor *d, uint64_t nElements,
                               uint64_t *elementIndex, uint64_t elementSize) {
     Guard("fam_gather_blocking",
-          [&] { impl_->Gather(local, d, nElements, elementIndex, elementSize, true); });
+          [&] { impl_->Data().Gather(local, d, nElements, elementIndex, elementSize, true); });
 }
 void fam::fam_gather_nonblocking(void *local, Fam_Descriptor *d, uint64_t nElements,
                                  uint64_t firstElement, uint64_t stride, uint64_t elementSize) {
-    Issue(impl_, "fam_gather_nonblocking",
-          [&] { impl_->Gather(local, d, nElements, firstElement, stride, elementSize, false); });
+    Issue(impl_, "fam_gather_nonblocking", [&] {
+        impl_->Data().Gather(local, d, nElements, firstElement, stride, elementSize, false);
+    });
 }
 void fam::fam_gather_nonblocking(void *local, Fam_Descriptor *d, uint64_t nElements,
                                  uint64_t *elementIndex, uint64_t elementSize) {
     Issue(impl_, "fam_gather_nonblocking",
-          [&] { impl_->Gather(local, d, nElements, elementIndex, elementSize, false); });
+          [&] { impl_->Data().Gather(local, d, nElements, elementIndex, elementSize, false); });
 }
 void fam::fam_queue_operation(FAM_QUEUE_OP op, void *local, Fam_Descriptor *d, uint64_t nElements,
                               uint64_t *elementIndex, uint64_t elementSize) {
@@ -186,23 +191,25 @@ void fam::fam_aggregate_flush(Fam_Descriptor *d) {
 }
 void fam::fam_scatter_blocking(void *local, Fam_Descriptor *d, uint64_t nElements,
                                uint64_t firstElement, uint64_t stride, uint64_t elementSize) {
-    Guard("fam_scatter_blocking",
-          [&] { impl_->Scatter(local, d, nElements, firstElement, stride, elementSize, true); });
+    Guard("fam_scatter_blocking", [&] {
+        impl_->Data().Scatter(local, d, nElements, firstElement, stride, elementSize, true);
+    });
 }
 void fam::fam_scatter_blocking(void *local, Fam_Descriptor *d, uint64_t nElements,
                                uint64_t *elementIndex, uint64_t elementSize) {
     Guard("fam_scatter_blocking",
-          [&] { impl_->Scatter(local, d, nElements, elementIndex, elementSize, true); });
+          [&] { impl_->Data().Scatter(local, d, nElements, elementIndex, elementSize, true); });
 }
 void fam::fam_scatter_nonblocking(void *local, Fam_Descriptor *d, uint64_t nElements,
                                   uint64_t firstElement, uint64_t stride, uint64_t elementSize) {
-    Issue(impl_, "fam_scatter_nonblocking",
-          [&] { impl_->Scatter(local, d, nElements, firstElement, stride, elementSize, false); });
+    Issue(impl_, "fam_scatter_nonblocking", [&] {
+        impl_->Data().Scatter(local, d, nElements, firstElement, stride, elementSize, false);
+    });
 }
 void fam::fam_scatter_nonblocking(void *local, Fam_Descriptor *d, uint64_t nElements,
                                   uint64_t *elementIndex, uint64_t elementSize) {
     Issue(impl_, "fam_scatter_nonblocking",
-          [&] { impl_->Scatter(local, d, nElements, elementIndex, elementSize, false); });
+          [&] { impl_->Data().Scatter(local, d, nElements, elementIndex, elementSize, false); });
 }
 
 // Copy, backup and restore.

@@ -28,8 +28,8 @@ class AggregationQueues {
         // Brings a queue's copy of the descriptor state up to date before it ships: the item
         // and the caller's rights as they are now, bound with the keys granted now.
         std::function<void(DescriptorState &state)> refresh;
-        // Applies `count` elements of one run (Channel::ApplyElements with FamImpl's recovery
-        // from keys replaced meanwhile); `access` is kRead for gathers, kWrite otherwise.
+        // Applies `count` elements of one run (DataPath::ApplyElements: Channel::ApplyElements with
+        // recovery from keys replaced meanwhile); `access` is kRead for gathers, kWrite otherwise.
         std::function<void(DescriptorState &state, ElementOp op, unsigned access,
                            const uint64_t *index, uint64_t count, uint64_t element_size,
                            char *data)>

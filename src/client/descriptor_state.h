@@ -67,9 +67,9 @@ struct DescriptorState {
     // The data path's hold on the item, from Transport::Attach. Shared with the non-blocking
     // operations in flight, so that deleting the descriptor does not pull it from under them.
     // Read without a lock and without touching its count (the data path reads it on every
-    // call): a rebind (FamImpl::Rebind) publishes a new binding and keeps the ones it replaces
-    // until the descriptor is bound anew, closed or deleted, so that a thread still using one
-    // never sees it freed. An empty pointer when unbound.
+    // call): a rebind (DescriptorResolver::Rebind) publishes a new binding and keeps the ones it
+    // replaces until the descriptor is bound anew, closed or deleted, so that a thread still using
+    // one never sees it freed. An empty pointer when unbound.
     const std::shared_ptr<Binding> &binding() const {
         const std::shared_ptr<Binding> *current = current_.load(std::memory_order_acquire);
         return current ? *current : kUnbound;

@@ -46,7 +46,7 @@ void FamImpl::QueueOperation(int op_number, void *local, Fam_Descriptor *item, u
         Fail(openfam::FAM_ERR_ATL_QUEUE_INSERT,
              "OP_ADD_INDEXED adds 4- or 8-byte integers, not {}-byte elements", element_size);
     }
-    DescriptorState &state = Access(session, item, AccessFor(op), 0, 0);
+    DescriptorState &state = descriptors_.Access(session, item, AccessFor(op), 0, 0);
     const ItemInfo &info = state.item;
     if (count == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} elements", count);

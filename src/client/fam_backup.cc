@@ -11,23 +11,24 @@ void FamImpl::Wait(void *wait_object) { MemorySideWork::Wait(wait_object); }
 void *FamImpl::Copy(Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest,
                     uint64_t dest_offset, uint64_t nbytes) {
     Session &session = Control();
-    ItemInfo source = Granted(session, src, kRead, src_offset, nbytes);
-    ItemInfo target = Granted(session, dest, kWrite, dest_offset, nbytes);
-    return MemorySideWork(session_).Copy(source, Resolve(session, src).binding(), src_offset,
-                                         target, Resolve(session, dest).binding(), dest_offset,
-                                         nbytes);
+    ItemInfo source = descriptors_.Granted(session, src, kRead, src_offset, nbytes);
+    ItemInfo target = descriptors_.Granted(session, dest, kWrite, dest_offset, nbytes);
+    return MemorySideWork(session_).Copy(
+        source, descriptors_.Resolve(session, src).binding(), src_offset, target,
+        descriptors_.Resolve(session, dest).binding(), dest_offset, nbytes);
 }
 
 void *FamImpl::Backup(Fam_Descriptor *src, const char *name, Fam_Backup_Options * /*options*/) {
     Session &session = Control();
     CheckBackupName(name);
-    return MemorySideWork(session_).Backup(Granted(session, src, kRead, 0, 0), name);
+    return MemorySideWork(session_).Backup(descriptors_.Granted(session, src, kRead, 0, 0), name);
 }
 
 void *FamImpl::Restore(const char *name, Fam_Descriptor *dest) {
     Session &session = Control();
     CheckBackupName(name);
-    return MemorySideWork(session_).Restore(name, Granted(session, dest, kWrite, 0, 0));
+    return MemorySideWork(session_).Restore(name,
+                                            descriptors_.Granted(session, dest, kWrite, 0, 0));
 }
 
 void *FamImpl::Restore(const char *name, Fam_Region_Descriptor *region, const char *item,

@@ -1,4 +1,5 @@
-// FamImpl: regions, items and descriptor resolution (the control path).
+// FamImpl: regions and items (the control path). Descriptors are resolved by descriptors_
+// (descriptor_resolver.h).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -56,47 +57,6 @@ void FillStat(Fam_Stat *info, uint64_t size, uint32_t perm, const std::string &n
 std::string Describe(const ItemInfo &item) {
     if (!item.name.empty()) return fmt::format("item \"{}\"", item.name);
     return fmt::format("unnamed item at offset {} of region \"{}\"", item.offset, item.region.name);
-}
-
-DescriptorState &FamImpl::Resolve(Session &session, Fam_Descriptor *item) {
-    if (!item) Fail(openfam::FAM_ERR_NULLPTR, "descriptor is NULL");
-    DescriptorState &state = *item->state();
-    if (state.status == DESC_INIT_DONE) return state;
-    std::lock_guard<std::mutex> lock(resolve_mutex_);
-    if (state.status == DESC_INVALID) {
-        if (state.closed) {
-            Fail(openfam::FAM_ERR_INVALID,
-                 "descriptor of {} was closed (fam_close); look the item up again to use it",
-                 Describe(state.item));
-        }
-        Fail(openfam::FAM_ERR_INVALID, "descriptor refers to an item that was deallocated");
-    }
-    if (state.status != DESC_INIT_DONE) {
-        // Built from a Fam_Global_Descriptor: fetch what it lacks from the metadata service.
-        ItemInfo info =
-            session.metadata->GetItem(state.global.regionId, state.global.offset, session.caller);
-        state.set_binding(session.transport->Attach(info));
-        state.item = std::move(info);
-        state.size_known = true;
-        state.status = DESC_INIT_DONE;
-    }
-    return state;
-}
-
-RegionDescriptorState &FamImpl::ResolveRegion(Session &session, Fam_Region_Descriptor *region) {
-    if (!region) Fail(openfam::FAM_ERR_NULLPTR, "region descriptor is NULL");
-    RegionDescriptorState &state = *region->state();
-    if (state.status == DESC_INIT_DONE) return state;
-    std::lock_guard<std::mutex> lock(resolve_mutex_);
-    if (state.status == DESC_INVALID) {
-        Fail(openfam::FAM_ERR_INVALID, "region descriptor refers to a destroyed region");
-    }
-    if (state.status != DESC_INIT_DONE) {
-        state.region = session.metadata->GetRegion(state.global.regionId, session.caller);
-        state.size_known = true;
-        state.status = DESC_INIT_DONE;
-    }
-    return state;
 }
 
 RegionInfo FamImpl::DefaultRegion(Session &session) {
@@ -182,7 +142,7 @@ Fam_Region_Descriptor *FamImpl::CreateRegion(const char *name, uint64_t size, mo
 
 void FamImpl::DestroyRegion(Fam_Region_Descriptor *region) {
     Session &session = Control();
-    RegionDescriptorState &state = ResolveRegion(session, region);
+    RegionDescriptorState &state = descriptors_.ResolveRegion(session, region);
     session.metadata->DestroyRegion(state.region.id, session.caller);
     session.transport->Forget(state.region.id);
     state.status = DESC_INVALID;
@@ -190,20 +150,20 @@ void FamImpl::DestroyRegion(Fam_Region_Descriptor *region) {
 
 void FamImpl::ResizeRegion(Fam_Region_Descriptor *region, uint64_t nbytes) {
     Session &session = Control();
-    RegionDescriptorState &state = ResolveRegion(session, region);
+    RegionDescriptorState &state = descriptors_.ResolveRegion(session, region);
     state.region = session.metadata->ResizeRegion(state.region.id, nbytes, session.caller);
 }
 
 void FamImpl::ChangePermissions(Fam_Region_Descriptor *region, mode_t perm) {
     Session &session = Control();
-    RegionDescriptorState &state = ResolveRegion(session, region);
+    RegionDescriptorState &state = descriptors_.ResolveRegion(session, region);
     session.metadata->ChangeRegionPermissions(state.region.id, perm, session.caller);
     state.region.perm = perm;
 }
 
 void FamImpl::Stat(Fam_Region_Descriptor *region, Fam_Stat *info, Fam_Placement *placement) {
     Session &session = Control();
-    RegionDescriptorState &state = ResolveRegion(session, region);
+    RegionDescriptorState &state = descriptors_.ResolveRegion(session, region);
     if (!info) Fail(openfam::FAM_ERR_NULLPTR, "Fam_Stat pointer is NULL");
     state.region = session.metadata->GetRegion(state.region.id, session.caller);
     const RegionInfo &r = state.region;
@@ -237,14 +197,14 @@ Fam_Descriptor *FamImpl::Allocate(const char *name, uint64_t nbytes, mode_t perm
                                   Fam_Region_Descriptor *region) {
     Session &session = Control();
     uint64_t region_id =
-        region ? ResolveRegion(session, region).region.id : DefaultRegion(session).id;
+        region ? descriptors_.ResolveRegion(session, region).region.id : DefaultRegion(session).id;
     return NewItemDescriptor(session, session.metadata->AllocateItem(region_id, name ? name : "",
                                                                      nbytes, perm, session.caller));
 }
 
 void FamImpl::Deallocate(Fam_Descriptor *item) {
     Session &session = Control();
-    DescriptorState &state = Resolve(session, item);
+    DescriptorState &state = descriptors_.Resolve(session, item);
     session.metadata->DeallocateItem(state.item.region_id, state.item.offset, session.caller);
     // Element operations queued for the item have nothing left to apply to.
     queues_.Drop({state.item.region_id, state.item.offset});
@@ -254,7 +214,7 @@ void FamImpl::Deallocate(Fam_Descriptor *item) {
 
 void FamImpl::Close(Fam_Descriptor *item) {
     Session &session = Control();
-    DescriptorState &state = Resolve(session, item);
+    DescriptorState &state = descriptors_.Resolve(session, item);
     // The item stays: what was queued for it reaches it first. A failed flush is reported,
     // and the descriptor is closed all the same.
     std::exception_ptr unflushed;
@@ -263,36 +223,26 @@ void FamImpl::Close(Fam_Descriptor *item) {
     } catch (...) {
         unflushed = std::current_exception();
     }
-    {
-        // This process lets go of its data-path binding, and the descriptor is done with:
-        // every later use fails (fam_lookup gives a new one).
-        std::lock_guard<std::mutex> lock(resolve_mutex_);
-        state.set_binding(nullptr);
-        state.status = DESC_INVALID;
-        state.closed = true;
-    }
+    descriptors_.Close(state);
     if (unflushed) std::rethrow_exception(unflushed);
 }
 
 void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {
     Session &session = Control();
-    DescriptorState &state = Resolve(session, item);
+    DescriptorState &state = descriptors_.Resolve(session, item);
     session.metadata->ChangeItemPermissions(state.item.region_id, state.item.offset, perm,
                                             session.caller);
     // The change revoked the keys behind this descriptor: bind it again with new ones, unless
     // the new mode leaves the owner no access at all (0, 01, ...): the descriptor then refuses
     // every transfer until it is given access back through this call (or looked up again).
-    ItemInfo fresh =
-        session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller);
-    std::lock_guard<std::mutex> lock(resolve_mutex_);
-    if (state.status != DESC_INIT_DONE) return;  // closed meanwhile by another thread
-    if (fresh.can_read || fresh.can_write) state.Rebind(session.transport->Attach(fresh));
-    state.item = std::move(fresh);
+    descriptors_.Replace(
+        session, state,
+        session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller));
 }
 
 void FamImpl::Stat(Fam_Descriptor *item, Fam_Stat *info) {
     Session &session = Control();
-    DescriptorState &state = Resolve(session, item);
+    DescriptorState &state = descriptors_.Resolve(session, item);
     if (!info) Fail(openfam::FAM_ERR_NULLPTR, "Fam_Stat pointer is NULL");
     ItemInfo fresh =
         session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller);
@@ -301,6 +251,19 @@ void FamImpl::Stat(Fam_Descriptor *item, Fam_Stat *info) {
     const ItemInfo &i = state.item;
     FillStat(info, i.size, i.perm, i.name, i.uid, i.gid, i.region, i.first_server(),
              i.server_count());
+}
+
+void *FamImpl::Map(Fam_Descriptor *item) {
+    Session &session = Control();
+    DescriptorState &state = descriptors_.Access(session, item, kRead, 0, 0);
+    return session.transport->Map(*state.binding(), state.item.can_write);
+}
+
+void FamImpl::Unmap(void *local, Fam_Descriptor *item) {
+    Session &session = Control();
+    descriptors_.Resolve(session, item);
+    if (!local) Fail(openfam::FAM_ERR_NULLPTR, "address to unmap is NULL");
+    session.transport->Unmap(local);
 }
 
 }  // namespace fampool

@@ -1,96 +1,27 @@
-// FamImpl: get, put, gather, scatter, map and atomics (the data path). Every check happens
-// before the first byte moves, so a call that fails writes nothing.
+// DataPath (fam_data.h): get, put, gather, scatter, element operations and atomics. Every
+// check happens before the first byte moves, so a call that fails writes nothing.
+#include "client/fam_data.h"
+
+#include <algorithm>
 #include <vector>
 
-#include "client/fam_impl.h"
+#include "common/error.h"
 
 namespace fampool {
-namespace {
 
-const char *AccessName(unsigned access) {
-    return access == kRead ? "read" : access == kWrite ? "write" : "read and write";
-}
-
-void CheckPermission(const ItemInfo &info, unsigned access) {
-    if (((access & kRead) && !info.can_read) || ((access & kWrite) && !info.can_write)) {
-        Fail(openfam::FAM_ERR_NOPERM, "no {} permission on {}", AccessName(access), Describe(info));
+Session &LiveSession(const std::shared_ptr<Session> &session) {
+    if (!session) {
+        Fail(openfam::FAM_ERR_INVALIDOP, "fam object is not initialized (call fam_initialize)");
     }
-}
-
-bool SameKeys(const ItemInfo &a, const ItemInfo &b) {
-    if (a.access.size() != b.access.size()) return false;
-    for (size_t i = 0; i < a.access.size(); ++i) {
-        const ServerAccess &x = a.access[i], &y = b.access[i];
-        if (x.server_id != y.server_id || x.key != y.key || x.base != y.base ||
-            x.fabric_address != y.fabric_address) {
-            return false;
-        }
+    if (session->finalized.load(std::memory_order_acquire)) {
+        Fail(openfam::FAM_ERR_INVALIDOP, "fam object was finalized");
     }
-    return true;
-}
-
-}  // namespace
-
-void RequireSameItem(const ItemInfo &fresh, const ItemInfo &held) {
-    if (fresh.name != held.name || fresh.size != held.size || fresh.uid != held.uid ||
-        fresh.gid != held.gid) {
-        Fail(openfam::FAM_ERR_NOTFOUND, "{} was deallocated: another item lies at its offset",
-             Describe(held));
-    }
-}
-
-DescriptorState &FamImpl::Access(Session &session, Fam_Descriptor *item, unsigned access,
-                                 uint64_t offset, uint64_t nbytes) {
-    DescriptorState &state = Resolve(session, item);
-    const ItemInfo &info = state.item;
-    const std::shared_ptr<Binding> &binding = state.binding();
-    if (!binding || !binding->valid()) {
-        Fail(openfam::FAM_ERR_INVALID, "the region of {} was destroyed", Describe(info));
-    }
-    if (offset > info.size || nbytes > info.size - offset) {
-        Fail(openfam::FAM_ERR_OUTOFRANGE, "offset {} + {} bytes past end of {} (size {})", offset,
-             nbytes, Describe(info), info.size);
-    }
-    CheckPermission(info, access);
-    return state;
-}
-
-ItemInfo FamImpl::Granted(Session &session, Fam_Descriptor *item, unsigned access, uint64_t offset,
-                          uint64_t nbytes) {
-    const ItemInfo &held = Access(session, item, access, offset, nbytes).item;
-    ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
-    RequireSameItem(fresh, held);
-    CheckPermission(fresh, access);
-    return fresh;
-}
-
-bool FamImpl::Rebind(Session &session, DescriptorState &state, const Binding *used, ItemInfo *now) {
-    ItemInfo held;
-    {
-        std::lock_guard<std::mutex> lock(resolve_mutex_);
-        if (state.status != DESC_INIT_DONE || !used) return false;  // closed or deallocated
-        held = state.item;
-        if (state.binding().get() != used) {  // another thread bound it again already
-            *now = std::move(held);
-            return true;
-        }
-    }
-    ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
-    RequireSameItem(fresh, held);
-    std::lock_guard<std::mutex> lock(resolve_mutex_);
-    if (state.status != DESC_INIT_DONE) return false;
-    if (state.binding().get() == used) {
-        if (SameKeys(fresh, state.item)) return false;
-        state.Rebind(session.transport->Attach(fresh));
-        state.item.access = fresh.access;
-    }
-    *now = std::move(fresh);
-    return true;
+    return *session;
 }
 
 template <typename Move>
-void FamImpl::Transfer(Session &session, DescriptorState &state, unsigned access, bool repeatable,
-                       const Move &move) {
+void DataPath::Transfer(Session &session, DescriptorState &state, unsigned access, bool repeatable,
+                        const Move &move) {
     const std::shared_ptr<Binding> *binding = &state.binding();
     try {
         move(*binding);
@@ -100,7 +31,7 @@ void FamImpl::Transfer(Session &session, DescriptorState &state, unsigned access
         ItemInfo now;
         bool rebound = false;
         try {
-            rebound = Rebind(session, state, binding->get(), &now);
+            rebound = descriptors_.Rebind(session, state, binding->get(), &now);
         } catch (const Failure &answer) {
             // The item is gone, or no longer this caller's to use: say that. When the
             // metadata service cannot be asked, the transfer's own failure stands.
@@ -118,10 +49,10 @@ void FamImpl::Transfer(Session &session, DescriptorState &state, unsigned access
     move(*binding);
 }
 
-void FamImpl::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
-                  bool blocking) {
-    Session &session = Live();
-    DescriptorState &state = Access(session, item, kRead, offset, nbytes);
+void DataPath::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
+                   bool blocking) {
+    Session &session = LiveSession(session_);
+    DescriptorState &state = descriptors_.Access(session, item, kRead, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
     if (!blocking) return channel_->Read(state.binding(), offset, local, nbytes, false);
@@ -131,10 +62,10 @@ void FamImpl::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t n
              });
 }
 
-void FamImpl::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
-                  bool blocking) {
-    Session &session = Live();
-    DescriptorState &state = Access(session, item, kWrite, offset, nbytes);
+void DataPath::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
+                   bool blocking) {
+    Session &session = LiveSession(session_);
+    DescriptorState &state = descriptors_.Access(session, item, kWrite, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
     // On a cluster, a plain region's item: FabricChannel::Write (transport/fabric/
@@ -166,10 +97,10 @@ ElementPlan Indexed(const uint64_t *index, uint64_t count) {
 
 }  // namespace
 
-void FamImpl::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64_t element_size,
-                       ElementPlan plan, bool to_fam, bool blocking) {
-    Session &session = Live();
-    DescriptorState &state = Access(session, item, 0, 0, 0);
+void DataPath::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64_t element_size,
+                        ElementPlan plan, bool to_fam, bool blocking) {
+    Session &session = LiveSession(session_);
+    DescriptorState &state = descriptors_.Access(session, item, 0, 0, 0);
     const ItemInfo &info = state.item;
     if (element_size == 0) Fail(openfam::FAM_ERR_INVALID, "element size is 0");
     if (count == 0) return;
@@ -202,69 +133,42 @@ void FamImpl::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64
              });
 }
 
-void FamImpl::RefreshQueued(Session &session, DescriptorState &state) {
-    const std::shared_ptr<Binding> &binding = state.binding();
-    if (!binding || !binding->valid()) {
-        Fail(openfam::FAM_ERR_INVALID, "the region of {} was destroyed", Describe(state.item));
-    }
-    // The queue was filled over time: the item and the caller's rights are checked as they are
-    // now (as for copy), and the memory servers get the keys granted now.
-    ItemInfo fresh =
-        session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller);
-    RequireSameItem(fresh, state.item);
-    if (!SameKeys(fresh, state.item)) state.set_binding(session.transport->Attach(fresh));
-    state.item = std::move(fresh);
-}
-
-void FamImpl::ApplyElements(Session &session, DescriptorState &state, ElementOp op, unsigned access,
-                            const uint64_t *index, uint64_t count, uint64_t element_size,
-                            char *data) {
+void DataPath::ApplyElements(DescriptorState &state, ElementOp op, unsigned access,
+                             const uint64_t *index, uint64_t count, uint64_t element_size,
+                             char *data) {
     CheckPermission(state.item, access);
-    Transfer(session, state, access, op != ElementOp::kAdd,
+    Transfer(*session_, state, access, op != ElementOp::kAdd,
              [&](const std::shared_ptr<Binding> &binding) {
                  channel_->ApplyElements(binding, op, index, count, element_size, data);
              });
 }
 
-void FamImpl::Gather(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
-                     uint64_t stride, uint64_t element_size, bool blocking) {
+void DataPath::Gather(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
+                      uint64_t stride, uint64_t element_size, bool blocking) {
     Elements(local, item, count, element_size, Strided(first, stride), false, blocking);
 }
 
-void FamImpl::Gather(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
-                     uint64_t element_size, bool blocking) {
+void DataPath::Gather(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
+                      uint64_t element_size, bool blocking) {
     Elements(local, item, count, element_size, Indexed(index, count), false, blocking);
 }
 
-void FamImpl::Scatter(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
-                      uint64_t stride, uint64_t element_size, bool blocking) {
+void DataPath::Scatter(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first,
+                       uint64_t stride, uint64_t element_size, bool blocking) {
     Elements(local, item, count, element_size, Strided(first, stride), true, blocking);
 }
 
-void FamImpl::Scatter(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
-                      uint64_t element_size, bool blocking) {
+void DataPath::Scatter(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
+                       uint64_t element_size, bool blocking) {
     Elements(local, item, count, element_size, Indexed(index, count), true, blocking);
 }
 
-void *FamImpl::Map(Fam_Descriptor *item) {
-    Session &session = Control();
-    DescriptorState &state = Access(session, item, kRead, 0, 0);
-    return session.transport->Map(*state.binding(), state.item.can_write);
-}
-
-void FamImpl::Unmap(void *local, Fam_Descriptor *item) {
-    Session &session = Control();
-    Resolve(session, item);
-    if (!local) Fail(openfam::FAM_ERR_NULLPTR, "address to unmap is NULL");
-    session.transport->Unmap(local);
-}
-
-void FamImpl::AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size,
-                          Fam_Descriptor *item, uint64_t offset, const void *operand,
-                          const void *compare, void *result) {
-    Session &session = Live();
+void DataPath::AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size,
+                           Fam_Descriptor *item, uint64_t offset, const void *operand,
+                           const void *compare, void *result) {
+    Session &session = LiveSession(session_);
     unsigned access = op == AtomicOp::kFetch ? kRead : fetching ? kRead | kWrite : kWrite;
-    DescriptorState &state = Access(session, item, access, offset, size);
+    DescriptorState &state = descriptors_.Access(session, item, access, offset, size);
     if (offset % size != 0) {
         Fail(openfam::FAM_ERR_INVALID,
              "offset {} of {} is not aligned to the {}-byte operand of the atomic", offset,

@@ -1,7 +1,11 @@
 // The implementation behind openfam::fam and openfam::fam_context. The facade (src/api/fam.cc)
-// forwards each call here under its name; FamImpl checks the object's state and the arguments,
-// resolves descriptors, and dispatches to the metadata service, the memory server or the
-// transport. A context is a FamImpl with its own non-blocking queue sharing its parent's session.
+// forwards each call here under its name: FamImpl checks the object's state and the arguments
+// and serves the life cycle, the control path (regions and items: fam_control.cc), ordering and
+// contexts (fam_lifecycle.cc), memory-side work (fam_backup.cc, fam_aggregation.cc), each a
+// class of its own beside it: descriptors (DescriptorResolver), the data path (DataPath, which
+// the facade calls through Data() for get, put, gather, scatter and atomics), aggregation
+// queues (AggregationQueues) and copy/backup (MemorySideWork). A context is a FamImpl with its
+// own channel and non-blocking queue sharing its parent's session.
 #ifndef FAMPOOL_CLIENT_FAM_IMPL_H_
 #define FAMPOOL_CLIENT_FAM_IMPL_H_
 
@@ -15,51 +19,22 @@
 #include <vector>
 
 #include "client/aggregation_queues.h"
+#include "client/descriptor_resolver.h"
 #include "client/descriptor_state.h"
+#include "client/fam_data.h"
 #include "client/session.h"
 #include "common/error.h"
 #include "fam/fam.h"
 
 namespace fampool {
 
-template <typename T>
-constexpr DataType TypeOf();
-template <>
-constexpr DataType TypeOf<int32_t>() {
-    return DataType::kInt32;
-}
-template <>
-constexpr DataType TypeOf<int64_t>() {
-    return DataType::kInt64;
-}
-template <>
-constexpr DataType TypeOf<__int128>() {
-    return DataType::kInt128;
-}
-template <>
-constexpr DataType TypeOf<uint32_t>() {
-    return DataType::kUint32;
-}
-template <>
-constexpr DataType TypeOf<uint64_t>() {
-    return DataType::kUint64;
-}
-template <>
-constexpr DataType TypeOf<float>() {
-    return DataType::kFloat;
-}
-template <>
-constexpr DataType TypeOf<double>() {
-    return DataType::kDouble;
-}
-
 class FamImpl {
   public:
     FamImpl() = default;
     FamImpl(std::shared_ptr<Session> session, FamImpl *parent)
-        : session_(std::move(session)),
-          parent_(parent),
-          channel_(session_->transport->OpenChannel()) {}
+        : session_(std::move(session)), parent_(parent) {
+        data_.Open(session_);
+    }
     ~FamImpl();
 
     // Life cycle and options.
@@ -92,32 +67,13 @@ class FamImpl {
     void ChangePermissions(Fam_Descriptor *item, mode_t perm);
     void Stat(Fam_Descriptor *item, Fam_Stat *info);
 
-    // Data path.
-    void Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes, bool blocking);
-    void Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes, bool blocking);
-    void Gather(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first, uint64_t stride,
-                uint64_t element_size, bool blocking);
-    void Gather(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
-                uint64_t element_size, bool blocking);
-    void Scatter(void *local, Fam_Descriptor *item, uint64_t count, uint64_t first, uint64_t stride,
-                 uint64_t element_size, bool blocking);
-    void Scatter(void *local, Fam_Descriptor *item, uint64_t count, const uint64_t *index,
-                 uint64_t element_size, bool blocking);
+    // Data path: get, put, gather, scatter and atomics (fam_data.h). fam_map and fam_unmap
+    // are the object's, not a context's (fam_control.cc).
+    DataPath &Data() { return data_; }
     void *Copy(Fam_Descriptor *src, uint64_t src_offset, Fam_Descriptor *dest, uint64_t dest_offset,
                uint64_t nbytes);
     void *Map(Fam_Descriptor *item);
     void Unmap(void *local, Fam_Descriptor *item);
-
-    // Atomics: one implementation for every operation and type.
-    // `fetching`: the caller wants the old value (needs read permission as well as write).
-    template <typename T>
-    T Atomic(AtomicOp op, bool fetching, Fam_Descriptor *item, uint64_t offset, T operand = T(),
-             T compare = T()) {
-        T result{};
-        AtomicBytes(op, fetching, TypeOf<T>(), sizeof(T), item, offset, &operand, &compare,
-                    &result);
-        return result;
-    }
 
     // Memory-side operations (fam_aggregation.cc): element operations queued per descriptor
     // (AggregationQueues) and shipped in batches to the memory servers, which apply them.
@@ -154,50 +110,9 @@ class FamImpl {
     Session &Live();
     // Live(), and not a context (control-path calls).
     Session &Control();
-    // The item behind a descriptor, fetched from the metadata service on first use.
-    DescriptorState &Resolve(Session &session, Fam_Descriptor *item);
-    RegionDescriptorState &ResolveRegion(Session &session, Fam_Region_Descriptor *region);
     RegionInfo DefaultRegion(Session &session);
-    // Bounds and permission checks of the data path.
-    DescriptorState &Access(Session &session, Fam_Descriptor *item, unsigned access,
-                            uint64_t offset, uint64_t nbytes);
-    // Access(), then the item as the metadata service describes it now, with the keys it
-    // grants now (the descriptor's may have been revoked by a permission change since): what
-    // memory-side operations hand the memory servers, which check those keys.
-    ItemInfo Granted(Session &session, Fam_Descriptor *item, unsigned access, uint64_t offset,
-                     uint64_t nbytes);
-    // Runs `move(binding)`, a blocking transfer on `state`'s item needing `access`. When it
-    // fails on the fabric and the item's keys have been replaced since the descriptor was bound
-    // (its or its region's permissions changed, here or in another process: that revokes the
-    // old keys), binds the descriptor again and, if the transfer is `repeatable` (doing it
-    // twice leaves what doing it once does), runs it once more. A transfer that is not
-    // repeatable throws its failure; the next one uses the new keys. When the item is gone or
-    // the caller's permission was withdrawn, throws FAM_ERR_NOTFOUND / FAM_ERR_NOPERM.
-    template <typename Move>  // void(const std::shared_ptr<Binding> &)
-    void Transfer(Session &session, DescriptorState &state, unsigned access, bool repeatable,
-                  const Move &move);
-    // Binds `state` again with the keys the metadata service hands out now (for the same item
-    // only) and puts what the caller may do now in `now`; false when nothing was revoked (the
-    // keys of `used` are still the item's) or the descriptor was closed or deallocated.
-    bool Rebind(Session &session, DescriptorState &state, const Binding *used, ItemInfo *now);
-    void AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t size, Fam_Descriptor *item,
-                     uint64_t offset, const void *operand, const void *compare, void *result);
-    // Brings `state` (an aggregation queue's own copy) up to date: the item's record and the
-    // caller's rights as they are now, bound with the keys granted now.
-    void RefreshQueued(Session &session, DescriptorState &state);
-    // Channel::ApplyElements on the item of `state`, with Transfer's recovery from keys
-    // replaced meanwhile (an add is not made again: twice is not once).
-    void ApplyElements(Session &session, DescriptorState &state, ElementOp op, unsigned access,
-                       const uint64_t *index, uint64_t count, uint64_t element_size, char *data);
-    // The one implementation of gather and scatter, strided or indexed.
-    void Elements(void *local, Fam_Descriptor *item, uint64_t count, uint64_t element_size,
-                  ElementPlan plan, bool to_fam, bool blocking);
-
     std::shared_ptr<Session> session_;
     FamImpl *parent_ = nullptr;  // set for contexts
-    // This object's (or context's) stream of data-path operations, from session_->transport
-    // (Session::transport says which classes serve it). After session_: closed before it.
-    std::unique_ptr<Channel> channel_;
 
     // Failures found while issuing non-blocking calls, for the next Quiet (the first few word
     // for word; the rest counted).
@@ -206,18 +121,22 @@ class FamImpl {
     uint64_t deferred_dropped_ = 0;
     std::atomic<bool> has_deferred_{false};
 
+    // From descriptors to their items, checked (descriptor_resolver.h).
+    DescriptorResolver descriptors_;
+    // This object's (or context's) data path and its channel. After session_: closed before it.
+    DataPath data_{descriptors_};
+
     // fam_queue_operation's queues, shipped through this object's channel.
     AggregationQueues queues_{AggregationQueues::Shipper{
-        [this](DescriptorState &state) { RefreshQueued(*session_, state); },
+        [this](DescriptorState &state) { descriptors_.RefreshQueued(*session_, state); },
         [this](DescriptorState &state, ElementOp op, unsigned access, const uint64_t *index,
                uint64_t count, uint64_t element_size, char *data) {
-            ApplyElements(*session_, state, op, access, index, count, element_size, data);
+            data_.ApplyElements(state, op, access, index, count, element_size, data);
         }}};
 
     std::mutex finalize_mutex_;
     std::mutex contexts_mutex_;
     std::set<openfam::fam_context *> contexts_;
-    std::mutex resolve_mutex_;
 };
 
 }  // namespace fampool

@@ -77,18 +77,10 @@ FamImpl::~FamImpl() {
     }
     // A closed context's queued element operations still reach the memory servers.
     if (parent_ && session_ && !session_->finalized) queues_.ShipAll("fam_context_close");
-    if (channel_) channel_->Drain();
+    if (data_.channel()) data_.channel()->Drain();
 }
 
-Session &FamImpl::Live() {
-    if (!session_) {
-        Fail(openfam::FAM_ERR_INVALIDOP, "fam object is not initialized (call fam_initialize)");
-    }
-    if (session_->finalized.load(std::memory_order_acquire)) {
-        Fail(openfam::FAM_ERR_INVALIDOP, "fam object was finalized");
-    }
-    return *session_;
-}
+Session &FamImpl::Live() { return LiveSession(session_); }
 
 Session &FamImpl::Control() {
     Session &session = Live();
@@ -108,7 +100,7 @@ void FamImpl::Initialize(const char * /*group*/, Fam_Options *options) {
                                  : "fam object is already initialized");
     }
     session_ = Session::Open(LoadConfig(options));
-    channel_ = session_->transport->OpenChannel();
+    data_.Open(session_);
 }
 
 void FamImpl::Finalize(const char * /*group*/) {
@@ -122,11 +114,11 @@ void FamImpl::Finalize(const char * /*group*/) {
         std::lock_guard<std::mutex> lock(contexts_mutex_);
         for (openfam::fam_context *context : contexts_) {
             context->impl()->queues_.ShipAll("fam_finalize");
-            context->impl()->channel_->Drain();
+            context->impl()->data_.channel()->Drain();
         }
     }
     queues_.ShipAll("fam_finalize");
-    channel_->Drain();
+    data_.channel()->Drain();
     session.finalized.store(true, std::memory_order_release);
     session.metadata->Sync();
     // The sessions this process opened end now: their tokens are refused from here on, not
@@ -156,7 +148,7 @@ void FamImpl::Barrier() {
     // fam_quiet.
     std::exception_ptr drain_failure;
     try {
-        channel_->Drain();
+        data_.channel()->Drain();
     } catch (...) {
         drain_failure = std::current_exception();  // the other PEs still need this one
     }
@@ -220,7 +212,7 @@ void FamImpl::ContextClose(openfam::fam_context *context) {
 
 void FamImpl::Fence() {
     Live();
-    channel_->Fence();
+    data_.channel()->Fence();
 }
 
 void FamImpl::Quiet() {
@@ -233,11 +225,11 @@ void FamImpl::Quiet() {
         std::swap(dropped, deferred_dropped_);
         has_deferred_.store(false, std::memory_order_release);
     }
-    if (issued.empty()) return channel_->Quiet();
+    if (issued.empty()) return data_.channel()->Quiet();
     // Every operation is waited for; what failed at issue comes first in the report.
     uint64_t more = issued.size() - 1 + dropped;
     try {
-        channel_->Quiet();
+        data_.channel()->Quiet();
     } catch (const Failure &) {
         ++more;
     }
@@ -265,7 +257,7 @@ bool FamImpl::Defer(const char *call, const Failure &failure) {
 
 uint64_t FamImpl::Progress() {
     Live();
-    return channel_->Pending();
+    return data_.channel()->Pending();
 }
 
 }  // namespace fampool

@@ -147,7 +147,7 @@ void MetadataStore::DeallocateItem(uint64_t region_id, uint64_t offset, const Ca
     // nothing written with them can land in space that is free again.
     if (!options_.scrub_in_background && options_.grant_keys &&
         region.attributes.permissionLevel == DATAITEM) {
-        RevokeItemGrants(region, offset, item.size);
+        grants_.Revoke(region, offset, item.size);
     }
 }
 
@@ -210,7 +210,7 @@ void MetadataStore::ChangeItemPermissions(uint64_t region_id, uint64_t offset, u
     item.perm = CheckedMode(perm, "item", item.name);
     txn.Put(Table::kItems, Key(region_id, offset), EncodeItem(item));
     txn.Commit();
-    if (options_.grant_keys) RevokeItemGrants(region, offset, item.size);
+    if (options_.grant_keys) grants_.Revoke(region, offset, item.size);
 }
 
 std::vector<ItemInfo> MetadataStore::ListItems(uint64_t region_id, const Caller &caller) {
@@ -227,6 +227,12 @@ std::vector<ItemInfo> MetadataStore::ListItems(uint64_t region_id, const Caller 
         list.push_back(std::move(item));
     }
     return list;
+}
+
+ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
+    Govern(item, caller);
+    if (options_.grant_keys && (item.can_read || item.can_write)) grants_.Hand(item);
+    return item;
 }
 
 }  // namespace fampool

@@ -54,36 +54,6 @@ std::vector<PlacementCandidate> MetadataStore::AsCandidates(const std::vector<ui
     return candidates;
 }
 
-std::vector<MemoryProfile> MetadataStore::Profiles() {
-    std::lock_guard<std::mutex> lock(profiles_mutex_);
-    if (profiles_.empty()) {
-        profiles_ = options_.profiles;
-        profiles_.resize(servers_.size());
-    }
-    profile_asked_.resize(servers_.size());
-    auto now = std::chrono::steady_clock::now();
-    for (uint64_t id = 0; id < servers_.size(); ++id) {
-        MemoryProfile &profile = profiles_[id];
-        // A server that did not answer is asked again after a while, not at every placement.
-        if (profile.known || now - profile_asked_[id] < kProfileRetry) continue;
-        profile_asked_[id] = now;
-        // What the cluster file does not set, the server says (measured at its start).
-        try {
-            MemoryProfile told = Server(id).Profile();
-            if (!told.known) continue;
-            if (profile.kind.empty()) profile.kind = told.kind;
-            if (!profile.bandwidth) profile.bandwidth = told.bandwidth;
-            if (!profile.latency_ns) profile.latency_ns = told.latency_ns;
-            if (!profile.capacity) profile.capacity = told.capacity;
-            if (profile.host.empty()) profile.host = told.host;
-            profile.known = true;
-        } catch (const Failure &) {
-            // Unreachable now: asked again at the next placement by intent.
-        }
-    }
-    return profiles_;
-}
-
 std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64_t size,
                                                  bool interleaved,
                                                  const Fam_Region_Attributes &attributes,

@@ -81,7 +81,7 @@ std::vector<RegionInfo> MetadataStore::ServerLost(uint64_t server_id) {
         txn.Commit();
     }
     for (const RegionInfo &region : changed) {
-        ForgetGrants(region.id);
+        grants_.Forget(region.id);
         if (!RegionRecoverable(region)) {
             std::fprintf(stderr,
                          "fampool-server: region \"%s\" lost more members than its redundancy "
@@ -173,7 +173,7 @@ RegionInfo MetadataStore::StartRebuild(uint64_t region_id, size_t member, uint64
     now.member_state[member] = kRebuilding;
     txn.Put(Table::kRegions, Key(now.id), EncodeRegion(now));
     txn.Commit();
-    ForgetGrants(now.id);
+    grants_.Forget(now.id);
     return now;
 }
 
@@ -188,7 +188,7 @@ bool MetadataStore::EndRebuild(uint64_t region_id, size_t member, uint64_t targe
         txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
         txn.Commit();
     }
-    ForgetGrants(region_id);
+    grants_.Forget(region_id);
     return true;
 }
 

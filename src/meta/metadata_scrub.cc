@@ -85,7 +85,7 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
         for (const auto &[id, items] : waiting) {
             const RegionInfo &region = regions.at(id);
             if (options_.grant_keys && region.attributes.permissionLevel == DATAITEM) {
-                for (auto [offset, size] : items) RevokeItemGrants(region, offset, size);
+                for (auto [offset, size] : items) grants_.Revoke(region, offset, size);
             }
             AddZeroing(region, items, &per_server);
         }

@@ -202,7 +202,7 @@ void MetadataStore::DestroyRegion(uint64_t region_id, const Caller &caller) {
     RequireOwner(region, caller, "destroy");
     RemoveRegionRecords(txn, region);
     txn.Commit();
-    ForgetGrants(region.id);
+    grants_.Forget(region.id);
     for (const PlacedExtent &each : ExtentsOf(region)) {
         try {
             Server(each.server).DestroyExtent(each.extent);
@@ -264,7 +264,7 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     region.size = size;
     txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
     txn.Commit();
-    ForgetGrants(region.id);
+    grants_.Forget(region.id);
     return region;
 }
 
@@ -297,7 +297,7 @@ void MetadataStore::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
     txn.Commit();
     if (options_.grant_keys && region.attributes.permissionLevel != DATAITEM) {
         // Keys handed out under the old bits stop working; holders look the item up again.
-        ForgetGrants(region.id);
+        grants_.Forget(region.id);
         for (const PlacedExtent &each : ExtentsOf(region)) {
             if (StateOf(region, each.member) == kLost) continue;
             Server(each.server).RevokeKeys(each.extent, kAllGrants);
@@ -382,7 +382,7 @@ void MetadataStore::ServerRestarted(uint64_t server_id) {
         for (const RegionInfo &region : gone) RemoveRegionRecords(txn, region);
         txn.Commit();
     }
-    for (const RegionInfo &region : all) ForgetGrants(region.id);
+    for (const RegionInfo &region : all) grants_.Forget(region.id);
     for (const RegionInfo &region : gone) {
         for (const PlacedExtent &each : ExtentsOf(region)) {
             if (each.server == server_id) continue;

@@ -18,7 +18,6 @@
 #define FAMPOOL_META_METADATA_STORE_H_
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -27,13 +26,13 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "common/memory_server.h"
 #include "meta/client/metadata_service.h"
 #include "meta/intent_placement.h"
 #include "meta/lmdb.h"
+#include "meta/store_caches.h"
 
 namespace fampool {
 
@@ -136,10 +135,8 @@ class MetadataStore : public MetadataService {
     // Bytes each server (by id) holds for this store's regions: per extent, its region's share
     // or what items hold there, whichever is more (metadata_capacity.cc).
     std::vector<uint64_t> ServerUsage();
-    // Each server's memory (kind, speed, capacity, node): the configured profile, completed
-    // once by the server itself (asked with a 1 s bound); a server that has not answered is
-    // asked again 5 s later at the earliest (known false until then).
-    std::vector<MemoryProfile> Profiles();
+    // Each server's memory (kind, speed, capacity, node): ServerProfiles (store_caches.h).
+    std::vector<MemoryProfile> Profiles() { return profiles_.Get(); }
     // A memory server restarted: its keys are void, and its volatile regions are gone with its
     // heaps; their records and names are released (and their other extents destroyed).
     void ServerRestarted(uint64_t server_id);
@@ -224,9 +221,8 @@ class MetadataStore : public MetadataService {
                                       const std::vector<uint64_t> &candidates) const;
     // The servers that hold this kind of memory.
     std::vector<uint64_t> Candidates(Fam_Memory_Type memory) const;
+    // The item as the caller may see it (store::Govern), with the fabric keys it may use.
     ItemInfo Finish(ItemInfo item, const Caller &caller);
-    void ForgetGrants(uint64_t region_id);
-    void RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size);
     // The memory servers of a new region (ids, ascending). With an intent, `reason` gets why.
     std::vector<uint64_t> PlaceRegion(const std::string &name, uint64_t size, bool interleaved,
                                       const Fam_Region_Attributes &attributes,
@@ -245,15 +241,10 @@ class MetadataStore : public MetadataService {
     std::shared_ptr<LmdbEnv> env_;
     std::vector<MemoryServer *> servers_;
     PlacementOptions options_;
-    std::mutex grants_mutex_;
-    // (region, server index, offset, size, writable) -> key; offset/size 0: the whole extent.
-    std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, bool>, KeyGrant> grants_;
+    KeyGrants grants_{[this](uint64_t id) -> MemoryServer & { return Server(id); }};
+    ServerProfiles profiles_{options_.profiles, servers_.size(),
+                             [this](uint64_t id) -> MemoryServer & { return Server(id); }};
     std::atomic<uint64_t> round_robin_{0};
-    std::mutex profiles_mutex_;
-    std::vector<MemoryProfile> profiles_;  // by server id; empty until first asked
-    // When each server was last asked for its profile (it did not answer yet).
-    std::vector<std::chrono::steady_clock::time_point> profile_asked_;
-    static constexpr std::chrono::seconds kProfileRetry{5};
     // One scrub pass at a time: a range freed by one pass must never be zeroed again by
     // another after it was handed out.
     std::mutex scrub_mutex_;

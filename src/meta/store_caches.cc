@@ -1,6 +1,8 @@
-// MetadataStore: the fabric keys handed out after the permission check, and their revocation.
+// KeyGrants and ServerProfiles (store_caches.h): the fabric keys the store hands out after the
+// permission check and their revocation, and the memory servers' profiles.
+#include "meta/store_caches.h"
+
 #include "common/error.h"
-#include "meta/metadata_store.h"
 #include "meta/store_internals.h"
 
 namespace fampool {
@@ -18,10 +20,7 @@ Permissions Governing(const ItemInfo &item) {
 
 }  // namespace
 
-ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
-    Govern(item, caller);
-    if (!options_.grant_keys || (!item.can_read && !item.can_write)) return item;
-    // Hand out the keys the permission check allows: read-only unless the caller may write.
+void KeyGrants::Hand(ItemInfo &item) {
     const RegionInfo &region = item.region;
     Layout layout = LayoutOf(region);
     bool per_item = region.attributes.permissionLevel == DATAITEM;
@@ -37,13 +36,13 @@ ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
         auto key = std::make_tuple(region.id, uint64_t{each.member}, offset, size, item.can_write);
         KeyGrant grant;
         {
-            std::lock_guard<std::mutex> lock(grants_mutex_);
+            std::lock_guard<std::mutex> lock(mutex_);
             auto found = grants_.find(key);
             if (found != grants_.end()) grant = found->second;
         }
         if (grant.fabric_address.empty()) {
             try {
-                grant = Server(each.server)
+                grant = server_(each.server)
                             .GrantKey(each.extent, offset, size, item.can_write, Governing(item));
             } catch (const Failure &) {
                 // A redundant region's member on a server that just died (not yet marked
@@ -51,40 +50,69 @@ ItemInfo MetadataStore::Finish(ItemInfo item, const Caller &caller) {
                 if (!redundant) throw;
                 continue;
             }
-            std::lock_guard<std::mutex> lock(grants_mutex_);
+            std::lock_guard<std::mutex> lock(mutex_);
             grants_[key] = grant;
         }
         access[each.member] =
             ServerAccess{each.server,     grant.fabric_address, grant.key,    grant.base,
                          grant.heap_path, grant.node,           grant.socket, grant.server_uid};
     }
-    return item;
 }
 
-void MetadataStore::ForgetGrants(uint64_t region_id) {
-    std::lock_guard<std::mutex> lock(grants_mutex_);
+void KeyGrants::Forget(uint64_t region_id) {
+    std::lock_guard<std::mutex> lock(mutex_);
     auto first = grants_.lower_bound(std::make_tuple(region_id, 0, 0, 0, false));
     auto last = grants_.lower_bound(std::make_tuple(region_id + 1, 0, 0, 0, false));
     grants_.erase(first, last);
 }
 
-void MetadataStore::RevokeItemGrants(const RegionInfo &region, uint64_t offset, uint64_t size) {
+void KeyGrants::Revoke(const RegionInfo &region, uint64_t offset, uint64_t size) {
     Layout layout = LayoutOf(region);
     for (const PlacedExtent &each : ExtentsOf(region)) {
         auto [begin, end] = PhysicalRange(layout, offset, size, each.index);
         if (end <= begin) continue;
         uint64_t member = each.member;
         {
-            std::lock_guard<std::mutex> lock(grants_mutex_);
+            std::lock_guard<std::mutex> lock(mutex_);
             grants_.erase(std::make_tuple(region.id, member, begin, end - begin, false));
             grants_.erase(std::make_tuple(region.id, member, begin, end - begin, true));
         }
         try {
-            Server(each.server).RevokeKeys(each.extent, begin);
+            server_(each.server).RevokeKeys(each.extent, begin);
         } catch (const Failure &) {
             // An unreachable server has lost its registrations already.
         }
     }
+}
+
+std::vector<MemoryProfile> ServerProfiles::Get() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (profiles_.empty()) {
+        profiles_ = configured_;
+        profiles_.resize(servers_);
+    }
+    asked_.resize(servers_);
+    auto now = std::chrono::steady_clock::now();
+    for (uint64_t id = 0; id < servers_; ++id) {
+        MemoryProfile &profile = profiles_[id];
+        // A server that did not answer is asked again after a while, not at every placement.
+        if (profile.known || now - asked_[id] < kRetry) continue;
+        asked_[id] = now;
+        // What the cluster file does not set, the server says (measured at its start).
+        try {
+            MemoryProfile told = server_(id).Profile();
+            if (!told.known) continue;
+            if (profile.kind.empty()) profile.kind = told.kind;
+            if (!profile.bandwidth) profile.bandwidth = told.bandwidth;
+            if (!profile.latency_ns) profile.latency_ns = told.latency_ns;
+            if (!profile.capacity) profile.capacity = told.capacity;
+            if (profile.host.empty()) profile.host = told.host;
+            profile.known = true;
+        } catch (const Failure &) {
+            // Unreachable now: asked again at the next placement by intent.
+        }
+    }
+    return profiles_;
 }
 
 }  // namespace fampool
