@@ -3,22 +3,13 @@
 ratio of the Python call's GB/s to the same C++ call's, per operation and size, against
 issue 19's target of 0.9. The page's tables are written by hand.
 """
-import csv
 import os
 
-from . import plot
+from . import plot, read_csv
 
 SUITES = ("python",)
 PLOTS = (("embedded.csv", "python.png"), ("cluster.csv", "python_cluster.png"))
 TARGET = 0.9
-
-
-def read(path):
-    """The rows of one CSV file (label,op,bytes,python_gbps,cpp_gbps,ratio) as dicts."""
-    if not os.path.exists(path):
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def has_results(results):
@@ -45,7 +36,7 @@ def write(results, docs, smoke):
     os.makedirs(docs, exist_ok=True)
     written = []
     for name, png in PLOTS:
-        rows = read(os.path.join(results, "python", name))
+        rows = read_csv(os.path.join(results, "python", name))
         if rows:
             draw(rows, os.path.join(docs, png))
             written.append(os.path.join(docs, png))

@@ -122,7 +122,7 @@ def intent(r, out, emulation_missing):
     finally:
         r.down(run_dir)
     if emulation_missing:
-        r.skipped.append(f"intent workloads: {emulation_missing}")
+        r.skip(f"intent workloads: {emulation_missing}", "workloads.csv")
         return
     placements = ["intent"] + [",".join(map(str, c)) for k in range(1, 5)
                                for c in itertools.combinations(range(4), k)]

@@ -4,6 +4,7 @@ run in the same suite. `r` is the Runner; r.smoke asks for a CI-sized run."""
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ def embedded(r, out):
               env={"FAMPOOL_HOME": home, "FAMPOOL_SHM_DIR": shm, "FAMPOOL_CONFIG": None,
                    "OPENFAM_ROOT": None})
     finally:
-        subprocess.run(["rm", "-rf", shm])
+        shutil.rmtree(shm, ignore_errors=True)
 
 
 def transfer(r, out):
@@ -57,7 +58,7 @@ def peers_of_transfer(r, out):
     peers = r.bench("peers")
     rows = []
     if not os.path.exists(peers):
-        r.skipped.append("peers: bench/peers was not built (no oshcc): OpenSHMEM and MPI RMA")
+        r.skip("peers: bench/peers was not built (no oshcc): OpenSHMEM and MPI RMA", "peers.csv")
     classes = {"tcp": {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "lo"},
                "shm": {"UCX_TLS": "sm,self"}}
     for label, ucx in classes.items() if os.path.exists(peers) else ():
@@ -145,7 +146,7 @@ def small_ops(r, out):
               env={"FAMPOOL_HOME": os.path.join(r.work, "small-home"), "FAMPOOL_SHM_DIR": shm,
                    "FAMPOOL_CONFIG": None, "OPENFAM_ROOT": None})
     finally:
-        subprocess.run(["rm", "-rf", shm])
+        shutil.rmtree(shm, ignore_errors=True)
     # shm twice: fabric_direct (loads and stores on the server's heap, the default) and shm's
     # RMA (what the raw loop measures too).
     for run in ("shm", "shm-rma", "tcp"):
@@ -161,7 +162,7 @@ def small_ops(r, out):
             r.down(run_dir)
     peers = r.bench("peers")
     if not os.path.exists(peers):
-        r.skipped.append("OpenSHMEM rate: bench/peers was not built (no oshcc)")
+        r.skip("OpenSHMEM rate: bench/peers was not built (no oshcc)", "openshmem.csv")
         return
     env = {"OMPI_MCA_spml": "ucx", "OMPI_MCA_osc": "ucx"}
     text = r.run([peers, "shmem-rate", *quick], env=env, capture=True, timeout=600,
@@ -304,7 +305,7 @@ def python(r, out):
 def apps(r, out):
     """scripts/apps --bench: the seed applications at benchmark sizes (apps.json)."""
     if r.smoke:
-        r.skipped.append("apps: no smoke run (the default tests run scripts/apps --small)")
+        r.skip("apps: no smoke run (the default tests run scripts/apps --small)", "apps.json")
         return
     r.run([sys.executable, os.path.join(SOURCE, "scripts", "apps"), "--bench", "--build-dir",
            r.build, "--results", os.path.join(out, "apps.json")], timeout=3600)

@@ -1,5 +1,6 @@
 """What every suite of scripts/bench uses: running a benchmark program with a bound in time,
 starting and stopping local clusters, and the record of what was skipped or retried."""
+import csv
 import os
 import subprocess
 import tempfile
@@ -21,10 +22,17 @@ class Runner:
         self.started = time.monotonic()
         self.clusters = []
         self.skipped = []  # reasons, for the suite being run
+        self.unmade = set()  # the files of the suite's skipped parts
         self.retries = []
 
     def say(self, text):
         print(f"bench [{time.monotonic() - self.started:6.0f} s] {text}", flush=True)
+
+    def skip(self, reason, *files):
+        """A part of the suite that cannot run here: `reason` goes to skipped.txt and the
+        report, and the suite is not expected to leave `files`."""
+        self.skipped.append(reason)
+        self.unmade.update(files)
 
     def bench(self, name):
         return os.path.join(self.build, "bench", name)
@@ -125,7 +133,6 @@ def parse_rate(text):
 def merge_csv(paths, out, extra=None):
     """Concatenates CSV files with one header into `out`; `extra(path)` gives columns
     (name -> value) put in front of each file's rows."""
-    import csv
     with open(out, "w", newline="") as f:
         writer = None
         for path in paths:

@@ -9,16 +9,6 @@
 
 namespace fampool {
 
-Session &LiveSession(const std::shared_ptr<Session> &session) {
-    if (!session) {
-        Fail(openfam::FAM_ERR_INVALIDOP, "fam object is not initialized (call fam_initialize)");
-    }
-    if (session->finalized.load(std::memory_order_acquire)) {
-        Fail(openfam::FAM_ERR_INVALIDOP, "fam object was finalized");
-    }
-    return *session;
-}
-
 template <typename Move>
 void DataPath::Transfer(Session &session, DescriptorState &state, unsigned access, bool repeatable,
                         const Move &move) {

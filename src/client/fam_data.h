@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "client/descriptor_resolver.h"
 #include "client/session.h"
@@ -48,17 +49,14 @@ constexpr DataType TypeOf<double>() {
     return DataType::kDouble;
 }
 
-// The session of an initialized, not finalized object; throws FAM_ERR_INVALIDOP otherwise.
-Session &LiveSession(const std::shared_ptr<Session> &session);
-
 class DataPath {
   public:
     explicit DataPath(DescriptorResolver &descriptors) : descriptors_(descriptors) {}
 
     // The object's session and its channel, from fam_initialize (or the context's opening) on.
     void Open(std::shared_ptr<Session> session) {
-        session_ = session;
         channel_ = session->transport->OpenChannel();
+        session_ = std::move(session);
     }
     // Null before Open.
     Channel *channel() const { return channel_.get(); }

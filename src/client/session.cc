@@ -257,4 +257,14 @@ MemoryServer &Session::Server(uint64_t id) {
     return *servers[id];
 }
 
+Session &LiveSession(const std::shared_ptr<Session> &session) {
+    if (!session) {
+        Fail(openfam::FAM_ERR_INVALIDOP, "fam object is not initialized (call fam_initialize)");
+    }
+    if (session->finalized.load(std::memory_order_acquire)) {
+        Fail(openfam::FAM_ERR_INVALIDOP, "fam object was finalized");
+    }
+    return *session;
+}
+
 }  // namespace fampool

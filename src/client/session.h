@@ -48,6 +48,9 @@ struct Session {
     std::atomic<bool> finalized{false};
 };
 
+// The session of an initialized, not finalized object; throws FAM_ERR_INVALIDOP otherwise.
+Session &LiveSession(const std::shared_ptr<Session> &session);
+
 }  // namespace fampool
 
 #endif  // FAMPOOL_CLIENT_SESSION_H_
