@@ -76,7 +76,7 @@ void MetadataRpcService::CheckServers() {
         if (back) {
             std::fprintf(stderr, "fampool-server: memory server %llu answers again\n",
                          static_cast<unsigned long long>(id));
-            store_->FenceLostMembers(id);
+            store_->Members().FenceLostMembers(id);
         }
         std::string name = "incarnation/" + std::to_string(id);
         std::string known = store_->GetValue(name);
@@ -97,7 +97,7 @@ void MetadataRpcService::ServerDied(uint64_t id) {
         std::lock_guard<std::mutex> lock(health_mutex_);
         if (!dead_.insert(id).second) return;
     }
-    std::vector<RegionInfo> changed = store_->ServerLost(id);
+    std::vector<RegionInfo> changed = store_->Members().ServerLost(id);
     std::fprintf(stderr,
                  "fampool-server: memory server %llu is not answering: declared dead; %zu "
                  "redundant region(s) degraded\n",
@@ -162,7 +162,7 @@ grpc::Status MetadataRpcService::Rebuild(grpc::ServerContext *, const rpc::Rebui
         }
         if (!request->region().empty()) {
             bool known = false;
-            for (const RegionInfo &region : store_->RedundantRegions()) {
+            for (const RegionInfo &region : store_->Members().RedundantRegions()) {
                 known |= region.name == request->region();
             }
             if (!known) {
@@ -178,10 +178,11 @@ void MetadataRpcService::MaybeRebuild() {
     if (rebuilding_.load()) return;
     std::set<uint64_t> alive = Alive();
     bool wanted = false;
-    for (const RegionInfo &region : store_->RedundantRegions()) {
+    for (const RegionInfo &region : store_->Members().RedundantRegions()) {
         for (size_t m = 0; m < MemberCount(region) && !wanted; ++m) {
-            wanted = StateOf(region, m) == kLost &&
-                     store_->RebuildTarget(region, m, alive, /*automatic=*/true).has_value();
+            wanted =
+                StateOf(region, m) == kLost &&
+                store_->Members().RebuildTarget(region, m, alive, /*automatic=*/true).has_value();
         }
     }
     if (!wanted) return;
@@ -202,7 +203,7 @@ void MetadataRpcService::MaybeRebuild() {
 void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
                                      rpc::RebuildReply *reply) {
     std::lock_guard<std::mutex> lock(rebuild_mutex_);
-    for (const RegionInfo &listed : store_->RedundantRegions()) {
+    for (const RegionInfo &listed : store_->Members().RedundantRegions()) {
         if (!name.empty() && listed.name != name) continue;
         for (size_t m = 0; m < MemberCount(listed); ++m) {
             RegionInfo region;
@@ -216,7 +217,8 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
             result->set_region(region.name);
             result->set_member(static_cast<uint32_t>(m));
             result->set_from_server(MemberServer(region, m));
-            std::optional<uint64_t> target = store_->RebuildTarget(region, m, Alive(), automatic);
+            std::optional<uint64_t> target =
+                store_->Members().RebuildTarget(region, m, Alive(), automatic);
             if (!target) {
                 result->set_error(automatic ? "no replacement or spare server is alive"
                                             : "no live memory server can hold it (every live "
@@ -233,7 +235,7 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
                     break;
                 } catch (const Failure &failure) {
                     result->set_error(failure.fam_error_msg());
-                    store_->AbortRebuild(region.id, m, *target);
+                    store_->Members().AbortRebuild(region.id, m, *target);
                 }
             }
             std::fprintf(
@@ -250,9 +252,9 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
 void MetadataRpcService::RebuildMember(const RegionInfo &lost, size_t member, uint64_t target,
                                        rpc::RebuiltMember *result) {
     auto start = std::chrono::steady_clock::now();
-    RegionInfo region = store_->StartRebuild(lost.id, member, target);
+    RegionInfo region = store_->Members().StartRebuild(lost.id, member, target);
     std::this_thread::sleep_for(kRebuildGrace);
-    uint64_t extent = store_->ExtentSize(region);
+    uint64_t extent = MemberRecords::ExtentSize(region);
     bool persistent = region.attributes.memoryType == PERSISTENT;
     size_t k = region.memory_servers.size();
     auto member_of = [&](size_t m) {
@@ -261,7 +263,7 @@ void MetadataRpcService::RebuildMember(const RegionInfo &lost, size_t member, ui
         bool copy = region.attributes.redundancyLevel == RAID1 && m >= k;
         out.extent = ExtentRef{region.id, persistent, copy};
         out.state = StateOf(region, m);
-        ServerAccess access = store_->MemberKey(region, m);
+        ServerAccess access = store_->Members().MemberKey(region, m);
         out.fabric_address = access.fabric_address;
         out.key = access.key;
         out.base = access.base;
@@ -305,7 +307,7 @@ void MetadataRpcService::RebuildMember(const RegionInfo &lost, size_t member, ui
         }
         if (failure) throw *failure;
     }
-    store_->FinishRebuild(region.id, member, target);
+    store_->Members().FinishRebuild(region.id, member, target);
     result->set_bytes(extent);
     result->set_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

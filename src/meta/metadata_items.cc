@@ -16,10 +16,8 @@ ItemInfo MetadataStore::AllocateItem(uint64_t region_id, const std::string &name
     } catch (const Failure &failure) {
         // Space waiting to be zeroed is as good as free: zero it now (or wait for the
         // scrubber, which may hold it) and try again.
-        if (failure.fam_error() != openfam::FAM_ERR_NO_SPACE || !options_.scrub_in_background) {
-            throw;
-        }
-        Scrub(region_id, nullptr);
+        if (failure.fam_error() != openfam::FAM_ERR_NO_SPACE || !scrub_.background()) throw;
+        scrub_.Scrub(region_id, nullptr);
     }
     return AllocateOnce(region_id, name, size, perm, caller);
 }
@@ -126,29 +124,9 @@ void MetadataStore::DeallocateItem(uint64_t region_id, uint64_t offset, const Ca
     }
     txn.Del(Table::kItems, Key(region_id, offset));
     if (!item.name.empty()) txn.Del(Table::kItemNames, NameKey(region_id, item.name));
-    if (options_.scrub_in_background) {
-        // The space stays taken until the scrubber has zeroed it; the record survives a crash.
-        txn.Put(Table::kScrub, Key(region_id, offset), Key(item.size));
-    } else {
-        ZeroItems(region, {{offset, item.size}});
-        FreeItemSpace(txn, region, offset, item.size);
-    }
+    scrub_.Release(txn, region, offset, item.size);
     txn.Commit();
-    if (options_.scrub_in_background) {
-        bool wake = false;  // only a scrubber that is not already on its way needs waking
-        {
-            std::lock_guard<std::mutex> lock(scrubber_mutex_);
-            wake = !scrub_pending_;
-            scrub_pending_ = true;
-        }
-        if (wake) scrubber_wake_.notify_one();
-    }
-    // In the background, the scrubber revokes the item's keys before it zeroes the bytes:
-    // nothing written with them can land in space that is free again.
-    if (!options_.scrub_in_background && options_.grant_keys &&
-        region.attributes.permissionLevel == DATAITEM) {
-        grants_.Revoke(region, offset, item.size);
-    }
+    scrub_.Deallocated(region, offset, item.size);
 }
 
 ItemInfo MetadataStore::LookupItem(const std::string &item_name, const std::string &region_name,

@@ -12,14 +12,12 @@
 
 namespace fampool {
 
-std::vector<uint64_t> MetadataStore::Candidates(Fam_Memory_Type memory) const {
+std::vector<uint64_t> PlacementOptions::Candidates(size_t servers, Fam_Memory_Type memory) const {
     const char *kind = memory == PERSISTENT ? "persistent" : "volatile";
     std::vector<uint64_t> candidates;
-    for (uint64_t id = 0; id < servers_.size(); ++id) {
-        const std::string &type =
-            id < options_.memory_types.size() ? options_.memory_types[id] : std::string();
-        bool spare = id < options_.spares.size() && options_.spares[id];
-        if (!spare && (type.empty() || type == kind)) candidates.push_back(id);
+    for (uint64_t id = 0; id < servers; ++id) {
+        const std::string &type = id < memory_types.size() ? memory_types[id] : std::string();
+        if (!spare(id) && (type.empty() || type == kind)) candidates.push_back(id);
     }
     return candidates;
 }
@@ -43,8 +41,7 @@ std::vector<PlacementCandidate> MetadataStore::AsCandidates(const std::vector<ui
         PlacementCandidate candidate;
         candidate.id = id;
         candidate.profile = profiles[id];
-        candidate.failure_domain =
-            id < options_.failure_domains.size() ? options_.failure_domains[id] : "";
+        candidate.failure_domain = options_.domain(id);
         uint64_t capacity = profiles[id].capacity;
         if (capacity && id < usage.size()) {
             candidate.free_bytes = capacity - std::min(capacity, usage[id]);
@@ -59,7 +56,7 @@ std::vector<uint64_t> MetadataStore::PlaceRegion(const std::string &name, uint64
                                                  const Fam_Region_Attributes &attributes,
                                                  const RegionIntent &intent, std::string *reason) {
     const char *kind = attributes.memoryType == PERSISTENT ? "persistent" : "volatile";
-    std::vector<uint64_t> candidates = Candidates(attributes.memoryType);
+    std::vector<uint64_t> candidates = options_.Candidates(servers_.size(), attributes.memoryType);
     if (candidates.empty()) {
         Fail(openfam::FAM_ERR_RESOURCE,
              "region \"{}\" is {}, and no memory server holds {} memory (memory_type of the "
@@ -192,7 +189,7 @@ void MetadataStore::CheckRedundancy(const std::string &name,
     // accepted where it cannot be kept.
     const char *what = level == RAID1 ? "RAID1" : "RAID5";
     size_t needed = level == RAID1 ? 2 : 3;
-    size_t servers = Candidates(attributes.memoryType).size();
+    size_t servers = options_.Candidates(servers_.size(), attributes.memoryType).size();
     if (servers < needed) {
         Fail(openfam::FAM_ERR_RESOURCE,
              "region \"{}\" asks for {}, which needs {} memory servers (a copy or parity on "

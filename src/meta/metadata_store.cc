@@ -73,18 +73,9 @@ MetadataStore::MetadataStore(std::shared_ptr<LmdbEnv> env, std::vector<MemorySer
                              PlacementOptions options)
     : env_(std::move(env)), servers_(std::move(servers)), options_(std::move(options)) {
     if (servers_.empty()) Fail(openfam::FAM_ERR_MEMSERV_LIST_EMPTY, "no memory servers configured");
-    if (options_.scrub_in_background) scrubber_ = std::thread([this] { RunScrubber(); });
 }
 
-MetadataStore::~MetadataStore() {
-    if (!scrubber_.joinable()) return;
-    {
-        std::lock_guard<std::mutex> lock(scrubber_mutex_);
-        stopping_.store(true);
-    }
-    scrubber_wake_.notify_all();
-    scrubber_.join();
-}
+MetadataStore::~MetadataStore() = default;
 
 RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
                                        const Fam_Region_Attributes &attributes,
@@ -126,7 +117,8 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
         PlaceRegion(name, size, region.interleave_size != 0, region.attributes, intent, &placed);
     if (!intent.empty()) region.placement = placed + why;
     if (region.attributes.redundancyLevel == RAID1) {
-        std::vector<uint64_t> allowed = Candidates(region.attributes.memoryType);
+        std::vector<uint64_t> allowed =
+            options_.Candidates(servers_.size(), region.attributes.memoryType);
         if (!intent.empty()) {
             // Copies go where the constraints allow (not only where the hints would).
             RegionIntent constraints = intent;
@@ -216,7 +208,7 @@ void MetadataStore::DestroyRegion(uint64_t region_id, const Caller &caller) {
 RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) {
     // Items waiting to be zeroed still hold their space: a shrink must not count them.
     std::string scrub_error;
-    if (options_.scrub_in_background) Scrub(region_id, &scrub_error);
+    if (scrub_.background()) scrub_.Scrub(region_id, &scrub_error);
     Txn txn(*env_, /*write=*/true);
     RegionInfo region = ReadRegion(txn, region_id);
     if (size == 0) Fail(openfam::FAM_ERR_INVALID, "region \"{}\" to size 0", region.name);

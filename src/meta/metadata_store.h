@@ -1,6 +1,9 @@
-// The metadata service's logic over LMDB: regions, items, names, permissions and (through
-// ExtentAllocator) the free space of every extent. The embedded model calls it in-process, with
-// several processes of the node sharing one store; the metadata server will call it behind gRPC.
+// The metadata service's logic over LMDB: regions, items, names and permissions. What else it
+// keeps is a class of its own, each of one kind of record: MemberRecords (the members of
+// redundant regions), ScrubQueue (deallocated items still to be zeroed), ExtentAllocator (the
+// free space of every extent), KeyGrants and ServerProfiles (kept in memory). The embedded model
+// calls it in-process, with several processes of the node sharing one store; the metadata server
+// will call it behind gRPC.
 //
 // Tables (keys are big-endian so that byte order is numeric order):
 //   meta           "instance" | "next_region" | "boot_id" | "shard"  -> value
@@ -9,7 +12,7 @@
 //   items          region id, offset                        -> item record
 //   item_names     region id, item name                     -> offset
 //   free_by_*      see ExtentAllocator
-//   scrub          region id, offset                        -> size of a deallocated item
+//   scrub          see ScrubQueue: region id, offset        -> size of a deallocated item
 //                  whose bytes are still to be zeroed before its space is free again
 //
 // Free space always reads as zeros: a new extent is zero, and a deallocated item's bytes are
@@ -18,20 +21,21 @@
 #define FAMPOOL_META_METADATA_STORE_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/memory_server.h"
 #include "meta/client/metadata_service.h"
 #include "meta/intent_placement.h"
 #include "meta/lmdb.h"
+#include "meta/member_records.h"
+#include "meta/placement_options.h"
+#include "meta/scrub_queue.h"
 #include "meta/store_caches.h"
 
 namespace fampool {
@@ -39,45 +43,6 @@ namespace fampool {
 namespace store {
 struct Layout;
 }
-
-// OpenFAM's default region_span_size_per_memoryserver.
-constexpr uint64_t kDefaultSpanSize = uint64_t{1} << 30;
-
-// How regions are spread over memory servers.
-struct PlacementOptions {
-    uint64_t interleave_size = 0;  // for regions with interleaving (ENABLE or the default)
-    size_t region_span = 0;        // servers per region at most; 0: all of them
-    // Bytes a region places on each server before it takes another (OpenFAM's
-    // region_span_size_per_memoryserver): a region of S bytes spans ceil(S / span_size)
-    // servers, at least one and at most region_span. 0: every region takes region_span.
-    // Unset: a region without interleaving spans ceil(S / kDefaultSpanSize) servers, since
-    // each of its items lives on one server and must fit there (a small region spread over
-    // every server would refuse items half its size); an interleaved region, whose items are
-    // striped over all its servers, takes region_span.
-    std::optional<uint64_t> span_size;
-    std::string policy = "hash";  // "hash" (by region name) or "least-used" (fewest bytes)
-    // By server id: the regions each holds, "volatile", "persistent" or "" (both); empty: every
-    // server holds both.
-    std::vector<std::string> memory_types;
-    // By server id: its failure domain (a rack, a power feed); RAID1 keeps an extent's copy in
-    // another domain than the extent when the cluster has one. Empty: every server its own.
-    std::vector<std::string> failure_domains;
-    // By server id: spares, which get no region when it is created (only lost members).
-    std::vector<bool> spares;
-    // By server id: its memory's kind, speed, capacity and node as configured (intent-based
-    // placement); what is unset (0, "") the server is asked for. Empty: ask every server.
-    std::vector<MemoryProfile> profiles;
-    // By server id: servers only regions with an intent are placed on (the embedded model's
-    // extra memory tiers). Empty: none.
-    std::vector<bool> intent_only;
-    // Whether redundant regions can be kept: not in the embedded model, whose memory tiers are
-    // all on one node (and whose data path writes one copy).
-    bool redundancy = true;
-    bool grant_keys = false;  // fill ItemInfo::access with fabric keys (memory-server model)
-    // Zero deallocated items on a thread of the store (the metadata server, whose memory
-    // servers are a round trip away) rather than inside fam_deallocate (embedded: a memset).
-    bool scrub_in_background = false;
-};
 
 class MetadataStore : public MetadataService {
   public:
@@ -143,41 +108,10 @@ class MetadataStore : public MetadataService {
     // Small named values kept with the metadata (e.g. each server's last seen incarnation).
     std::string GetValue(const std::string &name);
     void SetValue(const std::string &name, const std::string &value);
-    // Zeroes and frees the deallocated items of `region_id` (every region: kAllRegions) still
-    // waiting for it; returns how many were freed. Items whose server cannot be reached wait
-    // for the next call; the first such failure goes to `error` when it is not null.
-    static constexpr uint64_t kAllRegions = ~uint64_t{0};
-    size_t Scrub(uint64_t region_id, std::string *error);
 
-    // Redundant regions (metadata_redundancy.cc).
-    // Every redundant region.
-    std::vector<RegionInfo> RedundantRegions();
-    // Memory server `server_id` died: each member on it is lost (its bytes are read from the
-    // others from now on). Returns the regions that changed.
-    std::vector<RegionInfo> ServerLost(uint64_t server_id);
-    // A server declared dead answers again (it was stopped, not killed): the keys of its lost
-    // members stop working, so that a client that did not notice cannot read their stale bytes.
-    void FenceLostMembers(uint64_t server_id);
-    // Where a lost member may be rebuilt, among the servers `alive`: its own server back (a
-    // replacement), else a spare, else (unless `automatic`) any server that holds no member
-    // its loss could take along (RAID1: not the other copy's server; RAID5: no member at
-    // all), in another failure domain first. None: no such server is alive.
-    std::optional<uint64_t> RebuildTarget(const RegionInfo &region, size_t member,
-                                          const std::set<uint64_t> &alive, bool automatic);
-    // Puts the member on `target`, in a fresh extent, as kRebuilding: from now on clients
-    // write there too.
-    RegionInfo StartRebuild(uint64_t region_id, size_t member, uint64_t target);
-    // The member, still on `target`, holds its bytes again: kHealthy.
-    void FinishRebuild(uint64_t region_id, size_t member, uint64_t target);
-    // Its rebuild failed: the member, if still being rebuilt on `target`, is lost again (to be
-    // rebuilt by a later attempt).
-    void AbortRebuild(uint64_t region_id, size_t member, uint64_t target);
-    // A member's whole extent, writable: what memory servers rebuilding it reach it with.
-    ServerAccess MemberKey(const RegionInfo &region, size_t member);
-    uint64_t ExtentSize(const RegionInfo &region);
-    bool IsSpare(uint64_t server_id) const {
-        return server_id < options_.spares.size() && options_.spares[server_id];
-    }
+    // The members of redundant regions, lost and rebuilt (member_records.h).
+    MemberRecords &Members() { return members_; }
+    bool IsSpare(uint64_t server_id) const { return options_.spare(server_id); }
 
   private:
     // Capacity (metadata_capacity.cc). ServerUsage within a transaction of the caller's.
@@ -207,9 +141,6 @@ class MetadataStore : public MetadataService {
     // from `usage` (bytes placed per server; empty: free space not counted).
     std::vector<PlacementCandidate> AsCandidates(const std::vector<uint64_t> &ids,
                                                  const std::vector<uint64_t> &usage);
-    // A rebuild of `member` on `target` ends: the member gets `state`, if it is still being
-    // rebuilt there (false otherwise).
-    bool EndRebuild(uint64_t region_id, size_t member, uint64_t target, uint8_t state);
     // Refuses a redundancy level this service cannot keep: FAM_ERR_RESOURCE with fewer memory
     // servers than the level needs (RAID1 2, RAID5 3; the embedded model has one);
     // FAM_ERR_INVALID for unknown levels and for RAID5 without interleaving (its stripe unit).
@@ -219,8 +150,6 @@ class MetadataStore : public MetadataService {
     // `candidates`: the servers copies may go to.
     std::vector<uint64_t> PlaceCopies(const std::vector<uint64_t> &servers,
                                       const std::vector<uint64_t> &candidates) const;
-    // The servers that hold this kind of memory.
-    std::vector<uint64_t> Candidates(Fam_Memory_Type memory) const;
     // The item as the caller may see it (store::Govern), with the fabric keys it may use.
     ItemInfo Finish(ItemInfo item, const Caller &caller);
     // The memory servers of a new region (ids, ascending). With an intent, `reason` gets why.
@@ -229,30 +158,17 @@ class MetadataStore : public MetadataService {
                                       const RegionIntent &intent, std::string *reason);
     ItemInfo AllocateOnce(uint64_t region_id, const std::string &name, uint64_t size, uint32_t perm,
                           const Caller &caller);
-    using ItemSpan = std::pair<uint64_t, uint64_t>;  // an item's offset and size
-    // Adds what zeroing `items` of `region` asks of each of its memory servers to `per_server`
-    // (memory server id -> extents and their ranges).
-    static void AddZeroing(const RegionInfo &region, const std::vector<ItemSpan> &items,
-                           std::map<uint64_t, std::vector<ExtentRanges>> *per_server);
-    void ZeroItems(const RegionInfo &region, const std::vector<ItemSpan> &items);
-    void FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t offset, uint64_t size);
-    void RunScrubber();
 
     std::shared_ptr<LmdbEnv> env_;
     std::vector<MemoryServer *> servers_;
     PlacementOptions options_;
-    KeyGrants grants_{[this](uint64_t id) -> MemoryServer & { return Server(id); }};
-    ServerProfiles profiles_{options_.profiles, servers_.size(),
-                             [this](uint64_t id) -> MemoryServer & { return Server(id); }};
+    ServerLookup server_{[this](uint64_t id) -> MemoryServer & { return Server(id); }};
+    KeyGrants grants_{server_};
+    ServerProfiles profiles_{options_.profiles, servers_.size(), server_};
+    MemberRecords members_{env_, servers_.size(), server_, grants_, options_};
     std::atomic<uint64_t> round_robin_{0};
-    // One scrub pass at a time: a range freed by one pass must never be zeroed again by
-    // another after it was handed out.
-    std::mutex scrub_mutex_;
-    std::mutex scrubber_mutex_;
-    std::condition_variable scrubber_wake_;
-    bool scrub_pending_ = true;  // leftovers of an earlier run are scrubbed at start
-    std::atomic<bool> stopping_{false};
-    std::thread scrubber_;
+    // Declared last: its thread, stopped first, uses the members above.
+    ScrubQueue scrub_{env_, server_, grants_, options_.scrub_in_background, options_.grant_keys};
 };
 
 }  // namespace fampool

@@ -1,7 +1,7 @@
-// What the metadata store's files share (metadata_store.cc: regions and placement;
-// metadata_items.cc: items; store_caches.cc: the keys and profiles kept in memory;
-// metadata_scrub.cc: zeroing freed space): the keys of its tables, a region's layout on its
-// servers, and the permission checks.
+// What the metadata store's classes share (MetadataStore: regions, items, placement;
+// MemberRecords: redundant members; ScrubQueue: zeroing freed space; store_caches.cc: the keys
+// and profiles kept in memory): the keys of its tables, a region's layout on its servers, and
+// the permission checks.
 // Internal to meta/.
 #ifndef FAMPOOL_META_STORE_INTERNALS_H_
 #define FAMPOOL_META_STORE_INTERNALS_H_

@@ -1,10 +1,11 @@
-// MetadataStore: the members of redundant regions (Members in common/fam_objects.h) as memory
-// servers die and members are rebuilt. A member's state and server are part of its region's
-// record: a restarted metadata service knows which members are lost and where each copy is.
+// MemberRecords: lost members, their rebuild targets, and the states a rebuild moves them
+// through; and which members a loss takes along (store::Partners).
+#include "meta/member_records.h"
+
 #include <algorithm>
+#include <cstdio>
 
 #include "common/error.h"
-#include "meta/metadata_store.h"
 #include "meta/records.h"
 #include "meta/store_internals.h"
 
@@ -41,7 +42,7 @@ bool store::RegionRecoverable(const RegionInfo &region) {
     return true;
 }
 
-std::vector<RegionInfo> MetadataStore::RedundantRegions() {
+std::vector<RegionInfo> MemberRecords::RedundantRegions() {
     Txn txn(*env_, /*write=*/false);
     std::vector<RegionInfo> list;
     Cursor cursor(txn, Table::kRegions);
@@ -52,7 +53,7 @@ std::vector<RegionInfo> MetadataStore::RedundantRegions() {
     return list;
 }
 
-std::vector<RegionInfo> MetadataStore::ServerLost(uint64_t server_id) {
+std::vector<RegionInfo> MemberRecords::ServerLost(uint64_t server_id) {
     std::vector<RegionInfo> changed;
     {
         Txn txn(*env_, /*write=*/true);
@@ -92,12 +93,12 @@ std::vector<RegionInfo> MetadataStore::ServerLost(uint64_t server_id) {
     return changed;
 }
 
-void MetadataStore::FenceLostMembers(uint64_t server_id) {
+void MemberRecords::FenceLostMembers(uint64_t server_id) {
     for (const RegionInfo &region : RedundantRegions()) {
         for (const PlacedExtent &each : ExtentsOf(region)) {
             if (each.server != server_id || StateOf(region, each.member) != kLost) continue;
             try {
-                Server(server_id).RevokeKeys(each.extent, kAllGrants);
+                server_(server_id).RevokeKeys(each.extent, kAllGrants);
             } catch (const Failure &) {
                 // Gone again: its keys went with it.
             }
@@ -105,7 +106,7 @@ void MetadataStore::FenceLostMembers(uint64_t server_id) {
     }
 }
 
-std::optional<uint64_t> MetadataStore::RebuildTarget(const RegionInfo &region, size_t member,
+std::optional<uint64_t> MemberRecords::RebuildTarget(const RegionInfo &region, size_t member,
                                                      const std::set<uint64_t> &alive,
                                                      bool automatic) {
     std::set<uint64_t> taken;  // servers of the members a loss could take along with this one
@@ -122,19 +123,16 @@ std::optional<uint64_t> MetadataStore::RebuildTarget(const RegionInfo &region, s
     auto usable = [&](uint64_t id) { return alive.count(id) && !taken.count(id); };
     uint64_t own = MemberServer(region, member);
     if (usable(own)) return own;  // its server is back (or was replaced)
-    for (uint64_t id = 0; id < servers_.size(); ++id) {
-        if (id < options_.spares.size() && options_.spares[id] && usable(id)) return id;
+    for (uint64_t id = 0; id < servers_; ++id) {
+        if (options_.spare(id) && usable(id)) return id;
     }
     if (automatic) return std::nullopt;
-    auto domain = [this](uint64_t id) {
-        return id < options_.failure_domains.size() ? options_.failure_domains[id] : "";
-    };
     std::optional<uint64_t> any;
-    for (uint64_t id : Candidates(region.attributes.memoryType)) {
+    for (uint64_t id : options_.Candidates(servers_, region.attributes.memoryType)) {
         if (!usable(id)) continue;
         bool apart = true;
         for (uint64_t partner : taken) {
-            apart &= domain(id).empty() || domain(id) != domain(partner);
+            apart &= options_.domain(id).empty() || options_.domain(id) != options_.domain(partner);
         }
         if (apart) return id;
         if (!any) any = id;
@@ -142,11 +140,11 @@ std::optional<uint64_t> MetadataStore::RebuildTarget(const RegionInfo &region, s
     return any;
 }
 
-uint64_t MetadataStore::ExtentSize(const RegionInfo &region) {
+uint64_t MemberRecords::ExtentSize(const RegionInfo &region) {
     return LayoutOf(region).extent_size;
 }
 
-RegionInfo MetadataStore::StartRebuild(uint64_t region_id, size_t member, uint64_t target) {
+RegionInfo MemberRecords::StartRebuild(uint64_t region_id, size_t member, uint64_t target) {
     RegionInfo region;
     {
         Txn txn(*env_, /*write=*/false);
@@ -158,10 +156,10 @@ RegionInfo MetadataStore::StartRebuild(uint64_t region_id, size_t member, uint64
     }
     ExtentRef extent = ExtentsOf(region)[member].extent;
     try {
-        Server(target).DestroyExtent(extent);  // what an earlier life of it left
+        server_(target).DestroyExtent(extent);  // what an earlier life of it left
     } catch (const Failure &) {
     }
-    Server(target).CreateExtent(extent, ExtentSize(region), LayoutOf(region).share);
+    server_(target).CreateExtent(extent, ExtentSize(region), LayoutOf(region).share);
     Txn txn(*env_, /*write=*/true);
     RegionInfo now = ReadRegion(txn, region_id);
     if (StateOf(now, member) != kLost || now.size != region.size) {
@@ -177,7 +175,7 @@ RegionInfo MetadataStore::StartRebuild(uint64_t region_id, size_t member, uint64
     return now;
 }
 
-bool MetadataStore::EndRebuild(uint64_t region_id, size_t member, uint64_t target, uint8_t state) {
+bool MemberRecords::EndRebuild(uint64_t region_id, size_t member, uint64_t target, uint8_t state) {
     {
         Txn txn(*env_, /*write=*/true);
         RegionInfo region = ReadRegion(txn, region_id);
@@ -192,22 +190,22 @@ bool MetadataStore::EndRebuild(uint64_t region_id, size_t member, uint64_t targe
     return true;
 }
 
-void MetadataStore::FinishRebuild(uint64_t region_id, size_t member, uint64_t target) {
+void MemberRecords::FinishRebuild(uint64_t region_id, size_t member, uint64_t target) {
     if (!EndRebuild(region_id, member, target, kHealthy)) {
         Fail(openfam::FAM_ERR_RESOURCE,
              "member {} of region {} was lost again while it was rebuilt", member, region_id);
     }
 }
 
-void MetadataStore::AbortRebuild(uint64_t region_id, size_t member, uint64_t target) {
+void MemberRecords::AbortRebuild(uint64_t region_id, size_t member, uint64_t target) {
     EndRebuild(region_id, member, target, kLost);
 }
 
-ServerAccess MetadataStore::MemberKey(const RegionInfo &region, size_t member) {
+ServerAccess MemberRecords::MemberKey(const RegionInfo &region, size_t member) {
     PlacedExtent placed = ExtentsOf(region)[member];
     // The key a rebuild reads and writes the member with: no permissions are recorded with it
     // here (a client's grant of the same range shares it and records its own).
-    KeyGrant grant = Server(placed.server).GrantKey(placed.extent, 0, 0, true, Permissions{});
+    KeyGrant grant = server_(placed.server).GrantKey(placed.extent, 0, 0, true, Permissions{});
     return ServerAccess{placed.server,   grant.fabric_address, grant.key,    grant.base,
                         grant.heap_path, grant.node,           grant.socket, grant.server_uid};
 }

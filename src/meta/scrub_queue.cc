@@ -1,11 +1,12 @@
-// MetadataStore: zeroing deallocated space before it is free again, in the call (embedded
-// model) or on the scrubber thread in rounds (memory-server model).
-#include <algorithm>
+// ScrubQueue: zeroing deallocated space before it is free again, in the call (embedded model)
+// or on the queue's thread in rounds (memory-server model).
+#include "meta/scrub_queue.h"
+
 #include <chrono>
+#include <set>
 
 #include "common/error.h"
 #include "meta/extent_allocator.h"
-#include "meta/metadata_store.h"
 #include "meta/records.h"
 #include "meta/store_internals.h"
 
@@ -13,8 +14,56 @@ namespace fampool {
 
 using namespace store;
 
-void MetadataStore::AddZeroing(const RegionInfo &region, const std::vector<ItemSpan> &items,
-                               std::map<uint64_t, std::vector<ExtentRanges>> *per_server) {
+ScrubQueue::ScrubQueue(std::shared_ptr<LmdbEnv> env, ServerLookup server, KeyGrants &grants,
+                       bool background, bool revoke)
+    : env_(std::move(env)),
+      server_(std::move(server)),
+      grants_(grants),
+      background_(background),
+      revoke_(revoke) {
+    if (background_) thread_ = std::thread([this] { Run(); });
+}
+
+ScrubQueue::~ScrubQueue() {
+    if (!thread_.joinable()) return;
+    {
+        std::lock_guard<std::mutex> lock(wake_mutex_);
+        stopping_.store(true);
+    }
+    wake_.notify_all();
+    thread_.join();
+}
+
+void ScrubQueue::Release(Txn &txn, const RegionInfo &region, uint64_t offset, uint64_t size) {
+    if (background_) {
+        // The space stays taken until a round has zeroed it; the record survives a crash.
+        txn.Put(Table::kScrub, Key(region.id, offset), Key(size));
+        return;
+    }
+    ZeroItems(region, {{offset, size}});
+    FreeItemSpace(txn, region, offset, size);
+}
+
+void ScrubQueue::Deallocated(const RegionInfo &region, uint64_t offset, uint64_t size) {
+    if (background_) {
+        bool wake = false;  // only a thread that is not already on its way needs waking
+        {
+            std::lock_guard<std::mutex> lock(wake_mutex_);
+            wake = !pending_;
+            pending_ = true;
+        }
+        if (wake) wake_.notify_one();
+        return;
+    }
+    // In the background, the thread revokes the item's keys before it zeroes the bytes:
+    // nothing written with them can land in space that is free again.
+    if (revoke_ && region.attributes.permissionLevel == DATAITEM) {
+        grants_.Revoke(region, offset, size);
+    }
+}
+
+void ScrubQueue::AddZeroing(const RegionInfo &region, const std::vector<ItemSpan> &items,
+                            std::map<uint64_t, std::vector<ExtentRanges>> *per_server) {
     Layout layout = LayoutOf(region);
     // Every member of a redundant region: copies as well, and RAID5's parity, whose stripes
     // (items take whole stripes) then hold the XOR of zeros. A lost member is rebuilt from
@@ -30,14 +79,13 @@ void MetadataStore::AddZeroing(const RegionInfo &region, const std::vector<ItemS
     }
 }
 
-void MetadataStore::ZeroItems(const RegionInfo &region, const std::vector<ItemSpan> &items) {
+void ScrubQueue::ZeroItems(const RegionInfo &region, const std::vector<ItemSpan> &items) {
     std::map<uint64_t, std::vector<ExtentRanges>> per_server;
     AddZeroing(region, items, &per_server);
-    for (const auto &[server, extents] : per_server) Server(server).ZeroExtents(extents);
+    for (const auto &[server, extents] : per_server) server_(server).ZeroExtents(extents);
 }
 
-void MetadataStore::FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t offset,
-                                  uint64_t size) {
+void ScrubQueue::FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t offset, uint64_t size) {
     Layout layout = LayoutOf(region);
     if (layout.interleaved()) {
         ExtentAllocator::Free(txn, AllocatorOf(region.id, kVirtualExtent), offset,
@@ -48,7 +96,7 @@ void MetadataStore::FreeItemSpace(Txn &txn, const RegionInfo &region, uint64_t o
     }
 }
 
-size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
+size_t ScrubQueue::Scrub(uint64_t region_id, std::string *error) {
     // Items per pass, whatever their regions: each memory server gets one call per pass (one
     // per region cost a client of the service 10-20% of a core with 16 regions in use).
     constexpr size_t kBatch = 4096;
@@ -58,7 +106,7 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
         if (stopping_.load()) return freed;  // shutting down: the rest waits for the restart
         // One pass at a time, the lock released between passes: an allocation that found its
         // region full waits for one pass, not for a whole sweep.
-        std::lock_guard<std::mutex> lock(scrub_mutex_);
+        std::lock_guard<std::mutex> lock(pass_mutex_);
         // Under the lock the records read here stay as they are until this pass frees them:
         // only a pass frees them, and their space, still taken, cannot be allocated and
         // deallocated again meanwhile. Destroying a region removes its records.
@@ -84,7 +132,7 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
         std::map<uint64_t, std::vector<ExtentRanges>> per_server;
         for (const auto &[id, items] : waiting) {
             const RegionInfo &region = regions.at(id);
-            if (options_.grant_keys && region.attributes.permissionLevel == DATAITEM) {
+            if (revoke_ && region.attributes.permissionLevel == DATAITEM) {
                 for (auto [offset, size] : items) grants_.Revoke(region, offset, size);
             }
             AddZeroing(region, items, &per_server);
@@ -92,7 +140,7 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
         std::map<uint64_t, std::string> failures;  // region -> why
         for (const auto &[server, extents] : per_server) {
             try {
-                Server(server).ZeroExtents(extents);
+                server_(server).ZeroExtents(extents);
             } catch (const Failure &failure) {
                 // An unreachable server fails every region it holds. Anything else may be one
                 // region destroyed meanwhile: ask again region by region, so that the others
@@ -103,7 +151,7 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
                         continue;
                     }
                     try {
-                        Server(server).ZeroExtents({extent});
+                        server_(server).ZeroExtents({extent});
                     } catch (const Failure &alone) {
                         failures.emplace(extent.extent.region_id, alone.fam_error_msg());
                     }
@@ -132,24 +180,24 @@ size_t MetadataStore::Scrub(uint64_t region_id, std::string *error) {
     }
 }
 
-void MetadataStore::RunScrubber() {
+void ScrubQueue::Run() {
     // Retries what failed (a memory server down) at this period.
     constexpr auto kRetry = std::chrono::seconds(1);
     constexpr auto kGather = std::chrono::milliseconds(5);
-    std::unique_lock<std::mutex> lock(scrubber_mutex_);
+    std::unique_lock<std::mutex> lock(wake_mutex_);
     bool failed = false;
     std::string reported;  // the failure last logged: a server down for long is logged once
     for (;;) {
-        scrubber_wake_.wait_for(lock, kRetry, [&] { return stopping_ || scrub_pending_; });
+        wake_.wait_for(lock, kRetry, [&] { return stopping_ || pending_; });
         if (stopping_) return;
-        if (!scrub_pending_ && !failed) continue;
+        if (!pending_ && !failed) continue;
         // Let deallocations gather first: one round per item cost a memory-server call per
         // deallocation, CPU the callers of the service need (one client's allocate+deallocate
         // rate went up 30-50% with the rounds gathered). Nobody waits for a round: an
         // allocation that finds its region full scrubs it at once (AllocateItem).
-        scrubber_wake_.wait_for(lock, kGather, [&] { return stopping_.load(); });
+        wake_.wait_for(lock, kGather, [&] { return stopping_.load(); });
         if (stopping_) return;
-        scrub_pending_ = false;
+        pending_ = false;
         lock.unlock();
         std::string error;
         try {
