@@ -1,14 +1,13 @@
 // fam_microbench: the cost of fampool's basic operations on the embedded model, each next to
 // the plain-memory operation it replaces, measured in the same run on the same buffers.
 //
-//   transfers   blocking and non-blocking get/put, 256 B .. 64 MiB, GB/s, against memcpy
 //   latency     256 B blocking get/put, median and p99 of single operations, against memcpy
 //   atomics     uint64 fam_fetch_add and fam_add, ns/op, against __atomic_fetch_add
 //   metadata    allocate+deallocate of a 4 KiB item (us), create+destroy of a 64 MiB region (ms)
 //
-// Transfers walk a 256 MiB FAM item and a 256 MiB local buffer at the same offsets, one full
-// sweep per measurement, so that large sizes run out of cache; memcpy does the same walk
-// between two ordinary 256 MiB buffers. Every figure is the median of several trials.
+// Get/put bandwidth is transfer_bench's (`transfer_bench api`, whose embedded run against
+// memcpy `scripts/bench embedded` makes beside this one). Every figure is the median of
+// several trials.
 //
 //   fam_microbench [--quick] [--csv PATH] [--strict] [--cluster]
 //
@@ -47,18 +46,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kKiB = 1024, kMiB = 1024 * kKiB;
-constexpr uint64_t kWorkingBytes = 256 * kMiB;  // FAM item, local buffer, memcpy buffers
-constexpr uint64_t kSizes[] = {256, 4 * kKiB, 64 * kKiB, kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB};
-constexpr uint64_t kNonblockingBatch = 16;  // operations issued between fam_quiet calls
 constexpr uint64_t kLatencyBytes = 256;
-constexpr uint64_t kLatencyWindow = 64 * kKiB;  // latency ops walk this much: in cache
+constexpr uint64_t kLatencyWindow = 64 * kKiB;      // latency ops walk this much: in cache
+constexpr uint64_t kWorkingBytes = kLatencyWindow;  // FAM item, local buffers
 
 const char *kRegionName = "fam_microbench";
 const char *kAllocRegionName = "fam_microbench_alloc";
 const char *kCycleRegionName = "fam_microbench_cycle";
 
-// The issue's targets.
-constexpr double kTransferRatioTarget = 0.85;  // blocking get/put >= 1 MiB vs memcpy
+// The issue's targets (those of get/put bandwidth: scripts/bench_report/embedded.py).
 constexpr double kLatencyTargetNs = 200;       // 256 B blocking get/put, median
 constexpr double kFetchAddTargetNs = 100;      // uint64 fam_fetch_add
 constexpr double kAllocTargetUs = 20;          // allocate + deallocate
@@ -106,22 +102,6 @@ volatile uint64_t g_sink;
 // Keeps the compiler from dropping stores to memory nobody reads afterwards.
 inline void clobber_memory() { asm volatile("" ::: "memory"); }
 
-uint64_t cache_bytes(int name) {
-    long v = sysconf(name);
-    return v > 0 ? static_cast<uint64_t>(v) : 0;
-}
-
-// Both sides of a transfer sweep kWorkingBytes: the working set is twice that.
-std::string cache_state(uint64_t working_set) {
-    uint64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
-    uint64_t llc = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
-    if (llc == 0) llc = l2;
-    if (llc == 0) return "cache size unknown";
-    if (working_set <= l2) return "in-cache (L2)";
-    if (working_set <= llc) return "in-cache (LLC)";
-    return "out-of-cache";
-}
-
 class Bench {
   public:
     Bench(fam &my_fam, const Settings &settings) : fam_(my_fam), s_(settings) {}
@@ -141,7 +121,6 @@ class Bench {
             teardown();
             return;
         }
-        transfers();
         latency();
         atomics();
         allocation(fam_, "");
@@ -171,14 +150,14 @@ class Bench {
 
         src_ = static_cast<char *>(std::aligned_alloc(4096, kWorkingBytes));
         dst_ = static_cast<char *>(std::aligned_alloc(4096, kWorkingBytes));
-        if (!src_ || !dst_) throw std::runtime_error("cannot allocate 2 x 256 MiB of memory");
+        if (!src_ || !dst_) throw std::runtime_error("cannot allocate the local buffers");
         // Touch every page now, so that no measurement pays for first-touch faults.
         for (uint64_t i = 0; i < kWorkingBytes; ++i) src_[i] = static_cast<char>(i * 131);
         std::memset(dst_, 0, kWorkingBytes);
         fam_.fam_put_blocking(src_, item_, 0, kWorkingBytes);
         fam_.fam_get_blocking(dst_, item_, 0, kWorkingBytes);
         if (std::memcmp(src_, dst_, kWorkingBytes) != 0)
-            throw std::runtime_error("a 256 MiB put + get did not round-trip");
+            throw std::runtime_error("a put + get of the item did not round-trip");
     }
 
     void teardown() {
@@ -186,68 +165,6 @@ class Bench {
         delete item_;
         fam_.fam_destroy_region(region_);
         delete region_;
-    }
-
-    // GB/s of one sweep of kWorkingBytes in operations of `size` bytes at offsets 0, size,
-    // 2*size, ...; `op(offset)` performs one.
-    template <typename Op>
-    static double sweep_gbps(uint64_t size, Op op) {
-        uint64_t ops = kWorkingBytes / size;
-        auto start = Clock::now();
-        for (uint64_t i = 0; i < ops; ++i) op(i * size);
-        clobber_memory();
-        return kWorkingBytes / seconds(start, Clock::now()) / 1e9;
-    }
-
-    // The same for non-blocking operations: issue kNonblockingBatch of them (fewer when they
-    // would cover the buffer more than once), then fam_quiet.
-    template <typename Op>
-    double sweep_gbps_nonblocking(uint64_t size, Op op) {
-        const uint64_t batch = std::min(kNonblockingBatch, kWorkingBytes / size);
-        return sweep_gbps(size, [&](uint64_t offset) {
-            op(offset);
-            if ((offset / size + 1) % batch == 0) fam_.fam_quiet();
-        });
-    }
-
-    // Each trial runs memcpy and the four FAM transfers back to back, so that a drift of the
-    // machine's speed during the run hits the baseline and the measurement alike.
-    void transfers() {
-        const std::string cache = cache_state(2 * kWorkingBytes);
-        for (uint64_t size : kSizes) {
-            std::vector<double> copy, get, put, get_nb, put_nb;
-            for (int t = 0; t < s_.trials; ++t) {
-                copy.push_back(sweep_gbps(
-                    size, [&](uint64_t off) { std::memcpy(dst_ + off, src_ + off, size); }));
-                get.push_back(sweep_gbps(size, [&](uint64_t off) {
-                    fam_.fam_get_blocking(dst_ + off, item_, off, size);
-                }));
-                put.push_back(sweep_gbps(size, [&](uint64_t off) {
-                    fam_.fam_put_blocking(src_ + off, item_, off, size);
-                }));
-                get_nb.push_back(sweep_gbps_nonblocking(size, [&](uint64_t off) {
-                    fam_.fam_get_nonblocking(dst_ + off, item_, off, size);
-                }));
-                fam_.fam_quiet();
-                put_nb.push_back(sweep_gbps_nonblocking(size, [&](uint64_t off) {
-                    fam_.fam_put_nonblocking(src_ + off, item_, off, size);
-                }));
-                fam_.fam_quiet();
-            }
-            const double base = median(copy);
-            const std::string note = "vs memcpy, " + cache;
-            rows_.push_back({"memcpy", size, base, "GB/s", NAN, cache});
-            rows_.push_back({"get_blocking", size, median(get), "GB/s", base, note});
-            rows_.push_back({"put_blocking", size, median(put), "GB/s", base, note});
-            rows_.push_back({"get_nonblocking", size, median(get_nb), "GB/s", base, note});
-            rows_.push_back({"put_nonblocking", size, median(put_nb), "GB/s", base, note});
-            std::fprintf(stderr, "  transfers %-7s done\n", size_label(size).c_str());
-        }
-        // The sweeps wrote src_ into the item: spot-check that they really moved data.
-        std::vector<char> check(4096);
-        fam_.fam_get_blocking(check.data(), item_, kWorkingBytes / 2, check.size());
-        if (std::memcmp(check.data(), src_ + kWorkingBytes / 2, check.size()) != 0)
-            throw std::runtime_error("the item does not hold what the put sweeps wrote");
     }
 
     // Nanoseconds of each of `n` single operations (the clock's own cost included).
@@ -429,16 +346,6 @@ std::vector<Target> check_targets(const std::vector<Row> &rows, bool cluster) {
                 "create+destroy 64 MiB region (median)");
         return targets;
     }
-    for (const char *op : {"get_blocking", "put_blocking"}) {
-        for (uint64_t size : kSizes) {
-            if (size < kMiB) continue;
-            const Row &r = find_row(rows, op, size);
-            targets.push_back({std::string(op) + " " + size_label(size),
-                               r.ratio() >= kTransferRatioTarget,
-                               fixed(r.ratio(), 3) +
-                                   " x memcpy (target >= " + fixed(kTransferRatioTarget, 2) + ")"});
-        }
-    }
     at_most(find_row(rows, "get_blocking_latency_p50", 256), kLatencyTargetNs,
             "get_blocking 256 B latency (median)");
     at_most(find_row(rows, "put_blocking_latency_p50", 256), kLatencyTargetNs,
@@ -497,12 +404,6 @@ int main(int argc, char **argv) {
         std::printf("fam_microbench: %s model, %s run (medians of %d trials)\n", configured,
                     settings.quick ? "quick" : "full", settings.trials);
         free(configured);
-        std::printf(
-            "caches: L2 %s, LLC %s; transfers sweep a 256 MiB item and a 256 MiB "
-            "local buffer (memcpy: two 256 MiB buffers): working set 512 MiB, %s\n",
-            size_label(cache_bytes(_SC_LEVEL2_CACHE_SIZE)).c_str(),
-            size_label(cache_bytes(_SC_LEVEL3_CACHE_SIZE)).c_str(),
-            cache_state(2 * kWorkingBytes).c_str());
         std::fflush(stdout);
 
         std::unique_ptr<fam> grpc_fam;

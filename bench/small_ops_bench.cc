@@ -1,8 +1,8 @@
 // small_ops_bench: how many small non-blocking operations per second fampool completes, with
 // 1 to 8 threads, on the default context and on a context per thread, next to a raw libfabric
-// loop with the same window; and large transfers next to a windowed raw loop (fi_rma_bw's
-// shape). Runs the model the configuration names: the embedded model by default, a cluster's
-// memory-server model with --cluster (FAMPOOL_CONFIG of `fampool up`).
+// loop with the same window (large transfers: `transfer_bench api`). Runs the model the
+// configuration names: the embedded model by default, a cluster's memory-server model with
+// --cluster (FAMPOOL_CONFIG of `fampool up`).
 //
 //   small_ops_bench [--cluster] [--quick] [--threads 1,2,4,8] [--model NAME] [--csv PATH]
 //
@@ -23,9 +23,7 @@
 //             then all waited for (a quiet), then the next kWindow
 //   nb/bl, vs raw   fampool / blocking, fampool / raw
 // Every figure is the median of kTrials runs; the trials of one row alternate fampool and raw.
-// Bandwidth (kind "bandwidth", one thread): 64 KiB as kLargeWindow non-blocking calls then a
-// quiet; 1 MiB and 4 MiB as single blocking calls; raw: kLargeWindow operations of the same
-// size in flight. The same columns in GB/s (`blocking` holds fampool's blocking GB/s).
+// --quick (a smoke run): one trial per figure, sizes 8 and 256 B only.
 //
 // Writes PATH (default small_ops.csv), one line per row:
 // model,kind,op,size_bytes,threads,context,fampool,blocking,raw,raw_batch,nb_vs_blocking,vs_raw
@@ -58,11 +56,10 @@ namespace {
 constexpr uint64_t kKiB = 1024, kMiB = 1024 * kKiB;
 constexpr uint64_t kSlice = 256 * kKiB;  // each thread's part of the item
 constexpr size_t kWindow = 64;           // operations between quiets (raw: in flight)
-constexpr size_t kLargeWindow = 16;
-constexpr double kRunSeconds = 0.05;  // each measured run, about
+constexpr double kRunSeconds = 0.05;     // each measured run, about
 constexpr int kTrials = 3;
 constexpr uint64_t kSizes[] = {8, 64, 256, 1024, 4096};
-constexpr uint64_t kLargeSizes[] = {64 * kKiB, kMiB, 4 * kMiB};
+constexpr uint64_t kQuickSizes[] = {8, 256};
 
 struct Settings {
     bool cluster = false;
@@ -167,10 +164,10 @@ class Bench {
     Bench(fam &f, const Settings &settings) : f_(f), s_(settings) {
         std::string name = "small_ops_" + std::to_string(getpid());
         region_.reset(f_.fam_create_region(name.c_str(), 128 * kMiB, 0600, nullptr));
-        item_.reset(f_.fam_allocate("item", 8 * kSlice + 64 * kMiB, 0600, region_.get()));
+        item_.reset(f_.fam_allocate("item", 8 * kSlice, 0600, region_.get()));
         std::vector<char> zeros(kSlice * 8, 0);
         f_.fam_put_blocking(zeros.data(), item_.get(), 0, zeros.size());  // first touch
-        for (int t = 0; t < 8; ++t) locals_.emplace_back(64 * kMiB, 1);
+        for (int t = 0; t < 8; ++t) locals_.emplace_back(kSlice, 1);
         provider_ = s_.cluster ? Option(f_, "LIBFABRIC_PROVIDER") : "";
     }
     ~Bench() {
@@ -182,11 +179,14 @@ class Bench {
         std::vector<Row> rows;
         for (int threads : s_.threads) {
             Crew crew(threads);
+            const std::vector<uint64_t> sizes =
+                s_.quick ? std::vector<uint64_t>(std::begin(kQuickSizes), std::end(kQuickSizes))
+                         : std::vector<uint64_t>(std::begin(kSizes), std::end(kSizes));
             // Each thread opens its own context, as a program with a context per thread does.
             std::vector<fam_context *> contexts(threads);
             crew.Run([&](int t) { contexts[t] = f_.fam_context_open(); });
             for (Op op : {Op::kGet, Op::kPut, Op::kAdd}) {
-                for (uint64_t size : kSizes) {
+                for (uint64_t size : sizes) {
                     if (op == Op::kAdd && size != 8) continue;
                     for (bool per_thread : {false, true}) {
                         rows.push_back(Rate(crew, per_thread ? &contexts : nullptr, op, size));
@@ -195,13 +195,6 @@ class Bench {
                 }
             }
             crew.Run([&](int t) { f_.fam_context_close(contexts[t]); });
-        }
-        Crew one(1);
-        for (Op op : {Op::kGet, Op::kPut}) {
-            for (uint64_t size : kLargeSizes) {
-                rows.push_back(Bandwidth(one, op, size));
-                Print(rows.back());
-            }
         }
         return rows;
     }
@@ -261,7 +254,7 @@ class Bench {
         };
         uint64_t nb_count = Calibrated(run(false)), blocking_count = Calibrated(run(true));
         std::vector<double> nb, blocking, raw, raw_batch;
-        for (int trial = 0; trial < kTrials; ++trial) {
+        for (int trial = 0, trials = s_.quick ? 1 : kTrials; trial < trials; ++trial) {
             nb.push_back(static_cast<double>(nb_count) * threads / run(false)(nb_count) / 1e6);
             blocking.push_back(static_cast<double>(blocking_count) * threads /
                                run(true)(blocking_count) / 1e6);
@@ -275,42 +268,6 @@ class Bench {
         if (s_.cluster) {
             row.raw = Median(raw);
             row.raw_batch = Median(raw_batch);
-        }
-        return row;
-    }
-
-    Row Bandwidth(Crew &crew, Op op, uint64_t size) {
-        Row row{"bandwidth", Name(op), size, 1, "default"};
-        char *local = locals_[0].data();
-        const uint64_t total = s_.quick ? 64 * kMiB : 256 * kMiB;
-        const uint64_t count = total / size;
-        auto sweep = [&](bool blocking) {
-            auto start = Clock::now();
-            for (uint64_t i = 0; i < count; ++i) {
-                uint64_t at = (i % (64 * kMiB / size)) * size;
-                if (op == Op::kGet) {
-                    if (blocking)
-                        f_.fam_get_blocking(local + at, item_.get(), 8 * kSlice + at, size);
-                    else
-                        f_.fam_get_nonblocking(local + at, item_.get(), 8 * kSlice + at, size);
-                } else {
-                    if (blocking)
-                        f_.fam_put_blocking(local + at, item_.get(), 8 * kSlice + at, size);
-                    else
-                        f_.fam_put_nonblocking(local + at, item_.get(), 8 * kSlice + at, size);
-                }
-                if (!blocking && (i + 1) % kLargeWindow == 0) f_.fam_quiet();
-            }
-            f_.fam_quiet();
-            return static_cast<double>(count * size) /
-                   std::chrono::duration<double>(Clock::now() - start).count() / 1e9;
-        };
-        sweep(true);  // first touch of the local buffer and of the item
-        row.blocking = sweep(true);
-        row.fampool = size < kMiB ? sweep(false) : row.blocking;
-        if (s_.cluster) {
-            row.raw =
-                RawRate(crew, op, size, kLargeWindow, false) * static_cast<double>(size) / 1e9;
         }
         return row;
     }
@@ -350,12 +307,10 @@ class Bench {
     int NextPort() { return 26000 + (port_++ % 2000); }
 
     void Print(const Row &row) {
-        bool bw = row.kind == "bandwidth";
-        std::printf("%-9s %-4s %8lu %2d %-10s | %9.3f %9.3f %9.3f %9.3f | %6.2f %6.2f  %s\n",
+        std::printf("%-9s %-4s %8lu %2d %-10s | %9.3f %9.3f %9.3f %9.3f | %6.2f %6.2f  Mops\n",
                     row.kind.c_str(), row.op.c_str(), static_cast<unsigned long>(row.size),
                     row.threads, row.context.c_str(), row.fampool, row.blocking, row.raw,
-                    row.raw_batch, row.fampool / row.blocking, row.fampool / row.raw,
-                    bw ? "GB/s" : "Mops");
+                    row.raw_batch, row.fampool / row.blocking, row.fampool / row.raw);
         std::fflush(stdout);
     }
 
@@ -412,7 +367,7 @@ int main(int argc, char **argv) {
         std::string model = !settings.model.empty() ? settings.model
                             : settings.cluster      ? "cluster-" + Option(f, "LIBFABRIC_PROVIDER")
                                                     : "embedded";
-        std::printf("model %s; window %zu (large: %zu)\n", model.c_str(), kWindow, kLargeWindow);
+        std::printf("model %s; window %zu\n", model.c_str(), kWindow);
         std::printf("%-9s %-4s %8s %2s %-10s | %9s %9s %9s %9s | %6s %6s\n", "kind", "op", "size",
                     "th", "context", "fampool", "blocking", "raw", "raw_batch", "nb/bl", "vs raw");
         std::vector<Row> rows;

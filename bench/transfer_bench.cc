@@ -6,7 +6,8 @@
 //             (the embedded data path is a copy to or from a mapped heap)
 //   shm       memcpy as well: a client of a memory server on its own node maps the server's
 //             heap file and copies (fabric_direct), so a copy is the strongest baseline; a raw
-//             libfabric loop over shm moves 2-10 GB/s where fampool and memcpy move 20-100
+//             libfabric loop over shm moves 2-10 GB/s where fampool and memcpy move 20-100.
+//             With fabric_direct off fampool uses shm's RMA, and the baseline is the raw loop
 //   tcp ...   a raw libfabric loop over the cluster's provider (fabric_raw.h): a target thread
 //             in this process polling its endpoint without sleeping, and per thread a client
 //             endpoint keeping one operation in flight (blocking) or --window of them all the
@@ -22,11 +23,13 @@
 //                    of them: one at 64 MiB), then fam_quiet (the thread's context), over and
 //                    over
 // Each figure runs --seconds and is the bytes all threads moved over the time to the last
-// thread's last completion.
+// thread's last completion; with --trials N, the median of N such runs, fampool's and the
+// baseline's taking turns (a drift of the machine's speed hits both alike).
 //
 //   transfer_bench [--label L] [--sizes 256,1024,...] [--threads 1,2,4,8]
-//                  [--ops get,put,get_nb,put_nb] [--seconds S] [--window W] [--item BYTES]
-//                  [--no-baseline] [--csv PATH]
+//                  [--ops get,put,get_nb,put_nb] [--seconds S] [--trials N] [--window W]
+//                  [--item BYTES] [--baseline memcpy|raw] [--no-baseline] [--csv PATH]
+// --baseline picks the baseline instead of the rule above (raw needs a cluster).
 // Appends to PATH (header once): label,model,provider,op,size_bytes,threads,fampool_gbps,
 // baseline,baseline_gbps,ratio  (GB/s are 1e9 bytes per second; ratio fampool / baseline).
 #include <fam/fam.h>
@@ -45,11 +48,13 @@
 
 #include "bench_args.h"
 #include "bench_modes.h"
+#include "bench_stats.h"
 #include "common/config.h"
 #include "fabric_raw.h"
 
 using namespace openfam;
 using Clock = std::chrono::steady_clock;
+using bench_stats::Median;
 
 // The other modes (transfer_striped.cc, transfer_channel.cc, transfer_same_node.cc).
 int StripedMain(int argc, char **argv);
@@ -66,9 +71,11 @@ struct Options {
     std::vector<int> threads = {1, 2, 4, 8};
     std::vector<std::string> ops = {"get", "put", "get_nb", "put_nb"};
     double seconds = 0.25;
+    int trials = 1;
     int window = 16;
     uint64_t item = 128 << 20;
     bool baseline = true;
+    std::string baseline_kind;  // "memcpy", "raw"; empty: by the model and provider
     std::string csv = "transfer_bench.csv";
 };
 
@@ -262,10 +269,14 @@ int ApiMain(int argc, char **argv) {
             o.ops = bench_args::SplitList(value());
         else if (arg == "--seconds")
             o.seconds = std::stod(value());
+        else if (arg == "--trials")
+            o.trials = std::max(1, std::stoi(value()));
         else if (arg == "--window")
             o.window = std::stoi(value());
         else if (arg == "--item")
             o.item = std::stoull(value());
+        else if (arg == "--baseline")
+            o.baseline_kind = value();
         else if (arg == "--no-baseline")
             o.baseline = false;
         else if (arg == "--csv")
@@ -286,7 +297,18 @@ int ApiMain(int argc, char **argv) {
     const bool embedded = config.model != "memory_server";
     const std::string provider = embedded ? "-" : config.libfabric_provider;
     const std::string model = embedded ? "embedded" : "cluster";
-    const bool copies = embedded || provider == "shm";  // the baseline is memcpy
+    bool copies = embedded || (provider == "shm" && config.fabric_direct);  // baseline memcpy
+    if (o.baseline_kind == "memcpy" || o.baseline_kind == "raw") {
+        copies = o.baseline_kind == "memcpy";
+    } else if (!o.baseline_kind.empty()) {
+        std::fprintf(stderr, "transfer_bench: --baseline is memcpy or raw, not \"%s\"\n",
+                     o.baseline_kind.c_str());
+        return 2;
+    }
+    if (embedded && !copies) {
+        std::fprintf(stderr, "transfer_bench: --baseline raw needs a cluster (FAMPOOL_CONFIG)\n");
+        return 2;
+    }
     const std::string baseline = copies ? "memcpy" : "raw-libfabric";
     int most = *std::max_element(o.threads.begin(), o.threads.end());
 
@@ -298,22 +320,22 @@ int ApiMain(int argc, char **argv) {
     }
     std::printf(
         "%s model%s%s: fampool through the API against %s in this process; %.2f s per "
-        "figure, window %d\n",
+        "figure, median of %d, window %d\n",
         model.c_str(), embedded ? "" : ", provider ", embedded ? "" : provider.c_str(),
-        baseline.c_str(), o.seconds, o.window);
+        baseline.c_str(), o.seconds, o.trials, o.window);
     std::printf("%-7s %10s %7s %12s %12s %7s\n", "op", "size", "threads", "fampool GB/s",
                 (baseline + " GB/s").c_str(), "ratio");
 
-    // Per thread count and operation: fampool's figures over every size, then the baseline's
-    // (whose target thread, polling without sleeping, must not run beside fampool's), so that
-    // the two are measured within seconds of each other.
+    // Per thread count, operation and trial: fampool's figures over every size, then the
+    // baseline's (whose target thread, polling without sleeping, must not run beside
+    // fampool's), so that the two are measured within seconds of each other.
     struct Point {
         std::string op;
         uint64_t size;
         int threads;
     };
     std::vector<Point> points;
-    std::vector<double> ours, theirs;
+    std::vector<std::vector<double>> ours, theirs;  // per point, per trial
     FampoolSide side(o);
     std::vector<std::vector<char>> local, heap;     // memcpy's buffers
     std::unique_ptr<fabric_raw::RawTarget> target;  // the raw loop's, opened at first use
@@ -327,50 +349,55 @@ int ApiMain(int argc, char **argv) {
     for (int threads : o.threads) {
         for (const std::string &op : o.ops) {
             size_t first = points.size();
-            for (uint64_t size : o.sizes) {
-                points.push_back({op, size, threads});
-                ours.push_back(side.Measure(op, size, threads));
-                theirs.push_back(0);
-            }
-            if (!o.baseline) continue;
-            if (copies) {
+            for (uint64_t size : o.sizes) points.push_back({op, size, threads});
+            ours.resize(points.size());
+            theirs.resize(points.size());
+            for (int trial = 0; trial < o.trials; ++trial) {
                 for (size_t p = first; p < points.size(); ++p) {
-                    theirs[p] = Memcpy(o, op, points[p].size, threads, local, heap);
+                    ours[p].push_back(side.Measure(op, points[p].size, threads));
                 }
-                continue;
+                if (!o.baseline) continue;
+                if (copies) {
+                    for (size_t p = first; p < points.size(); ++p) {
+                        theirs[p].push_back(Memcpy(o, op, points[p].size, threads, local, heap));
+                    }
+                    continue;
+                }
+                // One target and one pair of clients per thread for the whole run, each paused
+                // while fampool is measured.
+                if (!target) {
+                    target = std::make_unique<fabric_raw::RawTarget>(
+                        provider, "127.0.0.1", std::to_string(20000 + getpid() % 9000), o.item);
+                }
+                while (static_cast<int>(readers.size()) < threads) {
+                    readers.push_back(std::make_unique<fabric_raw::RawClient>(
+                        provider, "127.0.0.1", o.item, fabric_raw::Semantics::kDefault));
+                    writers.push_back(std::make_unique<fabric_raw::RawClient>(
+                        provider, "127.0.0.1", o.item, fabric_raw::Semantics::kDelivery));
+                }
+                target->Resume();
+                for (size_t p = first; p < points.size(); ++p) {
+                    theirs[p].push_back(
+                        Raw(o, target->target(), op, points[p].size, threads, readers, writers));
+                }
+                target->Pause();
             }
-            // One target and one pair of clients per thread for the whole run, each paused
-            // while fampool is measured.
-            if (!target) {
-                target = std::make_unique<fabric_raw::RawTarget>(
-                    provider, "127.0.0.1", std::to_string(20000 + getpid() % 9000), o.item);
-            }
-            while (static_cast<int>(readers.size()) < threads) {
-                readers.push_back(std::make_unique<fabric_raw::RawClient>(
-                    provider, "127.0.0.1", o.item, fabric_raw::Semantics::kDefault));
-                writers.push_back(std::make_unique<fabric_raw::RawClient>(
-                    provider, "127.0.0.1", o.item, fabric_raw::Semantics::kDelivery));
-            }
-            target->Resume();
-            for (size_t p = first; p < points.size(); ++p) {
-                theirs[p] = Raw(o, target->target(), op, points[p].size, threads, readers, writers);
-            }
-            target->Pause();
         }
     }
     for (size_t p = 0; p < points.size(); ++p) {
-        double ratio = theirs[p] > 0 ? ours[p] / theirs[p] : 0;
+        double fampool = Median(ours[p]), them_gbps = Median(theirs[p]);
+        double ratio = them_gbps > 0 ? fampool / them_gbps : 0;
         char them[32] = "none", times[32] = "-";  // no baseline for this figure
-        if (theirs[p] > 0) {
-            std::snprintf(them, sizeof them, "%.3f", theirs[p]);
+        if (them_gbps > 0) {
+            std::snprintf(them, sizeof them, "%.3f", them_gbps);
             std::snprintf(times, sizeof times, "%.2f", ratio);
         }
         std::printf("%-7s %10llu %7d %12.3f %12s %7s\n", points[p].op.c_str(),
-                    static_cast<unsigned long long>(points[p].size), points[p].threads, ours[p],
+                    static_cast<unsigned long long>(points[p].size), points[p].threads, fampool,
                     them, times);
         csv << o.label << "," << model << "," << provider << "," << points[p].op << ","
-            << points[p].size << "," << points[p].threads << "," << ours[p] << ","
-            << (theirs[p] > 0 ? baseline : "none") << "," << theirs[p] << "," << ratio << "\n";
+            << points[p].size << "," << points[p].threads << "," << fampool << ","
+            << (them_gbps > 0 ? baseline : "none") << "," << them_gbps << "," << ratio << "\n";
     }
     std::printf("rows appended to %s\n", o.csv.c_str());
     return 0;

@@ -1,6 +1,6 @@
-"""The pages of scripts/bench-report, one module per page (results, small_ops, redundancy,
-intent, security, apps), and what they share: plot.py (figures, axes, PNG files, Markdown
-tables) and the readers below.
+"""The pages of scripts/bench-report, one module per page (embedded, results, small_ops,
+redundancy, intent, security, python, apps), and what they share: plot.py (figures, axes, PNG
+files, Markdown tables) and the readers below.
 
 Every page module has SUITES (the directories under the results directory it reads),
 has_results(results) and write(results, docs, smoke), which writes its page and plots and
@@ -37,3 +37,15 @@ def hand_written(docs, name):
         if os.path.exists(path):
             return path
     return None
+
+
+def run_notes(skipped, retries):
+    """The Markdown paragraphs a page gives a run's skipped steps and retried figures (the lines
+    of its suites' skipped.txt and retries.txt); [] when there were none."""
+    out = []
+    if skipped:
+        out.append("Steps skipped in this run:\n\n" + "".join(f"- {line}\n" for line in skipped))
+    if retries:
+        out.append("Failed once in this run and measured again (the figures below are the "
+                   "second attempt's):\n\n" + "".join(f"- {line}\n" for line in retries))
+    return out

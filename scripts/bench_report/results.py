@@ -13,7 +13,7 @@ the same run.
 import os
 from collections import defaultdict
 
-from . import hand_written, read_csv, read_lines, plot
+from . import hand_written, read_csv, read_lines, plot, run_notes
 from .plot import size_text, table
 
 SUITES = ("transfer", "placement", "metadata")
@@ -404,13 +404,7 @@ class Report:
                "benchmark works is at the top of its program's source (`transfer_bench`, mode "
                "`api`; `peers shmem` and `peers mpi-rma`; `placement_bench`; `metadata_bench "
                "scaling`).\n"]
-        if self.skipped:
-            out.append("Steps skipped in this run:\n\n" +
-                       "".join(f"- {line}\n" for line in self.skipped))
-        if self.retries:
-            out.append("Failed once in this run and measured again (the figures below are the "
-                       "second attempt's):\n\n" +
-                       "".join(f"- {line}\n" for line in self.retries))
+        out += run_notes(self.skipped, self.retries)
         out.append("## Targets\n")
         if self.targets:
             out.append(table(["target", "met", "measured"],

@@ -1,6 +1,9 @@
 """Small operations and threads (docs/bench/small-ops.md), from scripts/bench small-ops'
 results: small-ops/{embedded,shm,shm-rma,tcp}.csv (small_ops_bench per model, with the raw
-libfabric loops) and small-ops/openshmem.csv (peers shmem-rate). Writes
+libfabric loops), small-ops/transfers.csv (transfer_bench api on each cluster, label
+cluster-KEY: one thread's large get/put against a raw libfabric loop with as many in flight;
+results from before it hold small_ops_bench's rows of kind "bandwidth" instead) and
+small-ops/openshmem.csv (peers shmem-rate). Writes
   small_ops_rate.png     message rate against size, one thread: fampool non-blocking and
                          blocking per model, the raw libfabric loops, OpenSHMEM
   small_ops_threads.png  message rate of 256 B gets and puts against threads, on the default
@@ -20,6 +23,7 @@ STYLES = {"embedded": ("tab:blue", "o"), "shm": ("tab:green", "s"),
           "shm-rma": ("tab:olive", "v"), "tcp": ("tab:red", "^")}
 SIZES = [8, 64, 256, 1024, 4096]
 LARGE = [65536, 1048576, 4194304]
+TRANSFER_OPS = ["get", "put", "get_nb", "put_nb"]
 
 
 def has_results(results):
@@ -128,7 +132,32 @@ def against_raw(r):
     return f"{fmt(fam / raw)} ({fmt(fam / batch)})"
 
 
-def cluster_tables(data, key):
+def large_transfers(transfers, key):
+    """The large-transfer table of cluster `key` from transfer_bench's rows."""
+    rows = [r for r in transfers if r["label"] == f"cluster-{key}" and r["threads"] == "1"]
+    sizes = sorted({int(r["size_bytes"]) for r in rows}) or LARGE
+    baseline = next((r["baseline"] for r in rows if r["baseline"] != "none"), "raw-libfabric")
+    them = "raw libfabric" if baseline == "raw-libfabric" else baseline
+    lines = [f"### Cluster over {key}: large transfers, one thread (`transfer_bench api`), GB/s: "
+             f"fampool / {them} with as many in flight (get, put: one; get_nb, put_nb: 16, "
+             "then a quiet) = ratio\n"]
+    body = []
+    for op in TRANSFER_OPS:
+        cells = []
+        for s in sizes:
+            r = one(rows, op=op, size_bytes=s)
+            ours, theirs = num((r or {}).get("fampool_gbps")), num((r or {}).get("baseline_gbps"))
+            if not r:
+                cells.append("–")
+            elif r["baseline"] == "none" or not theirs > 0:
+                cells.append(f"{fmt(ours)} / –")
+            else:
+                cells.append(f"{fmt(ours)} / {fmt(theirs)} = {fmt(num(r['ratio']))}")
+        body.append([op] + cells)
+    return lines + table_lines(["op"] + [plot.size_text(s) for s in sizes], body) + [""]
+
+
+def cluster_tables(data, key, transfers):
     lines = [f"### Cluster over {key}: non-blocking rate / raw libfabric, one thread: against 64 "
              "kept in flight (against batches of 64, fampool's shape)\n"]
     rows = []
@@ -138,6 +167,9 @@ def cluster_tables(data, key):
                                  context="default")) for s in sizes]
         rows.append([op] + cells + ["" for _ in range(len(SIZES) - len(cells))])
     lines += table_lines(["op"] + [f"{s} B" for s in SIZES], rows) + [""]
+    if transfers:
+        return lines + large_transfers(transfers, key)
+    # Results from before transfers.csv: small_ops_bench's own large transfers.
     lines.append(f"### Cluster over {key}: large transfers, GB/s (fampool / raw with 16 in "
                  "flight)\n")
     rows = []
@@ -152,7 +184,7 @@ def cluster_tables(data, key):
                                 "4 MiB (one blocking)"], rows) + [""]
 
 
-def summary(data, shmem):
+def summary(data, shmem, transfers):
     lines = ["### Embedded: non-blocking / blocking, one thread, default context\n"]
     rows = [[op] + [fmt(num((one(data["embedded"], kind="rate", op=op, size_bytes=s, threads=1,
                                   context="default") or {}).get("nb_vs_blocking")))
@@ -169,7 +201,7 @@ def summary(data, shmem):
     lines += table_lines(["op", "embedded", "cluster shm", "cluster shm RMA", "cluster tcp",
                           "OpenSHMEM", "embedded / OpenSHMEM"], rows) + [""]
     for key in ["shm-rma", "tcp", "shm"]:
-        lines += cluster_tables(data, key)
+        lines += cluster_tables(data, key, transfers)
     lines.append("### Threads: rate with 2 threads / 1 thread, 256 B, default context\n")
     rows = []
     for op in ["get", "put", "add"]:
@@ -192,10 +224,11 @@ def write(results, docs, smoke):
     folder = os.path.join(results, "small-ops")
     data = {key: read_csv(os.path.join(folder, f"{key}.csv")) for key, _ in MODELS}
     shmem = read_csv(os.path.join(folder, "openshmem.csv"))
+    transfers = read_csv(os.path.join(folder, "transfers.csv"))
     os.makedirs(docs, exist_ok=True)
     plot_rate(data, shmem, os.path.join(docs, "small_ops_rate.png"))
     plot_threads(data, shmem, os.path.join(docs, "small_ops_threads.png"))
     path = os.path.join(folder, "summary.md")
     with open(path, "w") as f:
-        f.write(summary(data, shmem))
+        f.write(summary(data, shmem, transfers))
     return f"{path}, {os.path.join(docs, 'small_ops_rate.png')} and small_ops_threads.png"

@@ -15,15 +15,27 @@ SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file_
 
 
 def embedded(r, out):
-    """fam_microbench on the embedded model: basic operations against plain memory."""
+    """fam_microbench on the embedded model: latency, atomics and metadata against plain memory;
+    and transfer_bench's get/put of one thread against memcpy at issue 2's sizes, over a 256 MiB
+    item (out of cache), median of 9 alternating trials."""
     home = os.path.join(r.work, "embedded-home")
     shm = os.path.join("/dev/shm", os.path.basename(r.work) + "-embedded")
     os.makedirs(shm, exist_ok=True)
+    env = {"FAMPOOL_HOME": home, "FAMPOOL_SHM_DIR": shm, "FAMPOOL_CONFIG": None,
+           "OPENFAM_ROOT": None}
+    transfers = os.path.join(out, "transfers.csv")
+    if os.path.exists(transfers):
+        os.remove(transfers)  # transfer_bench appends
     try:
         r.run([r.bench("fam_microbench"), *(["--quick"] if r.smoke else []), "--csv",
-               os.path.join(out, "microbench.csv")],
-              env={"FAMPOOL_HOME": home, "FAMPOOL_SHM_DIR": shm, "FAMPOOL_CONFIG": None,
-                   "OPENFAM_ROOT": None})
+               os.path.join(out, "microbench.csv")], env=env)
+        sizes = [256, 4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
+        shape = ["--item", str(8 << 20), "--trials", "1", "--seconds", "0.02"] if r.smoke else \
+            ["--item", str(256 << 20), "--trials", "9", "--seconds", "0.25"]
+        if r.smoke:
+            sizes = sizes[:4]
+        r.run([r.bench("transfer_bench"), "api", "--label", "embedded", "--threads", "1",
+               "--sizes", ",".join(map(str, sizes)), *shape, "--csv", transfers], env=env)
     finally:
         shutil.rmtree(shm, ignore_errors=True)
 
@@ -137,8 +149,17 @@ def cluster(r, out):
 
 def small_ops(r, out):
     """small_ops_bench on the embedded model and one-server clusters (shm with and without
-    fabric_direct, tcp), and OpenSHMEM's rate (peers shmem-rate)."""
+    fabric_direct, tcp), and OpenSHMEM's rate (peers shmem-rate); on each cluster also
+    transfer_bench api's large transfers of one thread against a raw libfabric loop with as
+    many in flight (transfers.csv, label = the cluster)."""
     quick = ["--quick", "--threads", "1"] if r.smoke else []
+    transfers = os.path.join(out, "transfers.csv")
+    if os.path.exists(transfers):
+        os.remove(transfers)  # transfer_bench appends
+    large = ["--threads", "1", "--sizes", "65536,1048576,4194304", "--baseline", "raw",
+             "--csv", transfers,
+             *(["--seconds", "0.02", "--item", str(16 << 20)] if r.smoke else
+               ["--seconds", "0.25", "--trials", "3"])]
     shm = os.path.join("/dev/shm", os.path.basename(r.work) + "-small")
     os.makedirs(shm, exist_ok=True)
     try:
@@ -154,10 +175,12 @@ def small_ops(r, out):
         r.say(f"small-ops: one memory server over {provider} ({run})")
         run_dir = r.up(f"small-{run}", "--memservers", "1", "--provider", provider)
         try:
+            env = {"FAMPOOL_CONFIG": r.config(run_dir),
+                   "FAMPOOL_FABRIC_DIRECT": "0" if run == "shm-rma" else "1"}
             r.run([r.bench("small_ops_bench"), "--cluster", *quick, "--model", f"cluster-{run}",
-                   "--csv", os.path.join(out, f"{run}.csv")],
-                  env={"FAMPOOL_CONFIG": r.config(run_dir),
-                       "FAMPOOL_FABRIC_DIRECT": "0" if run == "shm-rma" else "1"})
+                   "--csv", os.path.join(out, f"{run}.csv")], env=env)
+            r.run([r.bench("transfer_bench"), "api", "--label", f"cluster-{run}", *large],
+                  env=env)
         finally:
             r.down(run_dir)
     peers = r.bench("peers")
