@@ -5,7 +5,9 @@
 # process that does not see the build tree's package, runs the Python suite (its cluster tests
 # on the build tree's servers). Needs the package index, as scripts/setup does.
 #   pip_install_test.sh SOURCE BUILD
-# The wheel's CMake build is kept in BUILD/wheel, so a rerun rebuilds only what changed.
+# The wheel's CMake build is kept in BUILD-pip beside BUILD, so a rerun rebuilds only what
+# changed, and on a first run its compiles are ccache's hits on BUILD's objects (CMakeLists.txt:
+# the same flags, and paths the same relative to each build directory).
 set -euo pipefail
 source=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
@@ -16,9 +18,16 @@ fail() {
     exit 1
 }
 
-# --no-deps: numpy, the one runtime dependency, is installed by scripts/setup already.
-python3 -m pip install --no-deps --target "$work/site" -C build-dir="$build/wheel" \
-    "$source" > "$work/pip.log" 2>&1 || { tail -n 40 "$work/pip.log" >&2; fail "pip install failed"; }
+# The compilers of BUILD (pip's environment would pick g++ by that name, and ccache counts the
+# name). --no-deps: numpy, the one runtime dependency, is installed by scripts/setup already.
+compilers=()
+for lang in C CXX; do
+    compiler=$(sed -n "s/^CMAKE_${lang}_COMPILER:[A-Z]*=//p" "$build/CMakeCache.txt")
+    [ -z "$compiler" ] || compilers+=(-C "cmake.define.CMAKE_${lang}_COMPILER=$compiler")
+done
+python3 -m pip install --no-deps --target "$work/site" -C build-dir="$build-pip" \
+    "${compilers[@]}" "$source" > "$work/pip.log" 2>&1 ||
+    { tail -n 40 "$work/pip.log" >&2; fail "pip install failed"; }
 
 cd "$work"
 export PYTHONPATH=$work/site FAMPOOL_HOME=$work/home FAMPOOL_SHM_DIR=$work/shm
