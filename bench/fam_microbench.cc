@@ -21,10 +21,8 @@
 // checks the project's performance targets (PASS/MISS). Exits 1 on an error, and with
 // --strict also 2 when a target is missed.
 #include <fam/fam.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>

@@ -9,8 +9,8 @@
 // Message rate (kind "rate"): threads that live for the whole run (each opens its own context
 // once) issue operations on their own 256 KiB of one item, kWindow at a time: kWindow
 // non-blocking calls (fam_get_nonblocking, fam_put_nonblocking, or fam_add of a uint64), then
-// fam_quiet on the object the thread uses. Each measured run lasts about 0.1 s (--quick:
-// 0.02 s), sized from a short probe run. Columns:
+// fam_quiet on the object the thread uses. Each measured run lasts about 0.05 s (--quick:
+// 0.01 s), sized from a short probe run. Columns:
 //   fampool   operations per second, all threads together (millions)
 //   blocking  the same operations as blocking calls (atomics: fam_fetch_add), same threads
 //   raw       cluster only: each thread its own libfabric endpoint (fabric_raw.h) against a
@@ -163,7 +163,7 @@ class Bench {
   public:
     Bench(fam &f, const Settings &settings) : f_(f), s_(settings) {
         std::string name = "small_ops_" + std::to_string(getpid());
-        region_.reset(f_.fam_create_region(name.c_str(), 128 * kMiB, 0600, nullptr));
+        region_.reset(f_.fam_create_region(name.c_str(), 16 * kMiB, 0600, nullptr));
         item_.reset(f_.fam_allocate("item", 8 * kSlice, 0600, region_.get()));
         std::vector<char> zeros(kSlice * 8, 0);
         f_.fam_put_blocking(zeros.data(), item_.get(), 0, zeros.size());  // first touch

@@ -6,8 +6,8 @@
 # on the build tree's servers). Needs the package index, as scripts/setup does.
 #   pip_install_test.sh SOURCE BUILD
 # The wheel's CMake build is kept in BUILD-pip beside BUILD, so a rerun rebuilds only what
-# changed, and on a first run its compiles are ccache's hits on BUILD's objects (CMakeLists.txt:
-# the same flags, and paths the same relative to each build directory).
+# changed, and on a first run its compiles are ccache's hits on BUILD's objects (paths the same
+# relative to each build directory; see CMakeLists.txt).
 set -euo pipefail
 source=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
@@ -18,15 +18,18 @@ fail() {
     exit 1
 }
 
-# The compilers of BUILD (pip's environment would pick g++ by that name, and ccache counts the
-# name). --no-deps: numpy, the one runtime dependency, is installed by scripts/setup already.
-compilers=()
+# So that ccache serves the wheel's compiles from BUILD's objects, the wheel is built as BUILD
+# is: through ccache (FAMPOOL_CCACHE, off in a user's wheel build), RelWithDebInfo (-O2 and
+# line tables, stripped from the wheel; a user's wheel is Release, -O3), and with BUILD's
+# compilers (pip's environment would pick g++ by that name, and ccache counts the name).
+# --no-deps: numpy, the one runtime dependency, is installed by scripts/setup already.
+same=(-C cmake.define.FAMPOOL_CCACHE=ON -C cmake.build-type=RelWithDebInfo)
 for lang in C CXX; do
-    compiler=$(sed -n "s/^CMAKE_${lang}_COMPILER:[A-Z]*=//p" "$build/CMakeCache.txt")
-    [ -z "$compiler" ] || compilers+=(-C "cmake.define.CMAKE_${lang}_COMPILER=$compiler")
+    compiler=$(sed -n "s/^CMAKE_${lang}_COMPILER:[A-Z]*=//p" "$build/CMakeCache.txt" || true)
+    [ -z "$compiler" ] || same+=(-C "cmake.define.CMAKE_${lang}_COMPILER=$compiler")
 done
 python3 -m pip install --no-deps --target "$work/site" -C build-dir="$build-pip" \
-    "${compilers[@]}" "$source" > "$work/pip.log" 2>&1 ||
+    "${same[@]}" "$source" > "$work/pip.log" 2>&1 ||
     { tail -n 40 "$work/pip.log" >&2; fail "pip install failed"; }
 
 cd "$work"

@@ -29,6 +29,8 @@ class MemberRecords {
           server_(std::move(server)),
           grants_(grants),
           options_(options) {}
+    MemberRecords(const MemberRecords &) = delete;
+    MemberRecords &operator=(const MemberRecords &) = delete;
 
     // Every redundant region.
     std::vector<RegionInfo> RedundantRegions();

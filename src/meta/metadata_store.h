@@ -21,11 +21,7 @@
 #define FAMPOOL_META_METADATA_STORE_H_
 
 #include <atomic>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
-#include <set>
 #include <string>
 #include <vector>
 

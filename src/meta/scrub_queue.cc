@@ -3,6 +3,7 @@
 #include "meta/scrub_queue.h"
 
 #include <chrono>
+#include <cstdio>
 #include <set>
 
 #include "common/error.h"
