@@ -22,7 +22,7 @@ constexpr const char *kDefaultServiceAddress = "127.0.0.1:8787";
 constexpr const char *kDefaultMetadataPath = "/dev/shm/fam_metadata";
 
 // One of OpenFAM's files: its path and top-level map, the keys it may hold checked.
-struct File {
+struct YamlFile {
     std::string path;
     YAML::Node root;
 };
@@ -31,9 +31,9 @@ struct File {
     Fail(openfam::FAM_ERR_INVALID, "OpenFAM configuration file {}: {}", path, what);
 }
 
-File Open(const std::string &dir, const char *name, const std::set<std::string> &keys,
-          bool required) {
-    File file{dir + "/" + name, YAML::Node()};
+YamlFile Open(const std::string &dir, const char *name, const std::set<std::string> &keys,
+              bool required) {
+    YamlFile file{dir + "/" + name, YAML::Node()};
     std::error_code ec;
     if (!std::filesystem::exists(file.path, ec)) {
         if (required) {
@@ -58,7 +58,7 @@ File Open(const std::string &dir, const char *name, const std::set<std::string> 
 }
 
 template <typename T>
-bool Get(const File &file, const char *key, T *out) {
+bool Get(const YamlFile &file, const char *key, T *out) {
     if (!file.root || !file.root.IsMap() || !file.root[key]) return false;
     try {
         *out = file.root[key].as<T>();
@@ -69,7 +69,7 @@ bool Get(const File &file, const char *key, T *out) {
 }
 
 // "id:host:port" entries of memsrv_list or metadata_list, by id ("host:port").
-std::map<uint64_t, std::string> ServiceList(const File &file, const char *key) {
+std::map<uint64_t, std::string> ServiceList(const YamlFile &file, const char *key) {
     std::map<uint64_t, std::string> list;
     if (!file.root || !file.root.IsMap() || !file.root[key]) return list;
     for (const YAML::Node &entry : file.root[key]) {
@@ -96,20 +96,20 @@ std::map<uint64_t, std::string> ServiceList(const File &file, const char *key) {
 namespace {
 
 ClusterConfig ReadOpenFamFiles(const std::string &dir) {
-    File client = Open(dir, kClientInterfaceFile,
-                       {"memsrv_interface_type", "metadata_interface_type", "rpc_interface",
-                        "memsrv_list", "metadata_list", "provider", "rpc_framework_type"},
-                       false);
-    File memory = Open(dir, kMemoryServerFile,
-                       {"provider", "libfabric_port", "delayed_free_threads", "ATL_threads",
-                        "ATL_queue_size", "ATL_data_size", "resource_release", "fam_backup_path",
-                        "rpc_framework_type", "Memservers"},
-                       true);
-    File metadata = Open(dir, kMetadataFile,
-                         {"metadata_manager", "metadata_path", "enable_region_spanning",
-                          "region_span_size_per_memoryserver", "dataitem_interleave_size",
-                          "provider", "rpc_framework_type"},
-                         false);
+    YamlFile client = Open(dir, kClientInterfaceFile,
+                           {"memsrv_interface_type", "metadata_interface_type", "rpc_interface",
+                            "memsrv_list", "metadata_list", "provider", "rpc_framework_type"},
+                           false);
+    YamlFile memory = Open(dir, kMemoryServerFile,
+                           {"provider", "libfabric_port", "delayed_free_threads", "ATL_threads",
+                            "ATL_queue_size", "ATL_data_size", "resource_release",
+                            "fam_backup_path", "rpc_framework_type", "Memservers"},
+                           true);
+    YamlFile metadata = Open(dir, kMetadataFile,
+                             {"metadata_manager", "metadata_path", "enable_region_spanning",
+                              "region_span_size_per_memoryserver", "dataitem_interleave_size",
+                              "provider", "rpc_framework_type"},
+                             false);
 
     ClusterConfig config;
     config.path = dir;
@@ -117,7 +117,7 @@ ClusterConfig ReadOpenFamFiles(const std::string &dir) {
     config.metadata_address = kDefaultServiceAddress;
     config.metadata_dir = kDefaultMetadataPath;
     std::string provider_from;  // the file that named the provider
-    for (const File *file : {&client, &memory, &metadata}) {
+    for (const YamlFile *file : {&client, &memory, &metadata}) {
         std::string provider;
         if (!Get(*file, "provider", &provider)) continue;
         if (!provider_from.empty() && provider != config.provider) {
