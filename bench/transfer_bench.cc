@@ -270,7 +270,7 @@ int ApiMain(int argc, char **argv) {
         else if (arg == "--seconds")
             o.seconds = std::stod(value());
         else if (arg == "--trials")
-            o.trials = std::max(1, std::stoi(value()));
+            o.trials = std::stoi(value());
         else if (arg == "--window")
             o.window = std::stoi(value());
         else if (arg == "--item")
@@ -287,6 +287,10 @@ int ApiMain(int argc, char **argv) {
         }
     }
     uint64_t largest = *std::max_element(o.sizes.begin(), o.sizes.end());
+    if (o.trials < 1) {
+        std::fprintf(stderr, "transfer_bench: --trials must be 1 or more, not %d\n", o.trials);
+        return 2;
+    }
     if (o.item < 2 * largest || o.threads.empty() || o.sizes.empty()) {
         std::fprintf(stderr,
                      "transfer_bench: --item must hold two transfers of the largest "
