@@ -187,9 +187,10 @@ Fam_Descriptor *FamImpl::Lookup(const char *item, const char *region) {
     CheckNameArgument("item", item);
     CheckNameArgument("region", region);
     // Embedded: MetadataStore::LookupItem (meta/metadata_items.cc). On a cluster, the region's
-    // shard (ShardedMetadata, one line) then MetadataClient::LookupItem (meta/client/
-    // metadata_client.cc), which sends it as a fabric message through MetadataFabricClient::Call
-    // (metadata_fabric_client.cc: fi_send) when the service has an endpoint, else over gRPC.
+    // shard (ShardedMetadata, one line) then MetadataClient::LookupItem in meta/client/
+    // metadata_fabric_client.cc, which sends it as a fabric message through
+    // MetadataFabricClient::Call there (fi_send) when the service has an endpoint, else over
+    // gRPC.
     return NewItemDescriptor(session, session.metadata->LookupItem(item, region, session.caller));
 }
 

@@ -1,40 +1,16 @@
 #include "meta/client/metadata_client.h"
 
 #include <algorithm>
-#include <optional>
 #include <random>
 #include <thread>
 
+#include "meta/client/metadata_client_calls.h"
 #include "rpc/convert.h"
 
 namespace fampool {
-namespace {
 
-rpc::RegionRequest RegionRequest(uint64_t region_id, const Caller &caller) {
-    rpc::RegionRequest request;
-    ToProto(caller, request.mutable_caller());
-    request.set_region_id(region_id);
-    return request;
-}
-
-rpc::ItemRequest ItemRequest(uint64_t region_id, uint64_t offset, const Caller &caller) {
-    rpc::ItemRequest request;
-    ToProto(caller, request.mutable_caller());
-    request.set_region_id(region_id);
-    request.set_offset(offset);
-    return request;
-}
-
-rpc::LookupRequest LookupRequest(const std::string &name, const std::string &region,
-                                 const Caller &caller) {
-    rpc::LookupRequest request;
-    ToProto(caller, request.mutable_caller());
-    request.set_name(name);
-    request.set_region(region);
-    return request;
-}
-
-}  // namespace
+using metadata_requests::ItemRequest;
+using metadata_requests::RegionRequest;
 
 MetadataClient::MetadataClient(std::string address, std::chrono::milliseconds timeout,
                                const TlsSettings &tls)
@@ -44,57 +20,6 @@ MetadataClient::MetadataClient(std::string address, std::chrono::milliseconds ti
       stub_(rpc::Metadata::NewStub(OpenChannel(address_, tls))) {}
 
 MetadataClient::~MetadataClient() = default;
-
-template <typename Request, typename Reply>
-void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *,
-                                                                      const Request &, Reply *),
-                          const char *name, const Request &request, Reply *reply,
-                          std::chrono::milliseconds timeout) {
-    for (int attempt = 0;; ++attempt) {
-        std::optional<std::string> token;  // the session token the call carried, if any
-        grpc::Status status;
-        auto context = CallContext(timeout.count() ? timeout : timeout_);
-        if constexpr (requires(Request r) { r.mutable_caller(); }) {
-            if (munge_) {
-                Request stamped = request;
-                token = Stamp(stamped.mutable_caller());
-                status = ((*stub_).*method)(context.get(), stamped, reply);
-            }
-        }
-        if (!token) status = ((*stub_).*method)(context.get(), request, reply);
-        if (attempt == 0 && token && Reauthenticated(status, *token)) continue;
-        CheckStatus(status, name, address_);
-        return;
-    }
-}
-
-template <typename Request, typename Reply>
-bool MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::ClientContext *,
-                                                                      const Request &, Reply *),
-                          const char *name, const Request &request, Reply *reply,
-                          Request *(rpc::FabricCall::*call_field)(),
-                          Reply *(rpc::FabricReply::*reply_field)(), bool idempotent) {
-    for (int attempt = 0;; ++attempt) {
-        std::shared_ptr<MetadataFabricClient> fabric = Fabric();
-        if (!fabric) break;  // over gRPC, below
-        rpc::FabricCall call;
-        Request *sent = (call.*call_field)();
-        *sent = request;
-        std::optional<std::string> token;
-        if (munge_) token = Stamp(sent->mutable_caller());
-        rpc::FabricReply answer;
-        auto same_service = [&] { return fabric->Reaches(AskFabricEndpoint()); };
-        if (!fabric->Call(call, &answer, name, idempotent, same_service)) break;
-        grpc::Status status(static_cast<grpc::StatusCode>(answer.code()), answer.message(),
-                            answer.details());
-        if (attempt == 0 && token && Reauthenticated(status, *token)) continue;
-        CheckStatus(status, name, address_);
-        reply->Swap((answer.*reply_field)());
-        return answer.item_partial() || answer.region_partial();
-    }
-    Call(method, name, request, reply);
-    return false;
-}
 
 std::string MetadataClient::Stamp(rpc::Caller *caller) {
     std::lock_guard<std::mutex> lock(session_mutex_);
@@ -142,92 +67,6 @@ rpc::Session MetadataClient::OpenSession() {
     return session;
 }
 
-void MetadataClient::UseFabric(const FabricConfig &config) {
-    std::lock_guard<std::mutex> lock(fabric_mutex_);
-    fabric_config_ = config;
-    fabric_wanted_ = true;
-    fabric_tried_ = {};  // connect at the next call
-}
-
-std::shared_ptr<MetadataFabricClient> MetadataClient::Fabric() {
-    using std::chrono::seconds;
-    std::unique_lock<std::mutex> lock(fabric_mutex_);
-    if (!fabric_wanted_) return nullptr;
-    bool usable = fabric_ && !fabric_->broken();
-    // In use lately: the service is the one that answered.
-    if (usable && fabric_->quiet_for() < seconds(1)) return fabric_;
-    // A quiet client asks the service (over gRPC) where its endpoint is before using it: a
-    // restarted service has a new one, and a message to the old one may vanish (shm delivers
-    // it into the dead service's queue). A broken client (or none) does so at most once a
-    // second; gRPC carries the calls meanwhile, and while another thread asks.
-    auto now = std::chrono::steady_clock::now();
-    if (connecting_ || (!usable && now - fabric_tried_ < seconds(1))) return nullptr;
-    fabric_tried_ = now;
-    connecting_ = true;
-    lock.unlock();
-    rpc::FabricEndpoint endpoint = AskFabricEndpoint();
-    lock.lock();
-    connecting_ = false;
-    if (endpoint.address().empty() || endpoint.provider() != fabric_config_.provider) {
-        fabric_.reset();
-    } else if (fabric_ && !fabric_->broken() && fabric_->Reaches(endpoint)) {
-        fabric_->Confirmed();
-    } else {
-        try {
-            fabric_ = std::make_shared<MetadataFabricClient>(fabric_config_, endpoint.address(),
-                                                             endpoint.incarnation(), timeout_);
-        } catch (const Failure &) {
-            fabric_.reset();  // cannot reach that endpoint over this provider
-        }
-    }
-    return fabric_;
-}
-
-rpc::FabricEndpoint MetadataClient::AskFabricEndpoint() {
-    rpc::FabricEndpoint endpoint;
-    try {
-        rpc::Empty request;
-        Call(&rpc::Metadata::Stub::MetadataEndpoint, "Metadata.MetadataEndpoint", request,
-             &endpoint);
-    } catch (const Failure &) {
-        endpoint.Clear();  // unreachable: gRPC it is (its calls report the service being gone)
-    }
-    return endpoint;
-}
-
-uint64_t MetadataClient::fabric_calls() {
-    std::lock_guard<std::mutex> lock(fabric_mutex_);
-    return fabric_ ? fabric_->calls() : 0;
-}
-
-RegionInfo MetadataClient::CreateRegion(const std::string &name, uint64_t size, uint32_t perm,
-                                        const Fam_Region_Attributes &attributes,
-                                        const RegionIntent &intent, const Caller &caller) {
-    rpc::CreateRegionRequest request;
-    if (!intent.empty()) ToProto(intent, request.mutable_intent());
-    ToProto(caller, request.mutable_caller());
-    request.set_name(name);
-    request.set_size(size);
-    request.set_perm(perm);
-    ToProto(attributes, request.mutable_attributes());
-    rpc::Region reply;
-    bool partial =
-        Call(&rpc::Metadata::Stub::CreateRegion, "Metadata.CreateRegion", request, &reply,
-             &rpc::FabricCall::mutable_create_region, &rpc::FabricReply::mutable_region,
-             /*idempotent=*/false);
-    // Created, but the whole record did not fit in a message: read it over gRPC.
-    if (partial) return GetRegionOverGrpc(reply.id(), caller);
-    return FromProto(reply);
-}
-
-void MetadataClient::DestroyRegion(uint64_t region_id, const Caller &caller) {
-    rpc::Empty reply;
-    Call(&rpc::Metadata::Stub::DestroyRegion, "Metadata.DestroyRegion",
-         RegionRequest(region_id, caller), &reply, &rpc::FabricCall::mutable_destroy_region,
-         &rpc::FabricReply::mutable_empty,
-         /*idempotent=*/false);
-}
-
 RegionInfo MetadataClient::GetRegionOverGrpc(uint64_t region_id, const Caller &caller) {
     rpc::Region reply;
     Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller),
@@ -243,23 +82,6 @@ RegionInfo MetadataClient::ResizeRegion(uint64_t region_id, uint64_t size, const
     return FromProto(reply);
 }
 
-RegionInfo MetadataClient::LookupRegion(const std::string &name, const Caller &caller) {
-    rpc::Region reply;
-    Call(&rpc::Metadata::Stub::LookupRegion, "Metadata.LookupRegion",
-         LookupRequest(name, "", caller), &reply, &rpc::FabricCall::mutable_lookup_region,
-         &rpc::FabricReply::mutable_region,
-         /*idempotent=*/true);
-    return FromProto(reply);
-}
-
-RegionInfo MetadataClient::GetRegion(uint64_t region_id, const Caller &caller) {
-    rpc::Region reply;
-    Call(&rpc::Metadata::Stub::GetRegion, "Metadata.GetRegion", RegionRequest(region_id, caller),
-         &reply, &rpc::FabricCall::mutable_get_region, &rpc::FabricReply::mutable_region,
-         /*idempotent=*/true);
-    return FromProto(reply);
-}
-
 void MetadataClient::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
                                              const Caller &caller) {
     rpc::RegionRequest request = RegionRequest(region_id, caller);
@@ -267,55 +89,6 @@ void MetadataClient::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
     rpc::Empty reply;
     Call(&rpc::Metadata::Stub::ChangeRegionPermissions, "Metadata.ChangeRegionPermissions", request,
          &reply);
-}
-
-ItemInfo MetadataClient::AllocateItem(uint64_t region_id, const std::string &name, uint64_t size,
-                                      uint32_t perm, const Caller &caller) {
-    rpc::AllocateRequest request;
-    ToProto(caller, request.mutable_caller());
-    request.set_region_id(region_id);
-    request.set_name(name);
-    request.set_size(size);
-    request.set_perm(perm);
-    rpc::Item reply;
-    bool partial =
-        Call(&rpc::Metadata::Stub::AllocateItem, "Metadata.AllocateItem", request, &reply,
-             &rpc::FabricCall::mutable_allocate_item, &rpc::FabricReply::mutable_item,
-             /*idempotent=*/false);
-    // Allocated, but the whole record did not fit in a message: read it over gRPC.
-    if (partial) {
-        rpc::Item whole;
-        Call(&rpc::Metadata::Stub::GetItem, "Metadata.GetItem",
-             ItemRequest(reply.region_id(), reply.offset(), caller), &whole);
-        return FromProto(whole);
-    }
-    return FromProto(reply);
-}
-
-void MetadataClient::DeallocateItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
-    rpc::Empty reply;
-    Call(&rpc::Metadata::Stub::DeallocateItem, "Metadata.DeallocateItem",
-         ItemRequest(region_id, offset, caller), &reply, &rpc::FabricCall::mutable_deallocate_item,
-         &rpc::FabricReply::mutable_empty,
-         /*idempotent=*/false);
-}
-
-ItemInfo MetadataClient::LookupItem(const std::string &item, const std::string &region,
-                                    const Caller &caller) {
-    rpc::Item reply;
-    Call(&rpc::Metadata::Stub::LookupItem, "Metadata.LookupItem",
-         LookupRequest(item, region, caller), &reply, &rpc::FabricCall::mutable_lookup_item,
-         &rpc::FabricReply::mutable_item,
-         /*idempotent=*/true);
-    return FromProto(reply);
-}
-
-ItemInfo MetadataClient::GetItem(uint64_t region_id, uint64_t offset, const Caller &caller) {
-    rpc::Item reply;
-    Call(&rpc::Metadata::Stub::GetItem, "Metadata.GetItem", ItemRequest(region_id, offset, caller),
-         &reply, &rpc::FabricCall::mutable_get_item, &rpc::FabricReply::mutable_item,
-         /*idempotent=*/true);
-    return FromProto(reply);
 }
 
 void MetadataClient::ChangeItemPermissions(uint64_t region_id, uint64_t offset, uint32_t perm,

@@ -3,8 +3,9 @@
 // UseMunge, calls carry the token of a session opened with a MUNGE credential
 // (rpc/authentication.h) and open a new one when the service no longer knows it. With
 // UseFabric, lookups, fam_stat's reads, item allocation and region creation and destruction
-// go over the fabric instead
-// (meta/client/metadata_fabric_client.h), and fall back to gRPC when that way is busy or gone.
+// go over the fabric instead (meta/client/metadata_fabric_client.h), and fall back to gRPC
+// when that way is busy or gone. Those calls are defined in metadata_fabric_client.cc, beside
+// the fabric exchange; the sessions and the calls only gRPC carries in metadata_client.cc.
 #ifndef FAMPOOL_META_CLIENT_METADATA_CLIENT_H_
 #define FAMPOOL_META_CLIENT_METADATA_CLIENT_H_
 
