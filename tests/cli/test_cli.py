@@ -1,8 +1,10 @@
 """The fampool command: up, status, ls, down on a real cluster of fampool-server processes.
 
-Runs the programs of a build tree ($FAMPOOL_BUILD_DIR, default ./build). Each test starts its
-own cluster in a fresh run directory on random ports and always stops it again (`fampool down`
-in a finalizer); every command is bounded in time.
+Runs the programs of a build tree ($FAMPOOL_BUILD_DIR, default ./build). A test that stops or
+breaks its cluster starts its own (`cluster`, `run_dir`) in a fresh run directory on random
+ports; the tests that leave a cluster as they found it share one per module (`shared_cluster`,
+checked to hold no region after each). Every cluster is stopped again (`fampool down` in a
+finalizer) whatever happens; every command is bounded in time.
 """
 import os
 import random
@@ -77,27 +79,56 @@ def stop_cluster(run_dir):
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-@pytest.fixture
-def run_dir(request):
-    """A fresh run directory; the cluster started there is stopped afterwards, whatever happens."""
+def new_run_dir():
     path = tempfile.mkdtemp(prefix="fampool-cli-")
     # Readable by all (clients of other users read the cluster file and reach the munged
     # socket), writable by its owner only: munged refuses to run below a directory others may
     # write.
     os.chmod(path, 0o755)
+    return path
 
+
+def start_cluster(run_dir):
+    """`fampool up` of two memory servers over the tcp provider in RUN_DIR: (run_dir, base_port)."""
+    base = free_base_port()
+    up = fampool("up", "--memservers", "2", "--provider", "tcp", "--run-dir", run_dir,
+                 "--base-port", str(base))
+    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    return run_dir, base
+
+
+@pytest.fixture
+def run_dir(request):
+    """A fresh run directory; the cluster started there is stopped afterwards, whatever happens."""
+    path = new_run_dir()
     request.addfinalizer(lambda: stop_cluster(path))
     return path
 
 
 @pytest.fixture
 def cluster(run_dir):
-    """A running cluster of two memory servers over the tcp provider: (run_dir, base_port)."""
-    base = free_base_port()
-    up = fampool("up", "--memservers", "2", "--provider", "tcp", "--run-dir", run_dir,
-                 "--base-port", str(base))
-    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
-    return run_dir, base
+    """A running cluster of its own, for a test that stops or breaks it: (run_dir, base_port)."""
+    return start_cluster(run_dir)
+
+
+@pytest.fixture(scope="module")
+def module_cluster():
+    path = new_run_dir()
+    try:
+        yield start_cluster(path)
+    finally:
+        stop_cluster(path)
+
+
+@pytest.fixture
+def shared_cluster(module_cluster):
+    """The module's one running cluster (as `cluster`), for the tests that leave it as they found
+    it: they read it, or remove the regions they made. Each `up` and `down` of a cluster of its
+    own costs a test about 2 s. After each test the cluster must hold no region."""
+    yield module_cluster
+    listing = fampool("ls", "--run-dir", module_cluster[0])
+    assert listing.returncode == 0 and "(no regions)" in listing.stdout, \
+        f"the test left regions on the shared cluster:\n{listing.stdout}{listing.stderr}"
 
 
 @pytest.fixture(autouse=True)
@@ -171,8 +202,8 @@ def test_up_writes_cluster_file_from_options(run_dir):
     assert f'fam_path: "{run_dir}/heaps1"' in text
 
 
-def test_status_shows_both_servers_reachable(cluster):
-    run_dir, base = cluster
+def test_status_shows_both_servers_reachable(shared_cluster):
+    run_dir, base = shared_cluster
     status = fampool("status", "--run-dir", run_dir)
     assert status.returncode == 0, status.stderr
     rows = [line.split() for line in status.stdout.splitlines()]
@@ -181,38 +212,38 @@ def test_status_shows_both_servers_reachable(cluster):
     assert "2 memory servers (2 reachable)" in status.stdout
 
 
-def test_status_reads_cluster_named_by_fampool_config(cluster):
-    run_dir, _ = cluster
+def test_status_reads_cluster_named_by_fampool_config(shared_cluster):
+    run_dir, _ = shared_cluster
     env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
     status = fampool("status", env=env)
     assert status.returncode == 0, status.stderr
     assert "2 memory servers (2 reachable)" in status.stdout
 
 
-def test_ls_of_new_cluster_shows_no_regions(cluster):
-    run_dir, _ = cluster
+def test_ls_of_new_cluster_shows_no_regions(shared_cluster):
+    run_dir, _ = shared_cluster
     listing = fampool("ls", "--run-dir", run_dir)
     assert listing.returncode == 0, listing.stderr
     assert "(no regions)" in listing.stdout
 
 
-def test_ls_of_missing_region_fails_naming_it(cluster):
-    run_dir, _ = cluster
+def test_ls_of_missing_region_fails_naming_it(shared_cluster):
+    run_dir, _ = shared_cluster
     listing = fampool("ls", "no_such_region", "--run-dir", run_dir)
     assert listing.returncode == 1
     assert "fampool ls" in listing.stderr and '"no_such_region"' in listing.stderr
     assert "not found" in listing.stderr
 
 
-def test_stat_of_missing_item_fails_naming_it(cluster):
-    run_dir, _ = cluster
+def test_stat_of_missing_item_fails_naming_it(shared_cluster):
+    run_dir, _ = shared_cluster
     stat = fampool("stat", "no_such_region", "no_such_item", "--run-dir", run_dir)
     assert stat.returncode == 1
     assert "fampool stat" in stat.stderr and '"no_such_item"' in stat.stderr
 
 
-def test_second_up_on_same_ports_fails_naming_port(cluster):
-    run_dir, base = cluster
+def test_second_up_on_same_ports_fails_naming_port(shared_cluster):
+    run_dir, base = shared_cluster
     before = pids_of(run_dir)
     again = fampool("up", "--memservers", "2", "--run-dir", run_dir, "--base-port", str(base))
     assert again.returncode == 1
@@ -223,8 +254,8 @@ def test_second_up_on_same_ports_fails_naming_port(cluster):
     assert all(running(pid) for pid in before.values())
 
 
-def test_second_up_in_other_run_dir_names_port_and_owner(cluster):
-    run_dir, base = cluster
+def test_second_up_in_other_run_dir_names_port_and_owner(shared_cluster):
+    run_dir, base = shared_cluster
     other = tempfile.mkdtemp(prefix="fampool-cli-other-")
     try:
         again = fampool("up", "--run-dir", other, "--base-port", str(base))
@@ -415,8 +446,23 @@ assert lib.c_fam_allocate_named(fam, {item!r}.encode(), {item_size}, 0o640, regi
 """)
 
 
-def test_ls_stat_and_status_show_a_region_and_its_item(cluster):
-    run_dir, _ = cluster
+def remove_regions(run_dir, *regions):
+    """`fampool rm -r` of each of REGIONS that exists (a test's cleanup on the shared cluster)."""
+    for region in regions:
+        if fampool("ls", region, "--run-dir", run_dir).returncode == 0:
+            removed = fampool("rm", "-r", region, "--run-dir", run_dir)
+            assert removed.returncode == 0, removed.stderr
+
+
+def test_ls_stat_and_status_show_a_region_and_its_item(shared_cluster):
+    run_dir, _ = shared_cluster
+    try:
+        check_region_with_item_is_shown(run_dir)
+    finally:
+        remove_regions(run_dir, "results")
+
+
+def check_region_with_item_is_shown(run_dir):
     make_region_with_item(run_dir, "results", "histogram", 64 << 20, 1 << 20)
     listing = fampool("ls", "--run-dir", run_dir)
     assert listing.returncode == 0, listing.stderr
@@ -450,8 +496,15 @@ def test_status_names_a_memory_server_that_died(cluster):
     assert "memory server 1" in status.stdout and "memory1.log" in status.stdout
 
 
-def test_status_shows_memory_kinds_and_stat_shows_an_intent_and_its_reasoning(cluster):
-    run_dir, _ = cluster
+def test_status_shows_memory_kinds_and_stat_shows_an_intent_and_its_reasoning(shared_cluster):
+    run_dir, _ = shared_cluster
+    try:
+        check_memory_kinds_and_intent_are_shown(run_dir)
+    finally:
+        remove_regions(run_dir, "placed", "plain")
+
+
+def check_memory_kinds_and_intent_are_shown(run_dir):
     status = fampool("status", "--run-dir", run_dir)
     assert status.returncode == 0, status.stderr
     header = next(line for line in status.stdout.splitlines() if line.strip().startswith("ID"))

@@ -72,7 +72,7 @@ double RateOf(const Timing &timing, uint64_t size) {
     return size ? ops * static_cast<double>(size) : ops;
 }
 
-std::string RateText(double rate, bool bytes) {
+std::string ThroughputText(double rate, bool bytes) {
     if (bytes) {
         return rate >= 1e9 ? fmt::format("{:.2f} GB/s", rate / 1e9)
                            : fmt::format("{:.1f} MB/s", rate / 1e6);
@@ -88,8 +88,8 @@ void PrintRows(const std::vector<Row> &rows) {
         double rate = RateOf(row.fam, row.size), base = RateOf(row.base, row.size);
         double ratio = rate / base;
         table.Add({row.operation, row.size ? Bytes(row.size) : "8 B", std::to_string(row.fam.ops),
-                   TimeText(row.fam.seconds / row.fam.ops), RateText(rate, row.size != 0),
-                   row.baseline, RateText(base, row.size != 0),
+                   TimeText(row.fam.seconds / row.fam.ops), ThroughputText(rate, row.size != 0),
+                   row.baseline, ThroughputText(base, row.size != 0),
                    ratio >= 0.1 ? fmt::format("{:.2f}", ratio) : fmt::format("{:.2g}", ratio)});
     }
     table.Print();
