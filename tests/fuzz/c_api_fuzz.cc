@@ -316,6 +316,9 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     WriteSeedsIfAsked(Seeds);
     home = &ProgramScratch("c-api");
     setenv("FAMPOOL_HOME", home->path().c_str(), 1);
+    // The store's heap files too (by default in /dev/shm): the scratch directory goes at exit,
+    // and heaps left in /dev/shm by a store that no longer exists are 1 GiB files nobody owns.
+    setenv("FAMPOOL_SHM_DIR", home->path().c_str(), 1);
     unsetenv("FAMPOOL_CONFIG");
     unsetenv("OPENFAM_ROOT");
     fam = c_fam_create();
