@@ -7,6 +7,7 @@ namespace the test's `up` made; every command is bounded in time.
 """
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -60,7 +61,10 @@ def run_dir():
     os.chmod(path, 0o755)
     yield path
     fampool("down", "--run-dir", path)
-    assert our_namespaces(path) == [], "fampool down left network namespaces behind"
+    try:
+        assert our_namespaces(path) == [], "fampool down left network namespaces behind"
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def qdiscs(netns, device):
@@ -180,6 +184,7 @@ def test_what_cannot_be_emulated_is_refused_clearly(run_dir):
                 "--emulate", "--authentication", "none", "--run-dir",
                 "/tmp/fampool-emulate-as-nobody")
     assert other.returncode == 1 and "needs root" in other.stderr, other.stderr
+    assert not os.path.exists("/tmp/fampool-emulate-as-nobody")
     plain = fampool("exec", "--config", "/nonexistent/cluster.yaml", "true")
     assert plain.returncode != 0
 
@@ -196,4 +201,5 @@ def test_memory_kinds_and_link_speeds_reach_the_cluster_file_and_status(run_dir)
     with open(topology, "w") as f:
         f.write("memservers:\n  - {rate: 1gbit, kind: hbm}\n")
     bad = fampool("up", "--emulate", "--topology", topology, "--run-dir", run_dir + "-bad")
+    shutil.rmtree(run_dir + "-bad", ignore_errors=True)
     assert bad.returncode == 1 and 'kind "hbm" is not one of dram, persistent, far' in bad.stderr
