@@ -2,7 +2,8 @@
 // one fam object under FAM_THREAD_MULTIPLE: a thread's fam_fence orders its earlier puts before
 // its later ones (seen by other threads), a fam_quiet covers what other threads issued before
 // it, atomics after a fenced put see the put, and non-fetching atomics of many threads add up
-// exactly. Runs on every model configuration (tests/CMakeLists.txt).
+// exactly; transfers through a descriptor go on while another thread changes its item's mode. Runs
+// on every model configuration (tests/CMakeLists.txt).
 #include <fam/fam.h>
 
 #include <algorithm>
@@ -175,6 +176,53 @@ TEST_F(ThreadOrderTest, PutsOfOneThreadAfterAFenceLandInOrder) {
         f->fam_quiet();
         uint64_t last = f->fam_fetch_uint64(item_.get(), word);
         return last == kRounds ? "" : "word ends at " + std::to_string(last);
+    });
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+}
+
+TEST_F(ThreadOrderTest, TransfersGoOnWhileAnotherThreadChangesTheItemsPermissions) {
+    // Thread 0 changes the item's mode back and forth (the owner keeps read and write) and
+    // reads it back with fam_stat, which each give the descriptor a new item record and keys;
+    // the other threads put and get through the same descriptor meanwhile, and every transfer
+    // must work and move the right bytes (under ThreadSanitizer: with no race on the record).
+    constexpr int kChanges = 40;
+    constexpr int kMostRounds = 20000;  // a bound, should the changes never end
+    constexpr uint64_t kBlock = 4 * kKiB;
+    // The item's own mode applies in a region of permission level DATAITEM.
+    Fam_Region_Attributes by_item = FamAttributes(MEMORY_TYPE_DEFAULT, DATAITEM);
+    auto per_item = CreateRegion("per_item", 4 * kMiB, 0777, &by_item);
+    auto item = Allocate("changing", kMiB, per_item.get(), 0600);
+    std::atomic<bool> changing{true};
+    auto errors = OnThreads([&](int t) -> std::string {
+        openfam::fam *f = fam();
+        if (t == 0) {
+            struct Done {
+                std::atomic<bool> &changing;
+                ~Done() { changing = false; }  // also when a call throws
+            } done{changing};
+            for (int i = 0; i < kChanges; ++i) {
+                mode_t mode = i % 2 ? 0640 : 0600;
+                f->fam_change_permissions(item.get(), mode);
+                Fam_Stat stat{};
+                f->fam_stat(item.get(), &stat);
+                if ((stat.perm & 0777) != mode) {
+                    return "fam_stat shows mode " + std::to_string(stat.perm & 0777) +
+                           " after a change to " + std::to_string(mode);
+                }
+            }
+            return "";
+        }
+        uint64_t at = t * 64 * kKiB;  // below 1 MiB
+        int rounds = 0;
+        std::vector<uint8_t> seen(kBlock);
+        while ((changing.load() || rounds == 0) && rounds < kMostRounds) {
+            std::vector<uint8_t> bytes = Pattern(kBlock, t * 1000 + rounds);
+            f->fam_put_blocking(bytes.data(), item.get(), at, kBlock);
+            f->fam_get_blocking(seen.data(), item.get(), at, kBlock);
+            if (seen != bytes) return "round " + std::to_string(rounds) + ": wrong bytes back";
+            ++rounds;
+        }
+        return "";
     });
     for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
 }

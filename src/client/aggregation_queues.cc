@@ -13,7 +13,7 @@ unsigned AccessFor(ElementOp op) { return op == ElementOp::kGather ? kRead : kWr
 void AggregationQueues::Add(const Config &config, const DescriptorState &state, ElementOp op,
                             void *local, const uint64_t *index, uint64_t count,
                             uint64_t element_size) {
-    const ItemInfo &info = state.item;
+    const ItemInfo &info = state.item();
     // The queue holds a share per memory server of the item: the threshold and the size
     // limit apply per server (scaled by the servers the item's region spans), so that every
     // request a shipment sends carries about `aggregation_threshold` elements.
@@ -91,7 +91,7 @@ void AggregationQueues::Ship(Queue queue) {
             if (it != queues->shipping_.end() && --it->second == 0) queues->shipping_.erase(it);
             queues->shipped_.notify_all();
         }
-    } shipped{this, {queue.item.item.region_id, queue.item.item.offset}};
+    } shipped{this, {queue.item.item().region_id, queue.item.item().offset}};
     uint64_t left = queue.elements;
     bool refreshed = false;
     for (Run &run : queue.runs) {

@@ -49,7 +49,7 @@ DescriptorState &DescriptorResolver::Resolve(Session &session, Fam_Descriptor *i
         if (state.closed) {
             Fail(openfam::FAM_ERR_INVALID,
                  "descriptor of {} was closed (fam_close); look the item up again to use it",
-                 Describe(state.item));
+                 Describe(state.item()));
         }
         Fail(openfam::FAM_ERR_INVALID, "descriptor refers to an item that was deallocated");
     }
@@ -58,7 +58,7 @@ DescriptorState &DescriptorResolver::Resolve(Session &session, Fam_Descriptor *i
         ItemInfo info =
             session.metadata->GetItem(state.global.regionId, state.global.offset, session.caller);
         state.set_binding(session.transport->Attach(info));
-        state.item = std::move(info);
+        state.set_item(std::move(info));
         state.size_known = true;
         state.status = DESC_INIT_DONE;
     }
@@ -85,7 +85,7 @@ RegionDescriptorState &DescriptorResolver::ResolveRegion(Session &session,
 DescriptorState &DescriptorResolver::Access(Session &session, Fam_Descriptor *item, unsigned access,
                                             uint64_t offset, uint64_t nbytes) {
     DescriptorState &state = Resolve(session, item);
-    const ItemInfo &info = state.item;
+    const ItemInfo &info = state.item();
     const std::shared_ptr<Binding> &binding = state.binding();
     if (!binding || !binding->valid()) {
         Fail(openfam::FAM_ERR_INVALID, "the region of {} was destroyed", Describe(info));
@@ -100,7 +100,7 @@ DescriptorState &DescriptorResolver::Access(Session &session, Fam_Descriptor *it
 
 ItemInfo DescriptorResolver::Granted(Session &session, Fam_Descriptor *item, unsigned access,
                                      uint64_t offset, uint64_t nbytes) {
-    const ItemInfo &held = Access(session, item, access, offset, nbytes).item;
+    const ItemInfo &held = Access(session, item, access, offset, nbytes).item();
     ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
     RequireSameItem(fresh, held);
     CheckPermission(fresh, access);
@@ -113,7 +113,7 @@ bool DescriptorResolver::Rebind(Session &session, DescriptorState &state, const 
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (state.status != DESC_INIT_DONE || !used) return false;  // closed or deallocated
-        held = state.item;
+        held = state.item();
         if (state.binding().get() != used) {  // another thread bound it again already
             *now = std::move(held);
             return true;
@@ -124,9 +124,11 @@ bool DescriptorResolver::Rebind(Session &session, DescriptorState &state, const 
     std::lock_guard<std::mutex> lock(mutex_);
     if (state.status != DESC_INIT_DONE) return false;
     if (state.binding().get() == used) {
-        if (SameKeys(fresh, state.item)) return false;
+        if (SameKeys(fresh, state.item())) return false;
         state.Rebind(session.transport->Attach(fresh));
-        state.item.access = fresh.access;
+        ItemInfo now = state.item();
+        now.access = fresh.access;
+        state.PublishItem(std::move(now));
     }
     *now = std::move(fresh);
     return true;
@@ -135,15 +137,16 @@ bool DescriptorResolver::Rebind(Session &session, DescriptorState &state, const 
 void DescriptorResolver::RefreshQueued(Session &session, DescriptorState &state) {
     const std::shared_ptr<Binding> &binding = state.binding();
     if (!binding || !binding->valid()) {
-        Fail(openfam::FAM_ERR_INVALID, "the region of {} was destroyed", Describe(state.item));
+        Fail(openfam::FAM_ERR_INVALID, "the region of {} was destroyed", Describe(state.item()));
     }
     // The queue was filled over time: the item and the caller's rights are checked as they are
-    // now (as for copy), and the memory servers get the keys granted now.
-    ItemInfo fresh =
-        session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller);
-    RequireSameItem(fresh, state.item);
-    if (!SameKeys(fresh, state.item)) state.set_binding(session.transport->Attach(fresh));
-    state.item = std::move(fresh);
+    // now (as for copy), and the memory servers get the keys granted now. The queue's copy is
+    // its shipper's alone: the record is replaced, not published.
+    const ItemInfo &held = state.item();
+    ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
+    RequireSameItem(fresh, held);
+    if (!SameKeys(fresh, held)) state.set_binding(session.transport->Attach(fresh));
+    state.set_item(std::move(fresh));
 }
 
 void DescriptorResolver::Close(DescriptorState &state) {
@@ -157,7 +160,7 @@ void DescriptorResolver::Replace(Session &session, DescriptorState &state, ItemI
     std::lock_guard<std::mutex> lock(mutex_);
     if (state.status != DESC_INIT_DONE) return;  // closed meanwhile by another thread
     if (fresh.can_read || fresh.can_write) state.Rebind(session.transport->Attach(fresh));
-    state.item = std::move(fresh);
+    state.PublishItem(std::move(fresh));
 }
 
 }  // namespace fampool

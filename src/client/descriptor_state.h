@@ -37,31 +37,52 @@ struct ShownAttributes {
 
 struct DescriptorState {
     Fam_Global_Descriptor global{};
-    Fam_Descriptor_Status status = DESC_UNINITIALIZED;
+    // Read without a lock by every call that takes the descriptor; set under the resolver's
+    // mutex (resolution, close) or by the thread that deallocates the item.
+    std::atomic<Fam_Descriptor_Status> status{DESC_UNINITIALIZED};
     bool size_known = false;
     bool closed = false;  // DESC_INVALID by fam_close (not by fam_deallocate)
-    ItemInfo item;        // valid once status is DESC_INIT_DONE
     ShownAttributes shown;
 
     DescriptorState() = default;
     DescriptorState(const DescriptorState &other)
         : global(other.global),
-          status(other.status),
+          status(other.status.load()),
           size_known(other.size_known),
           closed(other.closed),
-          item(other.item),
           shown(other.shown) {
+        set_item(other.item());
         set_binding(other.binding());
     }
     DescriptorState &operator=(const DescriptorState &other) {
         global = other.global;
-        status = other.status;
+        status = other.status.load();
         size_known = other.size_known;
         closed = other.closed;
-        item = other.item;
         shown = other.shown;
+        set_item(other.item());
         set_binding(other.binding());
         return *this;
+    }
+
+    // The item as the metadata service last described it (valid once status is
+    // DESC_INIT_DONE). Read without a lock: every data-path call checks its bounds and rights
+    // against it. A record is never changed in place: set_item replaces it while no other
+    // thread uses the descriptor (resolution, a queue's own copy), PublishItem while others
+    // may still read the one it replaces (a refresh after fam_change_permissions, a rebind,
+    // fam_stat), which is then kept until the next set_item, as bindings are.
+    const ItemInfo &item() const {
+        const ItemInfo *current = item_.load(std::memory_order_acquire);
+        return current ? *current : kNoItem;
+    }
+    void set_item(ItemInfo item) {
+        item_.store(nullptr, std::memory_order_release);
+        items_held_.clear();
+        PublishItem(std::move(item));
+    }
+    void PublishItem(ItemInfo item) {
+        items_held_.push_back(std::move(item));
+        item_.store(&items_held_.back(), std::memory_order_release);
     }
 
     // The data path's hold on the item, from Transport::Attach. Shared with the non-blocking
@@ -90,8 +111,11 @@ struct DescriptorState {
         current_.store(&held_.back(), std::memory_order_release);
     }
     static inline const std::shared_ptr<Binding> kUnbound;
+    static inline const ItemInfo kNoItem;
     std::list<std::shared_ptr<Binding>> held_;  // the current binding last; nodes never move
     std::atomic<const std::shared_ptr<Binding> *> current_{nullptr};
+    std::list<ItemInfo> items_held_;  // the current record last
+    std::atomic<const ItemInfo *> item_{nullptr};
 };
 
 struct RegionDescriptorState {

@@ -17,8 +17,18 @@ T Shown(const std::optional<T> &set, T told) {
     return set ? *set : told;
 }
 
-char *ShownName(std::optional<std::string> &set, std::string &told) {
-    return set ? set->data() : told.data();
+// OpenFAM's getter returns char *: the caller reads it, never writes through it.
+char *ShownName(std::optional<std::string> &set, const std::string &told) {
+    return set ? set->data() : const_cast<char *>(told.c_str());
+}
+
+// A size the program gives: on a copy of the record, published (other threads may be reading
+// the one it replaces).
+void SetKnownSize(DescriptorState *state, uint64_t size) {
+    fampool::ItemInfo item = state->item();
+    item.size = size;
+    state->PublishItem(std::move(item));
+    state->size_known = true;
 }
 
 // The setters that would point the data path elsewhere than the metadata service said.
@@ -39,8 +49,7 @@ Fam_Descriptor::Fam_Descriptor(Fam_Global_Descriptor gDescriptor) : Fam_Descript
 
 Fam_Descriptor::Fam_Descriptor(Fam_Global_Descriptor gDescriptor, uint64_t itemSize)
     : Fam_Descriptor(gDescriptor) {
-    state_->item.size = itemSize;
-    state_->size_known = true;
+    SetKnownSize(state_, itemSize);
 }
 
 Fam_Descriptor::Fam_Descriptor(const Fam_Descriptor &other)
@@ -59,17 +68,14 @@ void Fam_Descriptor::set_global_descriptor(Fam_Global_Descriptor gDescriptor) {
     state_->status = DESC_UNINITIALIZED;
     state_->set_binding(nullptr);
 }
-uint64_t Fam_Descriptor::get_size() { return state_->item.size; }
-void Fam_Descriptor::set_size(uint64_t itemSize) {
-    state_->item.size = itemSize;
-    state_->size_known = true;
-}
-char *Fam_Descriptor::get_name() { return ShownName(state_->shown.name, state_->item.name); }
-mode_t Fam_Descriptor::get_perm() { return Shown(state_->shown.perm, state_->item.perm); }
-uint32_t Fam_Descriptor::get_uid() { return Shown(state_->shown.uid, state_->item.uid); }
-uint32_t Fam_Descriptor::get_gid() { return Shown(state_->shown.gid, state_->item.gid); }
+uint64_t Fam_Descriptor::get_size() { return state_->item().size; }
+void Fam_Descriptor::set_size(uint64_t itemSize) { SetKnownSize(state_, itemSize); }
+char *Fam_Descriptor::get_name() { return ShownName(state_->shown.name, state_->item().name); }
+mode_t Fam_Descriptor::get_perm() { return Shown(state_->shown.perm, state_->item().perm); }
+uint32_t Fam_Descriptor::get_uid() { return Shown(state_->shown.uid, state_->item().uid); }
+uint32_t Fam_Descriptor::get_gid() { return Shown(state_->shown.gid, state_->item().gid); }
 Fam_Permission_Level Fam_Descriptor::get_permissionLevel() {
-    return Shown(state_->shown.permission_level, state_->item.region.attributes.permissionLevel);
+    return Shown(state_->shown.permission_level, state_->item().region.attributes.permissionLevel);
 }
 void Fam_Descriptor::set_perm(mode_t perm) { state_->shown.perm = perm; }
 void Fam_Descriptor::set_name(char *name) { state_->shown.name = std::string(name ? name : ""); }
@@ -81,7 +87,7 @@ void Fam_Descriptor::set_permissionLevel(Fam_Permission_Level level) {
 void *Fam_Descriptor::get_context() { return state_->shown.context; }
 void Fam_Descriptor::set_context(void *context) { state_->shown.context = context; }
 uint64_t Fam_Descriptor::get_first_memserver_id() {
-    const fampool::ItemInfo &item = state_->item;
+    const fampool::ItemInfo &item = state_->item();
     size_t first = item.first_server();
     return first < item.region.memory_servers.size() ? item.region.memory_servers[first] : 0;
 }
@@ -97,10 +103,10 @@ static uint64_t *AccessList(const fampool::ItemInfo &item, std::vector<uint64_t>
     return out.empty() ? nullptr : out.data();
 }
 uint64_t *Fam_Descriptor::get_keys() {
-    return AccessList(state_->item, state_->shown.keys, &fampool::ServerAccess::key);
+    return AccessList(state_->item(), state_->shown.keys, &fampool::ServerAccess::key);
 }
 uint64_t *Fam_Descriptor::get_base_address_list() {
-    return AccessList(state_->item, state_->shown.bases, &fampool::ServerAccess::base);
+    return AccessList(state_->item(), state_->shown.bases, &fampool::ServerAccess::base);
 }
 void Fam_Descriptor::bind_keys(uint64_t *, uint64_t) { RefuseLayoutSetter("bind_keys"); }
 void Fam_Descriptor::set_base_address_list(uint64_t *, uint64_t) {
@@ -109,10 +115,12 @@ void Fam_Descriptor::set_base_address_list(uint64_t *, uint64_t) {
 void Fam_Descriptor::set_interleave_size(uint64_t) { RefuseLayoutSetter("set_interleave_size"); }
 void Fam_Descriptor::set_used_memsrv_cnt(uint64_t) { RefuseLayoutSetter("set_used_memsrv_cnt"); }
 void Fam_Descriptor::set_memserver_ids(uint64_t *) { RefuseLayoutSetter("set_memserver_ids"); }
-uint64_t Fam_Descriptor::get_interleave_size() { return state_->item.region.interleave_size; }
-uint64_t Fam_Descriptor::get_used_memsrv_cnt() { return state_->item.server_count(); }
+uint64_t Fam_Descriptor::get_interleave_size() { return state_->item().region.interleave_size; }
+uint64_t Fam_Descriptor::get_used_memsrv_cnt() { return state_->item().server_count(); }
+// OpenFAM's getter returns uint64_t *: the caller reads the list, never writes through it.
 uint64_t *Fam_Descriptor::get_memserver_ids() {
-    return state_->item.region.memory_servers.data() + state_->item.first_server();
+    const fampool::ItemInfo &item = state_->item();
+    return const_cast<uint64_t *>(item.region.memory_servers.data()) + item.first_server();
 }
 Fam_Descriptor_Status Fam_Descriptor::get_desc_status() { return state_->status; }
 void Fam_Descriptor::set_desc_status(Fam_Descriptor_Status status) { state_->status = status; }

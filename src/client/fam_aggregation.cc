@@ -47,7 +47,7 @@ void FamImpl::QueueOperation(int op_number, void *local, Fam_Descriptor *item, u
              "OP_ADD_INDEXED adds 4- or 8-byte integers, not {}-byte elements", element_size);
     }
     DescriptorState &state = descriptors_.Access(session, item, AccessFor(op), 0, 0);
-    const ItemInfo &info = state.item;
+    const ItemInfo &info = state.item();
     if (count == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} elements", count);
     if (!index) Fail(openfam::FAM_ERR_NULLPTR, "element index array is NULL");

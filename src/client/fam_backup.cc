@@ -40,7 +40,7 @@ void *FamImpl::Restore(const char *name, Fam_Region_Descriptor *region, const ch
     MemorySideWork work(session_);
     BackupInfo info = work.DescribeBackup(name);
     *dest = Allocate(item, info.size, perm, region);
-    return work.RestoreNew(name, (*dest)->state()->item);
+    return work.RestoreNew(name, (*dest)->state()->item());
 }
 
 void *FamImpl::DeleteBackup(const char *name) {

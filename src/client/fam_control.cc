@@ -24,13 +24,20 @@ Fam_Region_Descriptor *NewRegionDescriptor(const RegionInfo &region) {
     return descriptor;
 }
 
+// Whether `a` and `b` record a region alike in what can change after it is made: its size,
+// mode, servers and the state of its members.
+bool SameRegionRecord(const RegionInfo &a, const RegionInfo &b) {
+    return a.size == b.size && a.perm == b.perm && a.memory_servers == b.memory_servers &&
+           a.copy_servers == b.copy_servers && a.member_state == b.member_state;
+}
+
 // A descriptor of the item, bound to the data path: what fam_lookup and fam_allocate return.
 Fam_Descriptor *NewItemDescriptor(Session &session, ItemInfo info) {
     auto *descriptor =
         new Fam_Descriptor(Fam_Global_Descriptor{info.region_id, info.offset}, info.size);
     DescriptorState *state = descriptor->state();
     state->set_binding(session.transport->Attach(info));
-    state->item = std::move(info);
+    state->set_item(std::move(info));
     state->status = DESC_INIT_DONE;
     return descriptor;
 }
@@ -206,9 +213,10 @@ Fam_Descriptor *FamImpl::Allocate(const char *name, uint64_t nbytes, mode_t perm
 void FamImpl::Deallocate(Fam_Descriptor *item) {
     Session &session = Control();
     DescriptorState &state = descriptors_.Resolve(session, item);
-    session.metadata->DeallocateItem(state.item.region_id, state.item.offset, session.caller);
+    const ItemInfo &held = state.item();
+    session.metadata->DeallocateItem(held.region_id, held.offset, session.caller);
     // Element operations queued for the item have nothing left to apply to.
-    queues_.Drop({state.item.region_id, state.item.offset});
+    queues_.Drop({held.region_id, held.offset});
     state.status = DESC_INVALID;
     state.set_binding(nullptr);
 }
@@ -231,25 +239,30 @@ void FamImpl::Close(Fam_Descriptor *item) {
 void FamImpl::ChangePermissions(Fam_Descriptor *item, mode_t perm) {
     Session &session = Control();
     DescriptorState &state = descriptors_.Resolve(session, item);
-    session.metadata->ChangeItemPermissions(state.item.region_id, state.item.offset, perm,
-                                            session.caller);
+    const ItemInfo &held = state.item();
+    session.metadata->ChangeItemPermissions(held.region_id, held.offset, perm, session.caller);
     // The change revoked the keys behind this descriptor: bind it again with new ones, unless
     // the new mode leaves the owner no access at all (0, 01, ...): the descriptor then refuses
     // every transfer until it is given access back through this call (or looked up again).
-    descriptors_.Replace(
-        session, state,
-        session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller));
+    descriptors_.Replace(session, state,
+                         session.metadata->GetItem(held.region_id, held.offset, session.caller));
 }
 
 void FamImpl::Stat(Fam_Descriptor *item, Fam_Stat *info) {
     Session &session = Control();
     DescriptorState &state = descriptors_.Resolve(session, item);
     if (!info) Fail(openfam::FAM_ERR_NULLPTR, "Fam_Stat pointer is NULL");
-    ItemInfo fresh =
-        session.metadata->GetItem(state.item.region_id, state.item.offset, session.caller);
-    state.item.perm = fresh.perm;
-    state.item.region = fresh.region;
-    const ItemInfo &i = state.item;
+    const ItemInfo &held = state.item();
+    ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
+    // The descriptor shows what fam_stat saw (its getters). Other threads may be reading the
+    // record: a changed one is published, never written in place.
+    if (fresh.perm != held.perm || !SameRegionRecord(fresh.region, held.region)) {
+        ItemInfo now = held;
+        now.perm = fresh.perm;
+        now.region = fresh.region;
+        state.PublishItem(std::move(now));
+    }
+    const ItemInfo &i = state.item();
     FillStat(info, i.size, i.perm, i.name, i.uid, i.gid, i.region, i.first_server(),
              i.server_count());
 }
@@ -257,7 +270,7 @@ void FamImpl::Stat(Fam_Descriptor *item, Fam_Stat *info) {
 void *FamImpl::Map(Fam_Descriptor *item) {
     Session &session = Control();
     DescriptorState &state = descriptors_.Access(session, item, kRead, 0, 0);
-    return session.transport->Map(*state.binding(), state.item.can_write);
+    return session.transport->Map(*state.binding(), state.item().can_write);
 }
 
 void FamImpl::Unmap(void *local, Fam_Descriptor *item) {

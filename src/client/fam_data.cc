@@ -9,34 +9,44 @@
 
 namespace fampool {
 
+namespace {
+
+// A transfer whose keys were revoked is made again with the keys granted since, while the
+// caller keeps its rights; at most this many times, so that a program changing the item's
+// permissions without end (each change revokes the keys again) cannot hold a transfer forever.
+constexpr int kMostRebinds = 16;
+
+}  // namespace
+
 template <typename Move>
 void DataPath::Transfer(Session &session, DescriptorState &state, unsigned access, bool repeatable,
                         const Move &move) {
     const std::shared_ptr<Binding> *binding = &state.binding();
-    try {
-        move(*binding);
-        return;
-    } catch (const Failure &failure) {
-        if (failure.fam_error() != openfam::FAM_ERR_LIBFABRIC) throw;
-        ItemInfo now;
-        bool rebound = false;
+    for (int rebinds = 0;; ++rebinds) {
         try {
-            rebound = descriptors_.Rebind(session, state, binding->get(), &now);
-        } catch (const Failure &answer) {
-            // The item is gone, or no longer this caller's to use: say that. When the
-            // metadata service cannot be asked, the transfer's own failure stands.
-            if (answer.fam_error() == openfam::FAM_ERR_NOPERM ||
-                answer.fam_error() == openfam::FAM_ERR_NOTFOUND) {
-                throw;
+            move(*binding);
+            return;
+        } catch (const Failure &failure) {
+            if (failure.fam_error() != openfam::FAM_ERR_LIBFABRIC) throw;
+            ItemInfo now;
+            bool rebound = false;
+            try {
+                rebound = descriptors_.Rebind(session, state, binding->get(), &now);
+            } catch (const Failure &answer) {
+                // The item is gone, or no longer this caller's to use: say that. When the
+                // metadata service cannot be asked, the transfer's own failure stands.
+                if (answer.fam_error() == openfam::FAM_ERR_NOPERM ||
+                    answer.fam_error() == openfam::FAM_ERR_NOTFOUND) {
+                    throw;
+                }
+                throw failure;
             }
-            throw failure;
+            if (!rebound || !repeatable || rebinds == kMostRebinds) throw;
+            CheckPermission(now, access);
+            binding = &state.binding();
+            if (!*binding) throw;  // closed meanwhile by another thread
         }
-        if (!rebound || !repeatable) throw;
-        CheckPermission(now, access);
-        binding = &state.binding();
-        if (!*binding) throw;  // closed meanwhile by another thread
     }
-    move(*binding);
 }
 
 void DataPath::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t nbytes,
@@ -91,7 +101,7 @@ void DataPath::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint6
                         ElementPlan plan, bool to_fam, bool blocking) {
     Session &session = LiveSession(session_);
     DescriptorState &state = descriptors_.Access(session, item, 0, 0, 0);
-    const ItemInfo &info = state.item;
+    const ItemInfo &info = state.item();
     if (element_size == 0) Fail(openfam::FAM_ERR_INVALID, "element size is 0");
     if (count == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} elements", count);
@@ -126,7 +136,7 @@ void DataPath::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint6
 void DataPath::ApplyElements(DescriptorState &state, ElementOp op, unsigned access,
                              const uint64_t *index, uint64_t count, uint64_t element_size,
                              char *data) {
-    CheckPermission(state.item, access);
+    CheckPermission(state.item(), access);
     Transfer(*session_, state, access, op != ElementOp::kAdd,
              [&](const std::shared_ptr<Binding> &binding) {
                  channel_->ApplyElements(binding, op, index, count, element_size, data);
@@ -162,7 +172,7 @@ void DataPath::AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t siz
     if (offset % size != 0) {
         Fail(openfam::FAM_ERR_INVALID,
              "offset {} of {} is not aligned to the {}-byte operand of the atomic", offset,
-             Describe(state.item), size);
+             Describe(state.item()), size);
     }
     // Done twice, these leave what once does (a fetch, or a non-fetching set, min, max, and,
     // or); the others are not made again after a failure, whatever the keys.

@@ -93,7 +93,8 @@ class DataPath {
     // fails on the fabric and the item's keys have been replaced since the descriptor was bound
     // (its or its region's permissions changed, here or in another process: that revokes the
     // old keys), binds the descriptor again and, if the transfer is `repeatable` (doing it
-    // twice leaves what doing it once does), runs it once more. A transfer that is not
+    // twice leaves what doing it once does), runs it again: while the keys keep being replaced
+    // under it (permission changes in a row), up to 16 times. A transfer that is not
     // repeatable throws its failure; the next one uses the new keys. When the item is gone or
     // the caller's permission was withdrawn, throws FAM_ERR_NOTFOUND / FAM_ERR_NOPERM.
     template <typename Move>  // void(const std::shared_ptr<Binding> &)
