@@ -24,6 +24,13 @@ bool SameKeys(const ItemInfo &a, const ItemInfo &b) {
     return true;
 }
 
+// Whether `a` and `b` record a region alike in what can change after it is made: its size,
+// mode, servers and the state of its members.
+bool SameRegionRecord(const RegionInfo &a, const RegionInfo &b) {
+    return a.size == b.size && a.perm == b.perm && a.memory_servers == b.memory_servers &&
+           a.copy_servers == b.copy_servers && a.member_state == b.member_state;
+}
+
 }  // namespace
 
 void CheckPermission(const ItemInfo &info, unsigned access) {
@@ -154,6 +161,16 @@ void DescriptorResolver::Close(DescriptorState &state) {
     state.set_binding(nullptr);
     state.status = DESC_INVALID;
     state.closed = true;
+}
+
+void DescriptorResolver::Restat(DescriptorState &state, const ItemInfo &fresh) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const ItemInfo &held = state.item();
+    if (fresh.perm == held.perm && SameRegionRecord(fresh.region, held.region)) return;
+    ItemInfo now = held;
+    now.perm = fresh.perm;
+    now.region = fresh.region;
+    state.PublishItem(std::move(now));
 }
 
 void DescriptorResolver::Replace(Session &session, DescriptorState &state, ItemInfo fresh) {

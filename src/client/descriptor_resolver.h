@@ -46,6 +46,10 @@ class DescriptorResolver {
     // item as it is now, replaces the descriptor's, bound with its new keys unless the new mode
     // leaves the caller no access at all. Nothing when the descriptor was closed meanwhile.
     void Replace(Session &session, DescriptorState &state, ItemInfo fresh);
+    // fam_stat: the mode and region `fresh` (the item as it is now) records become the
+    // descriptor's, published beside threads that may read the record it replaces (a new
+    // record only when one of them changed).
+    void Restat(DescriptorState &state, const ItemInfo &fresh);
 
   private:
     std::mutex mutex_;

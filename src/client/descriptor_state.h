@@ -70,7 +70,8 @@ struct DescriptorState {
     // against it. A record is never changed in place: set_item replaces it while no other
     // thread uses the descriptor (resolution, a queue's own copy), PublishItem while others
     // may still read the one it replaces (a refresh after fam_change_permissions, a rebind,
-    // fam_stat), which is then kept until the next set_item, as bindings are.
+    // fam_stat), which is then kept until the next set_item, as bindings are. Writers hold the
+    // resolver's mutex (DescriptorResolver) or own the descriptor alone.
     const ItemInfo &item() const {
         const ItemInfo *current = item_.load(std::memory_order_acquire);
         return current ? *current : kNoItem;

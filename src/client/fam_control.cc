@@ -24,13 +24,6 @@ Fam_Region_Descriptor *NewRegionDescriptor(const RegionInfo &region) {
     return descriptor;
 }
 
-// Whether `a` and `b` record a region alike in what can change after it is made: its size,
-// mode, servers and the state of its members.
-bool SameRegionRecord(const RegionInfo &a, const RegionInfo &b) {
-    return a.size == b.size && a.perm == b.perm && a.memory_servers == b.memory_servers &&
-           a.copy_servers == b.copy_servers && a.member_state == b.member_state;
-}
-
 // A descriptor of the item, bound to the data path: what fam_lookup and fam_allocate return.
 Fam_Descriptor *NewItemDescriptor(Session &session, ItemInfo info) {
     auto *descriptor =
@@ -253,15 +246,9 @@ void FamImpl::Stat(Fam_Descriptor *item, Fam_Stat *info) {
     DescriptorState &state = descriptors_.Resolve(session, item);
     if (!info) Fail(openfam::FAM_ERR_NULLPTR, "Fam_Stat pointer is NULL");
     const ItemInfo &held = state.item();
-    ItemInfo fresh = session.metadata->GetItem(held.region_id, held.offset, session.caller);
-    // The descriptor shows what fam_stat saw (its getters). Other threads may be reading the
-    // record: a changed one is published, never written in place.
-    if (fresh.perm != held.perm || !SameRegionRecord(fresh.region, held.region)) {
-        ItemInfo now = held;
-        now.perm = fresh.perm;
-        now.region = fresh.region;
-        state.PublishItem(std::move(now));
-    }
+    // The descriptor shows what fam_stat saw (its getters).
+    descriptors_.Restat(state,
+                        session.metadata->GetItem(held.region_id, held.offset, session.caller));
     const ItemInfo &i = state.item();
     FillStat(info, i.size, i.perm, i.name, i.uid, i.gid, i.region, i.first_server(),
              i.server_count());
