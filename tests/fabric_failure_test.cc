@@ -347,6 +347,33 @@ TEST_P(ShmFabricTest, ChannelThatCannotReopenFailsClearlyAndOpensOnTheNextCall) 
     EXPECT_EQ(1, servers_[0]->extent.bytes()[0]);
 }
 
+// --- ofi_rxm's buffer size (tcp) --------------------------------------------------------------
+
+// libfampool sets FI_OFI_RXM_BUFFER_SIZE when it is loaded, and every process must use the same
+// size. A process whose libfabric read its settings before that (here: the variable changed
+// after libfabric read it) fails at its first endpoint, naming both sizes, instead of having
+// its connections refused and timing out later.
+TEST(RxmBufferSizeTest, EndpointWhoseBuffersTheEnvironmentNoLongerNamesFailsClearly) {
+    FabricConfig config;
+    config.provider = "tcp";
+    { FabricDomain first(config, FabricDomain::Role::kClient); }  // libfabric reads its settings
+    const char *named = getenv("FI_OFI_RXM_BUFFER_SIZE");
+    ASSERT_NE(nullptr, named) << "libfampool sets a default when it is loaded";
+    const std::string effective = named;
+    const std::string other = std::to_string(std::stoul(effective) * 2);
+    setenv("FI_OFI_RXM_BUFFER_SIZE", other.c_str(), 1);
+    FabricDomain domain(config, FabricDomain::Role::kClient);
+    FidPtr<fid_av> av = domain.OpenAddressVector();
+    auto caught = CatchFamError([&] { OpenEndpoint(domain, av.get(), EndpointOptions{}); });
+    setenv("FI_OFI_RXM_BUFFER_SIZE", effective.c_str(), 1);
+    EXPECT_TRUE(IsFamError(caught, openfam::FAM_ERR_LIBFABRIC,
+                           {effective + "-byte message buffers", "FI_OFI_RXM_BUFFER_SIZE=" + other,
+                            "every process of the job"}))
+        << caught.message;
+    // With the environment as libfabric read it, the same endpoint opens.
+    EXPECT_NO_THROW(OpenEndpoint(domain, av.get(), EndpointOptions{}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Shm, ShmFabricTest, ::testing::Values(std::string("shm")), ProviderName);
 
 INSTANTIATE_TEST_SUITE_P(Providers, FabricTest, Providers(), ProviderName);

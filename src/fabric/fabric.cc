@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -20,6 +21,56 @@ namespace fampool {
 void FailFabric(const char *call, ssize_t ret, const std::string &provider) {
     Fail(openfam::FAM_ERR_LIBFABRIC, "{}: {} (provider {})", call,
          fi_strerror(static_cast<int>(ret < 0 ? -ret : ret)), provider);
+}
+
+namespace {
+
+// ofi_rxm (the RDM layer over tcp and verbs) gives every connection bounce buffers of this
+// many bytes: 16 KiB by default, which left a PE over tcp with 72 MB of anonymous memory after
+// its first 1 MiB put and get (3 memory servers), and cost every fam_initialize and
+// fam_finalize of the cluster test suites most of their time in page faults and zeroing. At
+// 1 KiB: 12.7 MB, with get/put bandwidth and small-operation rates within run-to-run noise
+// (docs/configuration.md has the figures). Both ends of a connection must use the same size
+// (rxm refuses a peer whose differs), so every fampool process, PE and service alike, sets the
+// same default; a value in the environment wins and must then be the same everywhere.
+constexpr const char *kRxmBufferVariable = "FI_OFI_RXM_BUFFER_SIZE";
+constexpr const char *kRxmBufferDefault = "1024";
+
+// When libfampool is loaded: before the program's main, so before anything else in the process
+// (an MPI library's MPI_Init) can have made libfabric read its settings.
+bool rxm_buffer_size_given = false;  // by the environment, not by this default
+[[gnu::constructor]] void SetFabricDefaults() {
+    rxm_buffer_size_given = getenv(kRxmBufferVariable) != nullptr;
+    setenv(kRxmBufferVariable, kRxmBufferDefault, 0);
+}
+
+// An rxm endpoint whose buffers are not the size the environment now names: libfabric read its
+// settings before libfampool was loaded (a program that loads it with dlopen after using
+// libfabric). Its connections to fampool's services would be refused and time out.
+void CheckBufferSize(fid_ep *endpoint, const fi_info *info, const std::string &provider) {
+    const char *layers = info->fabric_attr->prov_name;
+    if (!layers || !std::strstr(layers, "ofi_rxm")) return;
+    size_t limit = 0, length = sizeof limit;
+    if (fi_getopt(&endpoint->fid, FI_OPT_ENDPOINT, FI_OPT_BUFFERED_LIMIT, &limit, &length) != 0) {
+        return;  // the provider does not say: nothing to compare
+    }
+    const char *named = getenv(kRxmBufferVariable);
+    if (!named || std::to_string(limit) == named) return;
+    Fail(openfam::FAM_ERR_LIBFABRIC,
+         "provider {} uses {}-byte message buffers in this process, but {}={}: libfabric read "
+         "its settings before fampool set them, and the cluster's services would refuse this "
+         "process's connections; export {}={} for every process of the job",
+         provider, limit, kRxmBufferVariable, named, kRxmBufferVariable, named);
+}
+
+}  // namespace
+
+std::string BufferSizeHint(const std::string &provider) {
+    if (!rxm_buffer_size_given || provider == "shm" || provider == "sockets") return "";
+    return fmt::format(
+        "; or {}={} in this process's environment differs from the servers' (fampool's "
+        "default, {}, unless set there too): rxm refuses peers whose buffer sizes differ",
+        kRxmBufferVariable, getenv(kRxmBufferVariable), kRxmBufferDefault);
 }
 
 namespace {
@@ -279,7 +330,10 @@ FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOpti
     int status = 0;
     for (int attempt = 1;; ++attempt) {
         FabricEndpoint endpoint = OpenEndpointOnce(domain, av, options, &status);
-        if (status == 0) return endpoint;
+        if (status == 0) {
+            CheckBufferSize(endpoint.endpoint.get(), domain.info(), domain.provider());
+            return endpoint;
+        }
         if (status != -FI_EBUSY || attempt >= attempts) break;
     }
     if (status == -FI_EBUSY) {

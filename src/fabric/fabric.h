@@ -208,6 +208,11 @@ struct EndpointOptions {
 constexpr int kEndpointNameAttempts = 64;
 FabricEndpoint OpenEndpoint(FabricDomain &domain, fid_av *av, const EndpointOptions &options);
 
+// What to add to a message about a peer that never answers when FI_OFI_RXM_BUFFER_SIZE was
+// set in this process's environment (rxm then refuses connections to peers of another size);
+// empty otherwise. fampool sets the same default in every process (fabric.cc).
+std::string BufferSizeHint(const std::string &provider);
+
 // The endpoint's address as other endpoints insert it into their address vectors.
 std::string EndpointAddress(fid_ep *endpoint, const std::string &provider);
 

@@ -182,9 +182,9 @@ std::string FabricChannel::GiveUpMessage(Outcome outcome) const {
     return fmt::format(
         "memory server{} {} did not complete within {} ms (provider {}): the server is down or "
         "overloaded, or the provider dropped an operation the server refused (invalid or "
-        "revoked key, address outside the registration)",
+        "revoked key, address outside the registration){}",
         busy_servers_.size() == 1 ? "" : "s", servers.empty() ? "?" : servers,
-        context_->timeout_ms(), context_->provider());
+        context_->timeout_ms(), context_->provider(), BufferSizeHint(context_->provider()));
 }
 
 std::string FabricChannel::Reopen() {
