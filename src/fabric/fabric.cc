@@ -26,19 +26,20 @@ void FailFabric(const char *call, ssize_t ret, const std::string &provider) {
 namespace {
 
 // ofi_rxm (the RDM layer over tcp and verbs) gives every connection bounce buffers of this
-// many bytes: 16 KiB by default, which left a PE over tcp with 72 MB of anonymous memory after
-// its first 1 MiB put and get (3 memory servers), and cost every fam_initialize and
+// many bytes: 16 KiB by default, which left a PE over tcp with 72.4 MiB of anonymous memory
+// after its first 1 MiB put and get (3 memory servers), and cost every fam_initialize and
 // fam_finalize of the cluster test suites most of their time in page faults and zeroing. At
-// 1 KiB: 12.7 MB, with get/put bandwidth and small-operation rates within run-to-run noise
+// 1 KiB: 12.4 MiB, with get/put bandwidth and small-operation rates within run-to-run noise
 // (docs/configuration.md has the figures). Both ends of a connection must use the same size
 // (rxm refuses a peer whose differs), so every fampool process, PE and service alike, sets the
 // same default; a value in the environment wins and must then be the same everywhere.
 constexpr const char *kRxmBufferVariable = "FI_OFI_RXM_BUFFER_SIZE";
 constexpr const char *kRxmBufferDefault = "1024";
 
+bool rxm_buffer_size_given = false;  // by the environment, not by this default
+
 // When libfampool is loaded: before the program's main, so before anything else in the process
 // (an MPI library's MPI_Init) can have made libfabric read its settings.
-bool rxm_buffer_size_given = false;  // by the environment, not by this default
 [[gnu::constructor]] void SetFabricDefaults() {
     rxm_buffer_size_given = getenv(kRxmBufferVariable) != nullptr;
     setenv(kRxmBufferVariable, kRxmBufferDefault, 0);
