@@ -62,6 +62,13 @@ class Channel {
                       uint64_t nbytes, bool blocking) = 0;
     virtual void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
                        uint64_t nbytes, bool blocking) = 0;
+    // Writes the same bytes at `offset` of each item (the copies of a mirrored item), blocking:
+    // all are posted before the one wait. A failure of any throws; which copies then hold the
+    // bytes is unknown. By default, one blocking write after another.
+    virtual void WriteCopies(const std::vector<std::shared_ptr<Binding>> &items, uint64_t offset,
+                             const void *local, uint64_t nbytes) {
+        for (const auto &item : items) Write(item, offset, local, nbytes, true);
+    }
     // Gather (to_fam false) or scatter: element i at plan.IndexOf(i) * element_size in the
     // item, at i * element_size in `local`.
     virtual void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,

@@ -385,6 +385,12 @@ constexpr auto kLongIdleNap = std::chrono::microseconds(1000);
 // window, up to kLongestSpin (see RunProgressLoop).
 constexpr auto kShortSleep = std::chrono::microseconds(200);
 constexpr auto kLongestSpin = std::chrono::microseconds(3200);
+// After this long without work inside the window, the thread yields the core between polls.
+// Memory servers, metadata shards and PEs share cores (two here for three servers and a PE):
+// a server that polled without yielding held a core the PE or the next server needed, and an
+// operation that alternated between two servers took 230-370 us instead of 20 (see
+// docs/bench/progress.md). A yield costs about a microsecond when nobody else wants the core.
+constexpr auto kPureSpin = std::chrono::microseconds(10);
 
 }  // namespace
 
@@ -400,18 +406,25 @@ void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
     // that traffic ends at once says so: the window doubles, up to kLongestSpin, and goes back
     // to `spin` after a sleep that lasted.
     auto window = spin;
-    auto active_until = Clock::now() + window;
+    auto last_work = Clock::now();
+    auto active_until = last_work + window;
     auto nap = kFirstNap;
     while (!stopping.load(std::memory_order_relaxed)) {
         if (serve()) {
-            active_until = Clock::now() + window;
+            last_work = Clock::now();
+            active_until = last_work + window;
             nap = kFirstNap;
             continue;
         }
         // Within the window, polling the queue is all: it drives the provider. The system
         // calls below cost a microsecond or more each; made every round they added ~2 us to
-        // a 256 B operation over tcp, so only a thread about to sleep makes them.
-        if (Clock::now() < active_until) continue;
+        // a 256 B operation over tcp, so only a thread about to sleep makes them. The window
+        // yields the core after kPureSpin, so that threads with work take it.
+        auto polled = Clock::now();
+        if (polled < active_until) {
+            if (polled - last_work > kPureSpin) std::this_thread::yield();
+            continue;
+        }
         // With a descriptor (tcp), traffic shows as work left to progress or as a readable
         // descriptor. fi_trywait also clears the provider's stale wake-ups; without it the
         // descriptor stays readable after a client vanished, and the thread would spin.

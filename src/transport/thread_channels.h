@@ -43,6 +43,10 @@ class ThreadChannels : public Channel {
                uint64_t nbytes, bool blocking) override {
         Mine().Write(item, offset, local, nbytes, blocking);
     }
+    void WriteCopies(const std::vector<std::shared_ptr<Binding>> &items, uint64_t offset,
+                     const void *local, uint64_t nbytes) override {
+        Mine().WriteCopies(items, offset, local, nbytes);
+    }
     void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
                   uint64_t count, uint64_t element_size, bool to_fam, bool blocking) override {
         Mine().Elements(item, std::move(plan), local, count, element_size, to_fam, blocking);

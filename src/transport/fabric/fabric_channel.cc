@@ -372,6 +372,32 @@ void FabricChannel::Write(const std::shared_ptr<Binding> &binding, uint64_t offs
     EndNonBlocking(blocking);
 }
 
+void FabricChannel::WriteCopies(const std::vector<std::shared_ptr<Binding>> &items,
+                                uint64_t offset, const void *local, uint64_t nbytes) {
+    for (const auto &item : items) {
+        if (static_cast<const FabricBinding &>(*item).direct) {
+            return Channel::WriteCopies(items, offset, local, nbytes);
+        }
+    }
+    char *source = const_cast<char *>(static_cast<const char *>(local));
+    std::lock_guard<std::mutex> lock(mutex_);
+    Begin(true);
+    auto deadline = Deadline();
+    AfterAtomics(deadline);
+    void *desc = scratch_desc_;
+    if (domain_.local_registration() && nbytes <= kBounce) {
+        std::memcpy(scratch_->bounce, local, nbytes);
+        source = scratch_->bounce;
+    } else {
+        desc = LocalDescriptor(local, nbytes, deadline);
+    }
+    for (const auto &item : items) {
+        Transfer(static_cast<const FabricBinding &>(*item), offset, source, nbytes, desc, true,
+                 deadline);
+    }
+    Finish(deadline);
+}
+
 void FabricChannel::Elements(const std::shared_ptr<Binding> &binding, ElementPlan plan, char *local,
                              uint64_t count, uint64_t element_size, bool to_fam, bool blocking) {
     const auto &item = static_cast<const FabricBinding &>(*binding);

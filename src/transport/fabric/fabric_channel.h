@@ -37,6 +37,9 @@ class FabricChannel : public Channel {
               bool blocking) override;
     void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
                uint64_t nbytes, bool blocking) override;
+    // One tag and one wait for all the copies' writes (RAID1's two round trips overlap).
+    void WriteCopies(const std::vector<std::shared_ptr<Binding>> &items, uint64_t offset,
+                     const void *local, uint64_t nbytes) override;
     void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
                   uint64_t count, uint64_t element_size, bool to_fam, bool blocking) override;
     void ApplyElements(const std::shared_ptr<Binding> &item, ElementOp op, const uint64_t *index,

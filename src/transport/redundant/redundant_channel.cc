@@ -13,9 +13,6 @@ namespace {
 
 // Bytes of one stripe request (below gRPC's message limit).
 constexpr uint64_t kStripeRequestBytes = 16 << 20;
-// Blocking RAID1 writes up to this size go to each copy in turn as blocking writes (one
-// wait each instead of a quiet over both).
-constexpr uint64_t kSerialWriteBytes = 64 << 10;
 
 RedundantBinding &Redundant(const std::shared_ptr<Binding> &binding) {
     return static_cast<RedundantBinding &>(*binding);
@@ -277,9 +274,8 @@ bool RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t o
         }
         healthy &= Healthy(item, piece.slot) && Healthy(item, k + piece.slot);
     }
-    if (blocking && healthy && nbytes <= kSerialWriteBytes) {
-        Raid().Write(view.copies[0], offset, local, nbytes, true);
-        Raid().Write(view.copies[1], offset, local, nbytes, true);
+    if (blocking && healthy) {
+        Raid().WriteCopies({view.copies[0], view.copies[1]}, offset, local, nbytes);
         return true;
     }
     // Healthy members first; members being rebuilt once those hold the bytes.

@@ -61,7 +61,7 @@ class RedundantChannel : public Channel {
                   uint64_t nbytes, bool blocking);
     // Issues `op` on the item's members as they are now, recovering from a failure found while
     // issuing it (a few rounds).
-    // True when `op` completed before it returned (a small blocking write, each copy in turn).
+    // True when `op` completed before it returned (a blocking write to healthy copies).
     bool Issue(const Logged &op);
     bool Post(const Logged &op);
     // Waits for the redundant transfers logged before `upto`, redoing them after failures.
