@@ -142,16 +142,18 @@ bool Recoverable(const Failure &failure) {
 
 // Runs `operation` on a redundant item as it is now (on a wait object's thread). After a
 // recoverable failure, has the item's servers checked (a dead one's members are marked lost),
-// fetches the item again (its healthy members, the keys granted now) and runs it once more, up
-// to kRecoveryRounds: backup and restore are repeatable, as the data path's transfers are.
+// fetches the item again (its healthy members, the keys granted now) and runs it once more
+// while its RecoveryBudget lasts: backup and restore are repeatable, as the data path's
+// transfers are.
 void WithRecovery(Session &session, const ItemInfo &item,
                   const std::function<void(const ItemInfo &)> &operation) {
     ItemInfo now = item;
-    for (int round = 1;; ++round) {
+    RecoveryBudget budget(std::chrono::milliseconds(session.config.fabric_timeout_ms));
+    for (;;) {
         try {
             return operation(now);
         } catch (const Failure &failure) {
-            if (round == kRecoveryRounds || !Recoverable(failure)) throw;
+            if (!Recoverable(failure) || budget.Spent()) throw;
         }
         std::vector<uint64_t> servers;
         for (size_t m = 0; m < MemberCount(now.region); ++m) {
@@ -163,9 +165,9 @@ void WithRecovery(Session &session, const ItemInfo &item,
         session.metadata->ReportFailure(servers);
         ItemInfo fresh = session.metadata->GetItem(now.region_id, now.offset, session.caller);
         RequireSameItem(fresh, now);
-        if (fresh.region.member_state == now.region.member_state) {
-            std::this_thread::sleep_for(kUnchangedRecoveryPause);
-        }
+        bool changed = fresh.region.member_state != now.region.member_state;
+        if (!changed) std::this_thread::sleep_for(kUnchangedRecoveryPause);
+        budget.Recovered(changed);
         now = std::move(fresh);
     }
 }

@@ -115,6 +115,7 @@ std::unique_ptr<Transport> ClusterDataPath(Session &session, const FabricConfig 
         self->metadata->ReportFailure(ids);
     };
     services.server = servers;
+    services.patience = std::chrono::milliseconds(fabric.timeout_ms);
     FabricConfig members = fabric;
     members.timeout_ms = std::min<int64_t>(fabric.timeout_ms, kMemberTimeoutMs);
     return std::make_unique<RedundantTransport>(std::make_unique<FabricTransport>(fabric, servers),

@@ -13,6 +13,7 @@
 #ifndef FAMPOOL_TESTS_SUPPORT_TEST_CLUSTER_H_
 #define FAMPOOL_TESTS_SUPPORT_TEST_CLUSTER_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -57,6 +58,10 @@ class TestCluster {
     // memory server 0; indices 1 to servers()-1 the other memory servers; then metadata shards
     // 1, 2, ...).
     void Kill(size_t index, int signal);
+    // Stops one server process with SIGSTOP (alive, answering nothing) and lets it go on with
+    // SIGCONT.
+    void Pause(size_t index) { kill(pids_.at(index), SIGSTOP); }
+    void Resume(size_t index) { kill(pids_.at(index), SIGCONT); }
     // Starts a killed server again with the same arguments.
     void Restart(size_t index);
     // Waits (at most 30 s) until the metadata service sees every memory server.

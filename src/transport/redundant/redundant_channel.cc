@@ -194,14 +194,13 @@ void RedundantChannel::Transfer(const std::shared_ptr<Binding> &item, bool write
 }
 
 bool RedundantChannel::Issue(const Logged &op) {
-    for (int round = 0;; ++round) {
+    RecoveryBudget budget = transport_.Budget();
+    for (;;) {
         try {
             return Post(op);
         } catch (const Failure &failure) {
-            if (round == kRecoveryRounds || failure.fam_error() == openfam::FAM_ERR_RESOURCE) {
-                throw;
-            }
-            transport_.Recover(Redundant(op.binding));
+            if (failure.fam_error() == openfam::FAM_ERR_RESOURCE || budget.Spent()) throw;
+            budget.Recovered(transport_.Recover(Redundant(op.binding)));
         }
     }
 }
@@ -221,12 +220,13 @@ bool RedundantChannel::Post(const Logged &op) {
 }
 
 void RedundantChannel::Settle(uint64_t upto) {
-    for (int round = 0;; ++round) {
+    RecoveryBudget budget = transport_.Budget();
+    for (;;) {
         try {
             Raid().Quiet();
             break;
-        } catch (const Failure &failure) {
-            if (round == kRecoveryRounds) throw;
+        } catch (const Failure &) {
+            if (budget.Spent()) throw;
             std::vector<Logged> redo;
             {
                 std::lock_guard<std::mutex> lock(log_mutex_);
@@ -235,11 +235,13 @@ void RedundantChannel::Settle(uint64_t upto) {
                 }
             }
             std::set<Binding *> recovered;
+            bool changed = false;
             for (const Logged &op : redo) {
                 if (recovered.insert(op.binding.get()).second) {
-                    transport_.Recover(Redundant(op.binding));
+                    changed |= transport_.Recover(Redundant(op.binding));
                 }
             }
+            budget.Recovered(changed);
             for (const Logged &op : redo) Issue(op);
         }
     }
@@ -402,7 +404,8 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
                                    void *result) {
     size_t size = SizeOf(type);
     std::string op_id = transport_.NextOpId();
-    for (int round = 0;; ++round) {
+    RecoveryBudget budget = transport_.Budget();
+    for (;;) {
         std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
         const ItemInfo &item = view->item;
         uint64_t k = item.region.memory_servers.size();
@@ -433,11 +436,10 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
             // did not touch it while it was down): the atomic was not applied; the fresh view
             // has the new key. scripts/soak saw it 2 runs in 11.
             bool stale_key = failure.fam_error() == openfam::FAM_ERR_NOPERM;
-            if (round == kRecoveryRounds ||
-                (failure.fam_error() != openfam::FAM_ERR_RPC && !stale_key)) {
+            if ((failure.fam_error() != openfam::FAM_ERR_RPC && !stale_key) || budget.Spent()) {
                 throw;
             }
-            transport_.Recover(binding);
+            budget.Recovered(transport_.Recover(binding));
         }
     }
 }
@@ -446,7 +448,8 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
                                    DataType type, const void *operand, const void *compare,
                                    void *result) {
     size_t size = SizeOf(type);
-    for (int round = 0;; ++round) {
+    RecoveryBudget budget = transport_.Budget();
+    for (;;) {
         std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
         const ItemInfo &item = view->item;
         uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
@@ -480,8 +483,8 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
         } catch (const Failure &failure) {
             // Not made again after its server answered (twice is not once); a server that
             // did not answer may not have applied it (a documented limit of RAID5 atomics).
-            if (round == kRecoveryRounds || failure.fam_error() != openfam::FAM_ERR_RPC) throw;
-            transport_.Recover(binding);
+            if (failure.fam_error() != openfam::FAM_ERR_RPC || budget.Spent()) throw;
+            budget.Recovered(transport_.Recover(binding));
         }
     }
 }

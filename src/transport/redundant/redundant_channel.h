@@ -15,10 +15,6 @@
 
 namespace fampool {
 
-// Rounds of recovery (check the servers, fetch the members again, redo) before a failure on a
-// redundant item stands: each round follows a member's loss, and a region survives one.
-constexpr int kRecoveryRounds = 3;
-
 class RedundantChannel : public Channel {
   public:
     using Opener = std::function<std::unique_ptr<Channel>()>;

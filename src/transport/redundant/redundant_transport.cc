@@ -132,7 +132,7 @@ std::shared_ptr<const RedundantBinding::View> RedundantTransport::Fresh(Redundan
     return fresh;
 }
 
-void RedundantTransport::Recover(RedundantBinding &binding, bool redo) {
+bool RedundantTransport::Recover(RedundantBinding &binding, bool redo) {
     std::shared_ptr<const RedundantBinding::View> view = binding.view();
     std::set<uint64_t> servers;
     for (size_t m = 0; m < MemberCount(view->item.region); ++m) {
@@ -140,9 +140,9 @@ void RedundantTransport::Recover(RedundantBinding &binding, bool redo) {
     }
     services_.report(std::vector<uint64_t>(servers.begin(), servers.end()));
     std::shared_ptr<const RedundantBinding::View> fresh = Fresh(binding, /*stale=*/true);
-    if (redo && fresh->item.region.member_state == view->item.region.member_state) {
-        std::this_thread::sleep_for(kUnchangedRecoveryPause);
-    }
+    bool changed = fresh->item.region.member_state != view->item.region.member_state;
+    if (redo && !changed) std::this_thread::sleep_for(kUnchangedRecoveryPause);
+    return changed;
 }
 
 }  // namespace fampool

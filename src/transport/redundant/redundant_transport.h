@@ -48,6 +48,39 @@ constexpr int kMemberTimeoutMs = 300;
 // within it.
 constexpr std::chrono::milliseconds kUnchangedRecoveryPause{250};
 
+// Rounds of recovery (check the servers, fetch the members again, redo) that found a member's
+// state changed before a failure on a redundant item stands: each follows a member's loss, and
+// a region survives one.
+constexpr int kRecoveryRounds = 3;
+
+// When an operation on a redundant item stops redoing itself after failures: after
+// kRecoveryRounds rounds that changed the members, or, while the rounds find every member as it
+// was (alive but slow or stopped: the metadata service's heartbeats declare such a server dead
+// after 8 missed ones, 2-3 s, or it answers again), once `patience` (the data path's own bound,
+// fabric_timeout_ms) has passed since the first failure. A count alone gave up after about
+// 1.7 s on a member that was only slow.
+class RecoveryBudget {
+  public:
+    explicit RecoveryBudget(std::chrono::milliseconds patience) : patience_(patience) {}
+    // After a failure: true when it should stand (no more rounds).
+    bool Spent() {
+        auto now = std::chrono::steady_clock::now();
+        if (!failed_) {
+            failed_ = true;
+            first_failure_ = now;
+        }
+        return changed_rounds_ >= kRecoveryRounds || now - first_failure_ > patience_;
+    }
+    // After a round's recovery: whether it changed the members.
+    void Recovered(bool changed) { changed_rounds_ += changed ? 1 : 0; }
+
+  private:
+    std::chrono::milliseconds patience_;
+    bool failed_ = false;
+    std::chrono::steady_clock::time_point first_failure_;
+    int changed_rounds_ = 0;
+};
+
 // Member `m` of a redundant item: the client was given access to it; it holds the bytes
 // (reads may go there); it takes writes (healthy, or being rebuilt).
 inline bool MemberReachable(const ItemInfo &item, size_t m) {
@@ -71,6 +104,8 @@ struct RedundancyServices {
     std::function<void(const std::vector<uint64_t> &servers)> report;
     // A memory server (its stripe and mirrored-atomic calls).
     std::function<MemoryServer &(uint64_t id)> server;
+    // How long failures may go on while every member is found alive (RecoveryBudget).
+    std::chrono::milliseconds patience{10000};
 };
 
 // A redundant item's binding: its members as the metadata service last described them.
@@ -115,8 +150,10 @@ class RedundantTransport : public Transport {
     std::shared_ptr<const RedundantBinding::View> Fresh(RedundantBinding &binding, bool stale);
     // After a failure on `binding`'s item: has its servers checked, then fetches it again.
     // `redo`: the caller does the operation again next, so when the members are as they were
-    // (no server found dead) it first waits kUnchangedRecoveryPause.
-    void Recover(RedundantBinding &binding, bool redo = true);
+    // (no server found dead) it first waits kUnchangedRecoveryPause. True when the members
+    // changed.
+    bool Recover(RedundantBinding &binding, bool redo = true);
+    RecoveryBudget Budget() const { return RecoveryBudget(services_.patience); }
     const RedundancyServices &services() const { return services_; }
     // A fresh id for a mirrored atomic: this client's and a sequence number.
     std::string NextOpId();
