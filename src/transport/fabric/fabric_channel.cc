@@ -372,8 +372,8 @@ void FabricChannel::Write(const std::shared_ptr<Binding> &binding, uint64_t offs
     EndNonBlocking(blocking);
 }
 
-void FabricChannel::WriteCopies(const std::vector<std::shared_ptr<Binding>> &items,
-                                uint64_t offset, const void *local, uint64_t nbytes) {
+void FabricChannel::WriteCopies(const std::vector<std::shared_ptr<Binding>> &items, uint64_t offset,
+                                const void *local, uint64_t nbytes) {
     for (const auto &item : items) {
         if (static_cast<const FabricBinding &>(*item).direct) {
             return Channel::WriteCopies(items, offset, local, nbytes);
