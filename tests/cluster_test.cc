@@ -37,6 +37,32 @@ TEST_F(ClusterTest, InterleavedRegionStatNamesItsServersAndInterleaveSize) {
     EXPECT_EQ(item->get_used_memsrv_cnt(), 3u);
 }
 
+// Blocking transfers that span many blocks of each server go through the channel's staging
+// buffer (one operation per server and MiB), the others piece by piece: each reads back what
+// the other wrote, at an offset and length that split blocks and cross the 1 MiB chunks.
+TEST_F(ClusterTest, StagedAndPiecewiseTransfersOfAStripedItemAgreeByteForByte) {
+    Fam_Region_Attributes attrs{};
+    attrs.interleaveEnable = ENABLE;
+    auto region = CreateRegion("striped", 16 << 20, 0777, &attrs);
+    auto item = Allocate("x", 4 << 20, region.get());
+    ASSERT_EQ(item->get_used_memsrv_cnt(), 3u);
+    const uint64_t offset = 777, length = (5 << 19) + 123;  // 2.5 MiB and a bit
+    std::vector<char> written(length), read(length);
+    for (uint64_t i = 0; i < length; ++i) written[i] = static_cast<char>((i * 131) ^ (i >> 12));
+    fam()->fam_put_blocking(written.data(), item.get(), offset, length);  // staged
+    for (uint64_t at = 0; at < length; at += 4096) {                      // piece by piece
+        fam()->fam_get_blocking(read.data() + at, item.get(), offset + at,
+                                std::min<uint64_t>(4096, length - at));
+    }
+    EXPECT_EQ(read, written);
+    std::reverse(written.begin(), written.end());
+    fam()->fam_put_nonblocking(written.data(), item.get(), offset, length);  // by iov
+    fam()->fam_quiet();
+    std::fill(read.begin(), read.end(), 0);
+    fam()->fam_get_blocking(read.data(), item.get(), offset, length);  // staged
+    EXPECT_EQ(read, written);
+}
+
 // An item of a region without interleaving lives on one server: fam_stat names that one.
 TEST_F(EveryServerClusterTest, StatOfAnItemNamesTheOneServerHoldingIt) {
     auto region = CreateRegion("plain", 12 << 20);

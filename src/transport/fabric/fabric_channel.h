@@ -102,6 +102,13 @@ class FabricChannel : public Channel {
     // Posts the transfer of item bytes [offset, offset + nbytes), split at interleave blocks.
     void Transfer(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
                   void *desc, bool write, Clock::time_point deadline);
+    // Whether a blocking transfer of `nbytes` of the item goes through StagedTransfer: a
+    // striped item, and more blocks per server than the provider's iov carries at once.
+    bool Stages(const FabricBinding &item, uint64_t nbytes) const;
+    // A blocking transfer of a striped item through stage_, one operation per server and
+    // chunk of kStageBytes; waits for it (fabric_channel_striped.cc).
+    void StagedTransfer(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
+                        bool write, Clock::time_point deadline);
     // Transfer for an item striped over several servers.
     void TransferStriped(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
                          void *desc, bool write, Clock::time_point deadline);
@@ -177,6 +184,9 @@ class FabricChannel : public Channel {
     std::mutex mutex_;
     FabricEndpoint endpoint_;
     std::unique_ptr<Scratch> scratch_;
+    // StagedTransfer's buffer, allocated at its first use.
+    static constexpr uint64_t kStageBytes = 1 << 20;
+    std::unique_ptr<char[]> stage_;
     FidPtr<fid_mr> scratch_mr_;
     void *scratch_desc_ = nullptr;
     std::list<LocalRegistration> registrations_;  // most recently used first
