@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -268,6 +269,45 @@ TEST_F(PlainClusterTest, OtherUserWritesAndAllocatesInAnOpenRegionButCannotDestr
     uint64_t first = 0;
     fam()->fam_get_blocking(&first, item.get(), 0, sizeof first);
     EXPECT_EQ(first, 0x5555555555555555ull);
+}
+
+// A memory server that misses eight heartbeats (stopped with SIGSTOP, two threads hogging the
+// cores beside it) but answers the ninth, which has 2 s, is not declared dead (which would
+// degrade its RAID1 region). It is let go the moment the metadata service starts that ninth.
+TEST_F(FailureTest, AServerStoppedLongerThanEightHeartbeatsIsStillAlive) {
+    Fam_Region_Attributes attributes{};
+    attributes.redundancyLevel = RAID1;
+    auto region = CreateRegion("mirrored", 8 << 20, 0777, &attributes);
+    const std::string asked = "memory server 1 missed 7 heartbeats; one more";
+    std::atomic<bool> hogging{true};
+    std::vector<std::thread> hogs;
+    for (int i = 0; i < 2; ++i) {
+        hogs.emplace_back([&hogging] {
+            while (hogging.load(std::memory_order_relaxed)) {
+            }
+        });
+    }
+    cluster()->Pause(1);
+    auto stopped = Clock::now();
+    while (cluster()->Logs().find(asked) == std::string::npos &&
+           Clock::now() - stopped < std::chrono::seconds(20)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    cluster()->Resume(1);
+    double stopped_for = std::chrono::duration<double>(Clock::now() - stopped).count();
+    hogging = false;
+    for (std::thread &hog : hogs) hog.join();
+    ASSERT_NE(cluster()->Logs().find(asked), std::string::npos)
+        << "the metadata service never came to the last heartbeat in 20 s\n"
+        << cluster()->Logs();
+    EXPECT_GE(stopped_for, 2.0) << "eight heartbeats cannot time out in less";
+    std::string answered = "memory server 1 answered: alive (slow)";
+    for (int i = 0; i < 150 && cluster()->Logs().find(answered) == std::string::npos; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_NE(cluster()->Logs().find(answered), std::string::npos) << cluster()->Logs();
+    EXPECT_EQ(cluster()->Logs().find("not answering: declared dead"), std::string::npos)
+        << cluster()->Logs();
 }
 
 }  // namespace

@@ -53,6 +53,24 @@ void MetadataRpcService::CheckServers() {
     for (size_t i = 0; i < servers_.size(); ++i) {
         uint64_t id = servers_[i]->id();
         auto [info, refused] = answers[i].get();
+        if (!info && !refused && SlowToDeath(id)) {
+            // About to be declared dead for heartbeats that timed out: one more, with time to
+            // answer. A server that answers it was only slow (its clients' operations waited
+            // for it; see RecoveryBudget); one that does not is dead as before.
+            std::fprintf(stderr,
+                         "fampool-server: memory server %llu missed %d heartbeats; one more, with "
+                         "%lld ms to answer, before it is declared dead\n",
+                         static_cast<unsigned long long>(id), kSlowHeartbeats - 1,
+                         static_cast<long long>(kConfirmTimeout.count()));
+            try {
+                info = servers_[i]->Info(kConfirmTimeout);
+            } catch (const Failure &) {
+            }
+            if (info) {
+                std::fprintf(stderr, "fampool-server: memory server %llu answered: alive (slow)\n",
+                             static_cast<unsigned long long>(id));
+            }
+        }
         if (!info) {
             bool dies;
             {
@@ -90,6 +108,13 @@ void MetadataRpcService::CheckServers() {
         }
         store_->SetValue(name, info->incarnation);
     }
+}
+
+bool MetadataRpcService::SlowToDeath(uint64_t id) {
+    std::lock_guard<std::mutex> lock(health_mutex_);
+    auto missed = missed_.find(id);
+    int before = missed == missed_.end() ? 0 : missed->second;
+    return before < kSlowHeartbeats && before + 1 >= kSlowHeartbeats;
 }
 
 void MetadataRpcService::ServerDied(uint64_t id) {

@@ -44,6 +44,9 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     static constexpr int kMissedHeartbeats = 2;
     static constexpr int kSlowHeartbeats = 8;
     static constexpr std::chrono::milliseconds kHeartbeatTimeout{250};
+    // The last heartbeat before a server would be declared dead for timeouts waits this long
+    // (a live server on a loaded machine answers; a stopped or unreachable one does not).
+    static constexpr std::chrono::milliseconds kConfirmTimeout{2000};
     // How long a rebuild waits after it marked the member kRebuilding before it copies: every
     // client writing to the region fetches its members at least every kViewLease (100 ms,
     // transport/redundant/redundant_transport.h) while one is not healthy, and then writes there
@@ -115,6 +118,8 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     Caller Identify(const rpc::Caller &caller, const char *call);
     // The server is dead: marks its members lost (once).
     void ServerDied(uint64_t id);
+    // Whether one more timed-out heartbeat declares the server dead.
+    bool SlowToDeath(uint64_t id);
     std::set<uint64_t> Alive();
     // Rebuilds lost members (of region `name`, or all): on their own server or a spare when
     // `automatic`, else on any suitable live server.
