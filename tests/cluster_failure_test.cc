@@ -81,6 +81,47 @@ TEST_F(FailureTest, CopyToDeadServerGivesAnErrorWithinBoundedTimeAndSourceServer
     EXPECT_EQ(GetBytes(on_zero, 0, 4096), Pattern(4096, 1));
 }
 
+// A PE floods a server with non-blocking puts (a quiet every 256) when the server is killed:
+// the flood ends with an error within the data path's bound (10 s) and some slack, not in a
+// thread spinning on a full transmit queue.
+TEST_F(FailureTest, FloodOfPutsToAKilledServerEndsWithinTheBound) {
+    auto region = CreateRegion("r", 8 << 20);
+    std::vector<std::unique_ptr<Fam_Descriptor>> items;
+    Fam_Descriptor *on_one = nullptr;
+    for (int i = 0; i < 64 && !on_one; ++i) {
+        items.push_back(Allocate(("n" + std::to_string(i)).c_str(), 1 << 20, region.get()));
+        if (ServerIndexOfItem(items.back().get()) == 1) on_one = items.back().get();
+    }
+    ASSERT_NE(on_one, nullptr) << "no item placed on memory server 1";
+    std::vector<char> bytes(4096, 7);
+    std::atomic<bool> flooding{false};
+    Clock::time_point failed_at{};
+    CaughtError caught;
+    std::thread flood([&] {
+        auto give_up = Clock::now() + std::chrono::seconds(60);
+        caught = CatchFamError([&] {
+            for (uint64_t i = 0; Clock::now() < give_up; ++i) {
+                fam()->fam_put_nonblocking(bytes.data(), on_one, (i % 256) * 4096, 4096);
+                if (i % 256 == 255) {
+                    fam()->fam_quiet();
+                    flooding = true;
+                }
+            }
+        });
+        failed_at = Clock::now();
+    });
+    while (!flooding) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto killed = Clock::now();
+    cluster()->Kill(1, SIGKILL);
+    flood.join();
+    EXPECT_TRUE(caught.thrown) << "the flood went on for 60 s after the kill";
+    EXPECT_TRUE(caught.code == FAM_ERR_LIBFABRIC || caught.code == FAM_ERR_TIMEOUT ||
+                caught.code == FAM_ERR_RPC)
+        << "got " << FamErrorName(caught.code) << ": " << caught.message;
+    EXPECT_LT(std::chrono::duration<double>(failed_at - killed).count(), 15.0) << caught.message;
+}
+
 TEST_F(FailureTest, RestartedServicesKeepPersistentRegionsAndReleaseVolatileOnes) {
     Fam_Region_Attributes persistent{};
     persistent.memoryType = PERSISTENT;
