@@ -1,7 +1,12 @@
 #include "common/atomic_apply.h"
 
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace fampool {
 namespace {
@@ -157,7 +162,44 @@ void ApplyAtomic(char *address, AtomicOp op, DataType type, const void *operand,
     }
 }
 
+namespace {
+
+// CopyFamBytes copies sizes in [kLoopFrom, kLoopBelow) itself: 16-byte loads at any alignment,
+// 16-byte stores aligned in the destination. glibc's memcpy here (rep movsb in that range)
+// moved 1.6-2.3 GB/s instead of 6-8 when the source was aligned and the destination was not:
+// a get from a mapped heap (page-aligned) into a buffer from malloc (16 bytes past a page) is
+// exactly that, and the benchmarks' memcpy baseline, between two malloc'd buffers, is not.
+// This loop moved 6.7-8.6 GB/s at every alignment measured, memcpy's best or better. From
+// 1 MiB memcpy uses non-temporal stores and is as fast at any alignment.
+constexpr size_t kLoopFrom = 2048;
+constexpr size_t kLoopBelow = size_t{1} << 20;
+
+}  // namespace
+
 __attribute__((noinline)) void CopyFamBytes(void *to, const void *from, size_t nbytes) {
+#if defined(__SSE2__)
+    if (nbytes >= kLoopFrom && nbytes < kLoopBelow) {
+        char *d = static_cast<char *>(to);
+        const char *s = static_cast<const char *>(from);
+        size_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
+        std::memcpy(d, s, head);
+        d += head;
+        s += head;
+        nbytes -= head;
+        for (; nbytes >= 64; nbytes -= 64, d += 64, s += 64) {
+            __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s));
+            __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 16));
+            __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 32));
+            __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 48));
+            _mm_store_si128(reinterpret_cast<__m128i *>(d), a);
+            _mm_store_si128(reinterpret_cast<__m128i *>(d + 16), b);
+            _mm_store_si128(reinterpret_cast<__m128i *>(d + 32), c);
+            _mm_store_si128(reinterpret_cast<__m128i *>(d + 48), e);
+        }
+        std::memcpy(d, s, nbytes);
+        return;
+    }
+#endif
     std::memcpy(to, from, nbytes);
 }
 
