@@ -5,7 +5,8 @@
 //   redundancy_bench [--total-mib 64] [--trials 5] [--csv PATH]
 //       put and get bandwidth of 64 KiB and 1 MiB transfers (blocking, and non-blocking with
 //       one quiet per sweep), 256 B blocking get and put latency and fetch_add latency, per
-//       level; each figure also as a ratio to NONE's.
+//       level; each figure also as a ratio to NONE's. And NONE's 256 B put latency when each
+//       put goes to the next server (put_latency_next_server).
 //   redundancy_bench --failover PID [--csv PATH]
 //       with the three regions written, kills memory server process PID with SIGKILL and
 //       measures the time from the kill to the first complete read of each redundant item
@@ -165,6 +166,27 @@ void Costs(fam &f, const Options &options, std::vector<Row> &rows) {
             Latency(2000,
                     [&](int i) { f.fam_fetch_add(level.item.get(), (i % 64) * 8, uint64_t{1}); }),
             "us");
+    }
+    // NONE's 256 B blocking put on the next server each time (the item's interleave blocks in
+    // turn): what moving between servers costs one operation (servers that held a core while
+    // idle made it 230-370 us). Its ratio is NONE's put_latency (16 puts per block, so mostly
+    // on one server) divided by it.
+    Fam_Descriptor *plain = levels.front().item.get();
+    uint64_t block = plain->get_interleave_size();
+    if (block > 0 && plain->get_used_memsrv_cnt() > 1) {
+        double same = 0;
+        for (const Row &row : rows) {
+            if (row.level == "NONE" && row.measure == "put_latency") same = row.value;
+        }
+        char small[256];
+        const uint64_t blocks = options.total / block;
+        double next = Latency(2000, [&](int i) {
+            f.fam_put_blocking(small, plain, (i % blocks) * block, sizeof small);
+        });
+        rows.push_back({"NONE", "put_latency_next_server", 256, next, "us", same / next,
+                        "each put on the next server; ratio: put_latency / this"});
+        std::printf("NONE   put_latency_next_server  256 B  %10.3f us     %.2fx of put_latency\n",
+                    next, same / next);
     }
     for (Level &level : levels) {
         level.item.reset();

@@ -389,7 +389,8 @@ constexpr auto kLongestSpin = std::chrono::microseconds(3200);
 // Memory servers, metadata shards and PEs share cores (two here for three servers and a PE):
 // a server that polled without yielding held a core the PE or the next server needed, and an
 // operation that alternated between two servers took 230-370 us instead of 20 (see
-// docs/bench/progress.md). A yield costs about a microsecond when nobody else wants the core.
+// docs/bench/redundancy.md, "A second server"). A yield costs about a microsecond when nobody
+// else wants the core.
 constexpr auto kPureSpin = std::chrono::microseconds(10);
 
 }  // namespace

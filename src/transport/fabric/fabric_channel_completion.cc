@@ -22,6 +22,7 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
     fid_cntr *counter = endpoint_.counter.get();
     auto now = Clock::now();
     auto spin_until = now + kSpin;
+    const auto yield_from = now + kPureSpin;
     auto nap = kFirstNap;
     auto last_change = now;
     // A wait gives up only when nothing completed for the whole timeout: a server that answers
@@ -73,7 +74,10 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
             last_change = now;
         }
         if (now >= deadline) return Outcome::kTimedOut;
-        if (now < spin_until) continue;
+        if (now < spin_until) {
+            if (now > yield_from) std::this_thread::yield();
+            continue;
+        }
         sleeping = true;
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
         int slice = static_cast<int>(std::clamp<int64_t>(left.count() + 1, 1, kSliceMs));

@@ -16,6 +16,10 @@ namespace fampool::channel {
 // server (or the application's other thread) needs; polling saves the wake-up latency of an
 // operation that completes within microseconds.
 constexpr auto kSpin = std::chrono::microseconds(50);
+// Within kSpin, polls yield the core after this: a memory server on this node whose work is
+// queued behind the polling thread (always runnable, so the scheduler does not preempt it for
+// the server) would otherwise wait for the end of its time slice.
+constexpr auto kPureSpin = std::chrono::microseconds(5);
 // Longest single sleep on the counter's wait object, so that one that misses an event costs
 // latency, not a hang.
 constexpr int kSliceMs = 20;
