@@ -385,8 +385,8 @@ constexpr auto kLongIdleNap = std::chrono::microseconds(1000);
 // window, up to kLongestSpin (see RunProgressLoop).
 constexpr auto kShortSleep = std::chrono::microseconds(200);
 constexpr auto kLongestSpin = std::chrono::microseconds(3200);
-// After this long without work inside the window, the thread yields the core between polls.
-// Memory servers, metadata shards and PEs share cores (two here for three servers and a PE):
+// After this long without work inside the window, a thread that `yields` yields the core
+// between polls. Memory servers and PEs share cores (two here for three servers and a PE):
 // a server that polled without yielding held a core the PE or the next server needed, and an
 // operation that alternated between two servers took 230-370 us instead of 20 (see
 // docs/bench/redundancy.md, "A second server"). A yield costs about a microsecond when nobody
@@ -397,7 +397,8 @@ constexpr auto kPureSpin = std::chrono::microseconds(10);
 
 void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
                      const std::atomic<bool> &stopping, const std::function<bool()> &serve,
-                     std::chrono::microseconds spin, const std::function<bool()> &pending) {
+                     std::chrono::microseconds spin, bool yields,
+                     const std::function<bool()> &pending) {
     // Short sleeps should be short: the default timer slack (50 us) would stretch them.
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     // How long the thread polls after the last sign of traffic. Some traffic leaves no sign
@@ -423,7 +424,7 @@ void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
         // yields the core after kPureSpin, so that threads with work take it.
         auto polled = Clock::now();
         if (polled < active_until) {
-            if (polled - last_work > kPureSpin) std::this_thread::yield();
+            if (yields && polled - last_work > kPureSpin) std::this_thread::yield();
             continue;
         }
         // With a descriptor (tcp), traffic shows as work left to progress or as a readable

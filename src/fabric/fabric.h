@@ -226,9 +226,13 @@ int QueueDescriptor(fid_cq *queue);
 // Wake it for `stopping` with fi_cq_signal. Another thread that hands it work wakes it with
 // fi_cq_signal too, and says so through `pending` (true while such work waits): fi_trywait
 // clears a signal that came just before it, so the thread asks `pending` before it sleeps.
+// `yields`: the polling yields the core after a short spin (memory servers: see fabric.cc).
+// The metadata service does not: with 4 shards and 16 clients on 2 cores, shards that yielded
+// every 20 us served a third of the allocations (docs/bench/results-notes.md); with 1 shard,
+// yielding or not made no difference beyond the noise (5,496-6,488 pairs/s at 1 client).
 void RunProgressLoop(fid_fabric *fabric, fid_cq *queue, int queue_fd,
                      const std::atomic<bool> &stopping, const std::function<bool()> &serve,
-                     std::chrono::microseconds spin,
+                     std::chrono::microseconds spin, bool yields,
                      const std::function<bool()> &pending = nullptr);
 
 }  // namespace fampool

@@ -82,7 +82,7 @@ void FabricServer::DriveProgress() {
     }
     RunProgressLoop(
         domain_.fabric(), endpoint_.queue.get(), queue_fd_, stopping_, [this] { return Served(); },
-        kSpin);
+        kSpin, /*yields=*/true);
 }
 
 Registrar::Registration FabricServer::Register(void *address, size_t length, bool writable) {

@@ -170,7 +170,7 @@ MetadataFabricService::MetadataFabricService(const FabricConfig &config,
     progress_ = std::thread([this] {
         RunProgressLoop(
             domain_.fabric(), endpoint_.queue.get(), queue_fd_, stopping_,
-            [this] { return Serve(); }, kServiceSpin,
+            [this] { return Serve(); }, kServiceSpin, /*yields=*/false,
             [this] { return finished_.load(std::memory_order_acquire) > 0; });
     });
     worker_ = std::thread([this] { RunWorker(); });
