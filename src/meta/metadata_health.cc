@@ -13,9 +13,14 @@ namespace fampool {
 namespace {
 
 // A control-path call that failed for want of an answer in time, not because the server's
-// port refused it (rpc/convert.cc, CheckStatus, words it so).
+// port refused it (rpc/convert.cc, CheckStatus, words it so). A connection whose gRPC handshake
+// did not finish in time ("tcp handshaker shutdown") is one too: the kernel accepted it, so a
+// process listens, stopped or busy. Counted as refused, it declared a SIGSTOPped server dead
+// after two heartbeats in a loaded test run.
 bool TimedOut(const Failure &failure) {
-    return std::string(failure.fam_error_msg()).find("did not answer in time") != std::string::npos;
+    std::string message = failure.fam_error_msg();
+    return message.find("did not answer in time") != std::string::npos ||
+           message.find("handshaker shutdown") != std::string::npos;
 }
 
 }  // namespace
