@@ -5,6 +5,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -114,6 +115,38 @@ std::string SourceAddressToward(const std::string &host, int family) {
     }
     freeaddrinfo(found);
     return source;
+}
+
+bool PortRefuses(const std::string &address, std::chrono::milliseconds timeout) {
+    int port = PortOf(address);
+    if (port == 0) return false;
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *found = nullptr;
+    std::string service = std::to_string(port);
+    if (getaddrinfo(HostOf(address).c_str(), service.c_str(), &hints, &found) != 0) return false;
+    bool refused = found != nullptr;
+    for (addrinfo *entry = found; entry && refused; entry = entry->ai_next) {
+        int fd = socket(entry->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            refused = false;
+            break;
+        }
+        int error = 0;
+        if (connect(fd, entry->ai_addr, entry->ai_addrlen) != 0) error = errno;
+        if (error == EINPROGRESS) {
+            pollfd waiting{fd, POLLOUT, 0};
+            if (poll(&waiting, 1, static_cast<int>(timeout.count())) == 1) {
+                socklen_t length = sizeof error;
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+            }
+        }
+        close(fd);
+        // Refused only when every address of the host refuses.
+        refused = error == ECONNREFUSED;
+    }
+    freeaddrinfo(found);
+    return refused;
 }
 
 void EnterNetworkNamespace(const std::string &name) {

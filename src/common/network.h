@@ -3,6 +3,7 @@
 #ifndef FAMPOOL_COMMON_NETWORK_H_
 #define FAMPOOL_COMMON_NETWORK_H_
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ std::vector<std::string> InterfaceNames();
 std::string SourceAddressToward(const std::string &host);
 // The same for one address family (AF_INET, AF_INET6).
 std::string SourceAddressToward(const std::string &host, int family);
+
+// Whether a TCP connection to `address` ("host:port") is refused: nothing listens on that
+// port (the process is gone), as against a process that listens but is stopped or busy (the
+// kernel accepts its connections) or a host that does not answer within `timeout`. False when
+// the address does not resolve or the connection is accepted or times out.
+bool PortRefuses(const std::string &address, std::chrono::milliseconds timeout);
 
 // Moves the calling thread (and the threads and processes it creates from now on) into the
 // network namespace named `name` (/run/netns/NAME, as `ip netns add` makes them). Call it

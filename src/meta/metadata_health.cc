@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/network.h"
 #include "meta/metadata_rpc_service.h"
 #include "meta/store_internals.h"
 #include "rpc/convert.h"
@@ -12,16 +13,16 @@
 namespace fampool {
 namespace {
 
-// A control-path call that failed for want of an answer in time, not because the server's
-// port refused it (rpc/convert.cc, CheckStatus, words it so). A connection whose gRPC handshake
-// did not finish in time ("tcp handshaker shutdown") is one too: the kernel accepted it, so a
-// process listens, stopped or busy. Counted as refused, it declared a SIGSTOPped server dead
-// after two heartbeats in a loaded test run.
-bool TimedOut(const Failure &failure) {
-    std::string message = failure.fam_error_msg();
-    return message.find("did not answer in time") != std::string::npos ||
-           message.find("handshaker shutdown") != std::string::npos;
-}
+// How long a probe of a server's port waits for the connection (see Refused).
+constexpr std::chrono::milliseconds kPortProbe{200};
+
+// Whether a control-path call to `server` that failed did so because nothing listens on its
+// port (its process is gone), rather than because a process that listens is stopped or busy.
+// Asked of the kernel with a TCP connection of its own, not read from gRPC's wording of the
+// failure: a stopped server's calls fail as deadlines, handshakes that did not finish, or at
+// once while the channel backs off after them, and words that counted as a refusal declared a
+// SIGSTOPped server dead after two heartbeats in loaded test runs.
+bool Refused(const MemoryServerClient &server) { return PortRefuses(server.address(), kPortProbe); }
 
 }  // namespace
 
@@ -50,8 +51,8 @@ void MetadataRpcService::CheckServers() {
         answers.push_back(std::async(std::launch::async, [server] {
             try {
                 return Answer(server->Info(kHeartbeatTimeout), false);
-            } catch (const Failure &failure) {
-                return Answer(std::nullopt, !TimedOut(failure));
+            } catch (const Failure &) {
+                return Answer(std::nullopt, Refused(*server));
             }
         }));
     }
@@ -68,7 +69,7 @@ void MetadataRpcService::CheckServers() {
                          static_cast<unsigned long long>(id), kSlowHeartbeats - 1,
                          static_cast<long long>(kConfirmTimeout.count()));
             try {
-                info = servers_[i]->Info(kConfirmTimeout);
+                info = servers_[i]->Info(kConfirmTimeout, /*wait_for_connection=*/true);
             } catch (const Failure &) {
             }
             if (info) {
@@ -163,8 +164,8 @@ grpc::Status MetadataRpcService::ReportFailure(grpc::ServerContext *,
                 try {
                     servers_[id]->Info(kHeartbeatTimeout);
                     return true;
-                } catch (const Failure &failure) {
-                    return TimedOut(failure);
+                } catch (const Failure &) {
+                    return !Refused(*servers_[id]);
                 }
             }));
         }

@@ -92,10 +92,12 @@ void MemoryServerClient::Call(grpc::Status (rpc::MemoryServer::Stub::*method)(gr
 
 MemoryServerInfo MemoryServerClient::Info() { return Info(timeout_); }
 
-MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout) {
+MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout,
+                                          bool wait_for_connection) {
     rpc::Empty request;
     rpc::ServerInfo reply;
     auto context = CallContext(timeout);
+    context->set_wait_for_ready(wait_for_connection);
     CheckStatus(stub_->Info(context.get(), request, &reply), "MemoryServer.Info", address_);
     return MemoryServerInfo{reply.id(),        reply.fabric_address(), reply.incarnation(),
                             reply.provider(),  reply.capacity(),       reply.kind(),

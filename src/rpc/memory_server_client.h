@@ -36,7 +36,10 @@ class MemoryServerClient : public MemoryServer {
     uint64_t id() const override { return id_; }
     const std::string &address() const { return address_; }
     MemoryServerInfo Info();
-    MemoryServerInfo Info(std::chrono::milliseconds timeout);  // a heartbeat's short wait
+    // A heartbeat's short wait. `wait_for_connection`: the call waits (within `timeout`) for a
+    // connection being made, where it would otherwise fail at once while the channel backs
+    // off after failed attempts (a server that was stopped, now answering again).
+    MemoryServerInfo Info(std::chrono::milliseconds timeout, bool wait_for_connection = false);
     // From Info; its host is the host of its gRPC address.
     MemoryProfile Profile() override;
     // Every call (but Info) proves who makes it with credentials from the munged on `socket`
