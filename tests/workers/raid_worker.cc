@@ -11,6 +11,12 @@
 //     "atomics" (offsets 0, 4096, 8192); marks each fetched value in the state file (its
 //     word's byte array) and fails when one was fetched before. Stores its progress (adds
 //     done) in its slot.
+//   raid_worker race PE STATE_FILE ROUNDS STRIPE
+//     ROUNDS writes into item "shared" of region "raid5", all PEs at once, the bytes of each
+//     its own (PE and round): even PEs whole stripes (STRIPE bytes of data each, aligned), odd
+//     PEs pieces of 1 to 6000 bytes at any offset, most of them across a unit's edge; half
+//     blocking, half non-blocking then fam_quiet. Stores its progress (writes done) in its
+//     slot. What the item holds after is for the test to check against its parity.
 //
 // The state file (made by the test, mapped by both): uint64 stop, uint64 progress[8], then
 // the atomics' seen bytes. Exit status 0 on success, 1 on a mismatch, 2 on a fam error.
@@ -20,6 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -94,12 +101,57 @@ int Atomics(fam &f, State *state, int pe, uint64_t adds, uint64_t pes) {
     return 0;
 }
 
+// A small generator of PE `pe`'s choices, the same in every run.
+class Choices {
+  public:
+    explicit Choices(int pe) : state_(0x853c49e6748fea9bull * (pe + 1)) {}
+    uint64_t Below(uint64_t bound) {
+        state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
+        return (state_ >> 33) % bound;
+    }
+
+  private:
+    uint64_t state_;
+};
+
+int Race(fam &f, State *state, int pe, uint64_t rounds, uint64_t stripe) {
+    std::unique_ptr<Fam_Descriptor> item(f.fam_lookup("shared", "raid5"));
+    const uint64_t size = item->get_size();
+    const uint64_t stripes = size / stripe;
+    Choices choose(pe);
+    std::vector<uint8_t> bytes;
+    for (uint64_t round = 1; round <= rounds; ++round) {
+        uint64_t offset, length;
+        if (pe % 2 == 0) {
+            uint64_t first = choose.Below(stripes);
+            offset = first * stripe;
+            length = (1 + choose.Below(std::min<uint64_t>(4, stripes - first))) * stripe;
+        } else {
+            length = 1 + choose.Below(6000);
+            offset = choose.Below(size - length + 1);
+        }
+        bytes.resize(length);
+        uint32_t seed = static_cast<uint32_t>(pe * 100000 + round);
+        for (uint64_t i = 0; i < length; ++i) bytes[i] = PatternByte(offset + i, seed);
+        if (round % 2) {
+            f.fam_put_blocking(bytes.data(), item.get(), offset, length);
+        } else {
+            f.fam_put_nonblocking(bytes.data(), item.get(), offset, length);
+            f.fam_quiet();
+        }
+        state->progress[pe].store(round);
+    }
+    return 0;
+}
+
 }  // namespace
 
 // The pattern here must be the test's (tests/redundancy_test.cc, RaidPatternByte).
 int main(int argc, char **argv) {
     if (argc < 4) {
-        std::fprintf(stderr, "usage: raid_worker write|atomics PE STATE_FILE [ADDS PES]\n");
+        std::fprintf(stderr,
+                     "usage: raid_worker write|atomics|race PE STATE_FILE [ADDS PES | ROUNDS "
+                     "STRIPE]\n");
         return 2;
     }
     std::string mode = argv[1];
@@ -116,9 +168,15 @@ int main(int argc, char **argv) {
     fam f;
     try {
         f.fam_initialize("default", nullptr);
-        int result = mode == "write" ? Write(f, state, pe)
-                                     : Atomics(f, state, pe, std::strtoull(argv[4], nullptr, 10),
-                                               std::strtoull(argv[5], nullptr, 10));
+        int result = 2;
+        if (mode == "write") {
+            result = Write(f, state, pe);
+        } else if (argc >= 6) {
+            uint64_t first = std::strtoull(argv[4], nullptr, 10);
+            uint64_t second = std::strtoull(argv[5], nullptr, 10);
+            result = mode == "race" ? Race(f, state, pe, first, second)
+                                    : Atomics(f, state, pe, first, second);
+        }
         f.fam_finalize("default");
         return result;
     } catch (const Fam_Exception &e) {
