@@ -35,6 +35,16 @@ def fixed(value, digits, suffix=""):
     return "-" if value is None else f"{value:.{digits}f}{suffix}"
 
 
+def expected_heap(level, region_bytes, servers=3):
+    """Heap bytes a region of `region_bytes` takes over `servers` memory servers at `level`:
+    one extent per member, each its share of the data rounded up to a power of two (the
+    metadata service's OpenFamHeapSize, without its 1 MiB floor)."""
+    columns = servers - 1 if level == "RAID5" else servers
+    share = 1 << max(0, (-(-region_bytes // columns) - 1).bit_length())
+    members = {"RAID1": 2 * servers}.get(level, servers)
+    return members * share
+
+
 class Page:
     def __init__(self, results):
         folder = os.path.join(results, "redundancy")
@@ -134,10 +144,18 @@ class Page:
 
     def memory_section(self):
         rows = [[r["level"], f"{int(r['region_bytes']):,}", f"{int(r['heap_bytes']):,}",
+                 f"{int(r['heap_bytes']) / int(r['region_bytes']):.2f}x",
+                 f"{expected_heap(r['level'], int(r['region_bytes'])):,}",
                  f"{float(r['ratio_to_none']):.2f}x"] for r in self.memory]
         return ["## Memory", ""] + table_lines(
-            ["level", "region bytes", "heap bytes on all servers", "/ NONE"], rows) + [
-            "", "Expected: RAID1 2x; RAID5 (K+1)/K = 1.5x with K = 2 data units per stripe.",
+            ["level", "region bytes", "heap bytes on all servers", "/ region bytes",
+             "expected heap bytes", "/ NONE"], rows) + [
+            "", "Each member's extent is a power of two (OpenFAM's heap sizing: a server's share "
+            "of the region rounded up), so the heap is not the region's bytes times the "
+            "level's overhead: NONE spreads the region over 3 servers (each share rounded up), "
+            "RAID1 holds two such layouts, RAID5 spreads it over 2 data columns and adds a "
+            "parity column (K + 1 shares with K = 2). `expected heap bytes` is that rule; "
+            "RAID5 over RAID1 is the saving redundancy by parity brings.",
             "", "![ratios to NONE](redundancy.png)", ""]
 
     def verdicts(self):
