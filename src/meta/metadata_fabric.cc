@@ -302,6 +302,12 @@ bool MetadataFabricService::Flush() {
             continue;
         } else {
             // The caller cannot be reached: it times out. Nobody else waits for this.
+            std::fprintf(stderr,
+                         "fampool-server: metadata fabric endpoint: a reply of %zu bytes dropped: "
+                         "the provider did not take it (%s)\n",
+                         it->size,
+                         ret == -FI_EAGAIN ? "busy for 1 s: no connection to the caller"
+                                           : fi_strerror(static_cast<int>(-ret)));
             free_sends_.push_back(it->slot);
             answered_.fetch_sub(1, std::memory_order_relaxed);
         }

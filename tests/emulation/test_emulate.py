@@ -203,3 +203,39 @@ def test_memory_kinds_and_link_speeds_reach_the_cluster_file_and_status(run_dir)
     bad = fampool("up", "--emulate", "--topology", topology, "--run-dir", run_dir + "-bad")
     shutil.rmtree(run_dir + "-bad", ignore_errors=True)
     assert bad.returncode == 1 and 'kind "hbm" is not one of dram, persistent, far' in bad.stderr
+
+
+# A fresh PE's first operations wait on connection setup to each server; none may take longer
+# than this (the data path's bound in the workers' environment, FAMPOOL_FABRIC_TIMEOUT_MS, is
+# twice it). Issue 32 saw them stall for 10 s now and then on the emulated fabric.
+FIRST_OP_BOUND_S = 2.0
+WAVES, PES_PER_WAVE = 5, 10
+
+
+def test_fresh_pes_first_operations_on_every_server_never_stall(run_dir):
+    servers, interleave = 3, 4096
+    up = fampool("up", "--emulate", "--memservers", str(servers), "--interleave",
+                 str(interleave), "--authentication", "none", "--run-dir", run_dir)
+    assert up.returncode == 0, up.stdout + up.stderr
+    setup = fampool("exec", "--run-dir", run_dir, "--", WORKER, "setup",
+                    str(servers * interleave))
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    # 50 fresh PEs on client0, in waves of 10 started together (connections set up at once),
+    # each a new process with endpoints and connections of its own; the first that fails ends
+    # the run with its status.
+    waves = (f'for w in $(seq {WAVES}); do pids=""; '
+             f'for i in $(seq {PES_PER_WAVE}); do "$0" first {interleave} {servers} & '
+             f'pids="$pids $!"; done; for p in $pids; do wait $p || exit $?; done; done')
+    job = fampool("exec", "--run-dir", run_dir, "--", "env",
+                  f"FAMPOOL_FABRIC_TIMEOUT_MS={int(2000 * FIRST_OP_BOUND_S)}", "sh", "-c", waves,
+                  WORKER, timeout=300)
+    assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-2000:]
+    lines = [line.split() for line in job.stdout.splitlines() if line.startswith("server ")]
+    assert len(lines) == WAVES * PES_PER_WAVE * servers, job.stdout
+    assert all(fields[-1] == "ok" for fields in lines), job.stdout
+    assert {fields[1] for fields in lines} == {str(s) for s in range(servers)}
+    times = [max(float(fields[3]), float(fields[5])) for fields in lines]
+    stalled = [" ".join(fields) for fields, t in zip(lines, times) if t > FIRST_OP_BOUND_S]
+    assert not stalled, f"{len(stalled)} first operations over {FIRST_OP_BOUND_S} s: {stalled}"
+    print(f"{WAVES * PES_PER_WAVE} fresh PEs x {servers} servers: slowest first operation "
+          f"{max(times):.3f} s")

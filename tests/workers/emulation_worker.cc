@@ -8,6 +8,14 @@
 //       pe RANK of SIZE source ADDRESS put_s SECONDS get_s SECONDS ok
 //     ADDRESS: the first IPv4 address of this PE's network interfaces other than loopback (on
 //     a client node of an emulated fabric, the node's).
+//   emulation_worker setup BYTES
+//     Creates region "stall" (interleaved over every memory server) and item "striped" of BYTES
+//     in it.
+//   emulation_worker first INTERLEAVE SERVERS
+//     A fresh PE's first operations: after fam_initialize and a lookup of "striped", an 8-byte
+//     put, then an 8-byte get, in the first block of each server (offset s * INTERLEAVE), each
+//     the PE's first contact with that server's fabric endpoint. Prints one line per server:
+//       server S put_s SECONDS get_s SECONDS ok
 //     Exit status 0 on success, 1 on a mismatch, 2 on a fam error.
 #include <arpa/inet.h>
 #include <fam/fam.h>
@@ -57,13 +65,65 @@ int Option(fam &f, const char *name) {
 
 }  // namespace
 
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void Setup(uint64_t bytes) {
+    fam f;
+    f.fam_initialize("default", nullptr);
+    Fam_Region_Attributes attributes{};
+    attributes.interleaveEnable = ENABLE;
+    std::unique_ptr<Fam_Region_Descriptor> region(
+        f.fam_create_region("stall", 2 * bytes, 0777, &attributes));
+    std::unique_ptr<Fam_Descriptor> item(f.fam_allocate("striped", bytes, 0777, region.get()));
+    f.fam_finalize("default");
+}
+
+int First(uint64_t interleave, uint64_t servers) {
+    fam f;
+    f.fam_initialize("default", nullptr);
+    std::unique_ptr<Fam_Descriptor> item(f.fam_lookup("striped", "stall"));
+    bool ok = true;
+    for (uint64_t s = 0; s < servers; ++s) {
+        uint64_t out = 0x5eed0000 + s, in = 0;
+        auto start = Clock::now();
+        f.fam_put_blocking(&out, item.get(), s * interleave, sizeof out);
+        double put_s = Since(start);
+        start = Clock::now();
+        f.fam_get_blocking(&in, item.get(), s * interleave, sizeof in);
+        double get_s = Since(start);
+        ok &= in == out;
+        std::printf("server %llu put_s %.4f get_s %.4f %s\n", static_cast<unsigned long long>(s),
+                    put_s, get_s, in == out ? "ok" : "MISMATCH");
+    }
+    std::fflush(stdout);
+    f.fam_finalize("default");
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+    std::string mode = argc > 1 ? argv[1] : "";
+    try {
+        if (mode == "setup" && argc == 3) {
+            Setup(std::strtoull(argv[2], nullptr, 0));
+            return 0;
+        }
+        if (mode == "first" && argc == 4) {
+            return First(std::strtoull(argv[2], nullptr, 0), std::strtoull(argv[3], nullptr, 0));
+        }
+    } catch (const Fam_Exception &e) {
+        std::fprintf(stderr, "emulation_worker %s: %s\n", mode.c_str(), e.fam_error_msg());
+        return 2;
+    }
     if (argc != 2) {
-        std::fprintf(stderr, "usage: emulation_worker BYTES\n");
+        std::fprintf(stderr,
+                     "usage: emulation_worker BYTES | setup BYTES | first INTERLEAVE SERVERS\n");
         return 2;
     }
     const uint64_t bytes = std::strtoull(argv[1], nullptr, 0);
-    using Clock = std::chrono::steady_clock;
     try {
         fam f;
         f.fam_initialize("default", nullptr);
