@@ -133,7 +133,8 @@ struct StripeCall {
 };
 
 // RAID1 rebuild: the server holding a healthy member copies bytes [begin, end) of it to the
-// rebuilding member `target`, again until a chunk did not change while it was copied.
+// rebuilding member `target`, again until a chunk did not change while it was copied. Only the
+// parts that hold data: `target` must be a new extent, whose holes read as zeros already.
 struct ResyncCall {
     ExtentRef extent;
     MemberRef target;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -66,6 +67,27 @@ void Create(const std::string &path, uint64_t size, const FileAccess &access) {
         errno = err;
         FailErrno("ftruncate", path);
     }
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> DataRanges(const std::string &path, uint64_t begin,
+                                                      uint64_t end) {
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    if (begin >= end) return ranges;
+    Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return {{begin, end}};
+    for (uint64_t at = begin; at < end;) {
+        off_t data = lseek(fd.get(), static_cast<off_t>(at), SEEK_DATA);
+        if (data < 0) {
+            if (errno == ENXIO) break;  // nothing but holes from here to the file's end
+            return {{begin, end}};      // the file system cannot tell: all of it
+        }
+        if (static_cast<uint64_t>(data) >= end) break;
+        off_t hole = lseek(fd.get(), data, SEEK_HOLE);
+        uint64_t last = hole < 0 ? end : std::min<uint64_t>(end, static_cast<uint64_t>(hole));
+        ranges.emplace_back(static_cast<uint64_t>(data), last);
+        at = last;
+    }
+    return ranges;
 }
 
 void Extend(const std::string &path, uint64_t size) {

@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/file_access.h"
 
@@ -47,6 +49,11 @@ void Extend(const std::string &path, uint64_t size);
 // Releases the memory of [offset, offset + length) and makes it read as zeros.
 void Zero(const std::string &path, HeapMapping *mapping, uint64_t offset, uint64_t length);
 void Remove(const std::string &path);
+// The parts of [begin, end) of the file that hold data, in order, as [first, last) pairs: the
+// rest are holes (never written, or zeroed), which read as zeros. The whole range when the
+// file system cannot tell (no SEEK_DATA) or the file cannot be opened.
+std::vector<std::pair<uint64_t, uint64_t>> DataRanges(const std::string &path, uint64_t begin,
+                                                      uint64_t end);
 // Maps the whole file (shared, no swap reservation).
 std::shared_ptr<HeapMapping> Map(const std::string &path);
 

@@ -178,9 +178,21 @@ void RedundancyService::Resync(const rpc::ResyncRequest &request) {
     members.set_self(1);
     members.add_members();
     std::vector<char> snapshot(kResyncBatch);
-    for (uint64_t batch = request.begin(); batch < request.end();) {
-        uint64_t size = std::min(kResyncBatch, request.end() - batch);
-        CopyFamBytes(snapshot.data(), mapping->base() + batch, size);
+    // Only what holds data: the target's extent is new, and its holes read as zeros already.
+    // Copying the holes too cost a page fault per 4 KiB read and filled the target with pages
+    // of zeros (a rebuilt member held more memory than the one it replaced).
+    for (auto [begin, end] :
+         heap::DataRanges(local_->HeapPath(extent), request.begin(), request.end())) {
+        ResyncRange(extent, *mapping, members, begin, end, snapshot);
+    }
+}
+
+void RedundancyService::ResyncRange(ExtentRef extent, const HeapMapping &mapping,
+                                    const rpc::StripeRequest &members, uint64_t begin, uint64_t end,
+                                    std::vector<char> &snapshot) {
+    for (uint64_t batch = begin; batch < end;) {
+        uint64_t size = std::min(kResyncBatch, end - batch);
+        CopyFamBytes(snapshot.data(), mapping.base() + batch, size);
         {
             MemberIo io(*this, members);
             io.Write(0, batch, snapshot.data(), size);
@@ -192,7 +204,7 @@ void RedundancyService::Resync(const rpc::ResyncRequest &request) {
         for (uint64_t at = batch; at < batch + size; at += kResyncChunk) {
             uint64_t n = std::min(kResyncChunk, batch + size - at);
             char *copied = snapshot.data() + (at - batch);
-            const char *here = mapping->base() + at;
+            const char *here = mapping.base() + at;
             for (int attempt = 0; std::memcmp(copied, here, n) != 0; ++attempt) {
                 if (attempt == kResyncAttempts) {
                     Fail(openfam::FAM_ERR_RESOURCE,

@@ -6,8 +6,8 @@
 //   so a client that retries on the copy after the first server died gets the same answer.
 //   RAID5: every change of a stripe, and every read of a lost member's bytes, is done by the
 //   server holding the stripe's parity, under its lock of the stripe.
-//   Rebuild: RAID1 copies a healthy member to the rebuilding one (Resync); RAID5 recomputes
-//   the lost member's units stripe by stripe (Stripe REBUILD).
+//   Rebuild: RAID1 copies a healthy member's data (not its holes) to the rebuilding one
+//   (Resync); RAID5 recomputes the lost member's units stripe by stripe (Stripe REBUILD).
 #ifndef FAMPOOL_MEMSERVER_REDUNDANCY_H_
 #define FAMPOOL_MEMSERVER_REDUNDANCY_H_
 
@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "memserver/local_memory_server.h"
 #include "memserver/peers.h"
@@ -46,6 +47,10 @@ class RedundancyService {
     // The lock of a word: `mirrored` for copies written by Mirror (never held while calling
     // out, so two servers mirroring to each other cannot wait on each other).
     std::mutex &WordLock(const rpc::Extent &extent, uint64_t offset, bool mirrored = false);
+    // Resync's copy of [begin, end) of the extent, which holds data, to the target.
+    void ResyncRange(ExtentRef extent, const HeapMapping &mapping,
+                     const rpc::StripeRequest &members, uint64_t begin, uint64_t end,
+                     std::vector<char> &snapshot);
     void StripeReadOrWrite(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     void StripeAtomic(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     void StripeRebuild(const rpc::StripeRequest &request);
