@@ -214,7 +214,7 @@ def redundancy(r, out):
               env=env)
         regions = r.run([r.fampool_bin, "ls", "--bytes"], env=env, capture=True)
         heap_bytes_per_level(regions, run_dir, os.path.join(out, "memory.csv"))
-        rebuild(r, run_dir, env, os.path.join(out, "rebuild.csv"))
+        rebuild(r, run_dir, env, os.path.join(out, "rebuild.csv"), item_mib=total * 4)
     finally:
         r.down(run_dir)
 
@@ -244,9 +244,11 @@ def heap_bytes_per_level(regions, run_dir, csv_path):
             print(f"{level}: region {size} B, heap files {heap} B, {heap / none:.2f}x of NONE")
 
 
-def rebuild(r, run_dir, env, csv_path):
+def rebuild(r, run_dir, env, csv_path, item_mib):
     """Restarts memory server 2 and waits (at most 60 s) until no member is degraded or
-    rebuilding; the rebuild times come from the metadata service's log."""
+    rebuilding; the rebuild times come from the metadata service's log. A RAID1 member's data
+    is its third of the failover step's item (`item_mib`, interleaved over the 3 servers): a
+    RAID1 rebuild copies that and skips the member's holes; RAID5's recomputes every stripe."""
     r.say("redundancy: memory server 2 back, its members rebuilt on it")
     start = time.monotonic()
     with open(os.path.join(run_dir, "logs", "memory2.log"), "a") as log:
@@ -266,11 +268,13 @@ def rebuild(r, run_dir, env, csv_path):
     pattern = re.compile(r'region "(\S+)" member (\d+): rebuilt on memory server \d+ '
                          r'\(([\d.]+) MB in ([\d.]+) s\)')
     with open(os.path.join(run_dir, "logs", "metadata.log")) as log, open(csv_path, "w") as csv:
-        csv.write("region,member,megabytes,seconds\n")
+        csv.write("region,member,megabytes,seconds,data_megabytes\n")
         for line in log:
             found = pattern.search(line)
             if found:
-                csv.write(",".join(found.groups()) + "\n")
+                region, _, megabytes, _ = found.groups()
+                data = item_mib * 2**20 / 3 / 1e6 if "RAID1" in region else float(megabytes)
+                csv.write(",".join(found.groups()) + f",{data:.1f}\n")
 
 
 def security(r, out):
