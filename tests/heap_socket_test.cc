@@ -14,7 +14,6 @@
 #include <memory>
 
 #include "memserver/fabric_server.h"
-#include "memserver/heap.h"
 #include "memserver/heap_guard.h"
 #include "memserver/local_memory_server.h"
 #include "test_support.h"
@@ -191,36 +190,6 @@ TEST_F(HeapSocketTest, AnotherUserIsJudgedByTheKernelsUidNotTheKey) {
     const uint64_t readable_key = WholeKey(0604).key;
     EXPECT_EQ(ask(readable_key, false), 0) << "0604: a read-only descriptor";
     EXPECT_EQ(ask(readable_key, true), 3) << "0604: no writable one";
-}
-
-// What a RAID1 rebuild copies (Resync): the parts of a heap that hold data, not its holes.
-TEST(HeapDataRangesTest, NameTheWrittenPartsOfASparseHeapAndNotItsHoles) {
-    for (std::string parent : {std::string("/dev/shm"), std::string("/tmp")}) {
-        TempDir dir(parent);
-        std::string path = dir.path() + "/heap";
-        constexpr uint64_t kMiB = 1 << 20;
-        fampool::heap::Create(path, 64 * kMiB, FileAccess());
-        EXPECT_TRUE(fampool::heap::DataRanges(path, 0, 64 * kMiB).empty()) << parent;
-        {
-            auto mapping = fampool::heap::Map(path);
-            std::memset(mapping->base() + 4096, 1, 100);
-            std::memset(mapping->base() + 40 * kMiB, 2, 2 * kMiB);
-        }
-        auto ranges = fampool::heap::DataRanges(path, 0, 64 * kMiB);
-        ASSERT_EQ(ranges.size(), 2u) << parent;
-        EXPECT_LE(ranges[0].first, 4096u);
-        EXPECT_GE(ranges[0].second, 4196u);
-        EXPECT_LT(ranges[0].second, 40 * kMiB);
-        EXPECT_LE(ranges[1].first, 40 * kMiB);
-        EXPECT_GE(ranges[1].second, 42 * kMiB);
-        EXPECT_LE(ranges[1].second, 64 * kMiB);
-        // Clipped to the range asked for.
-        auto inner = fampool::heap::DataRanges(path, 41 * kMiB, 48 * kMiB);
-        ASSERT_EQ(inner.size(), 1u) << parent;
-        EXPECT_EQ(inner[0].first, 41 * kMiB);
-        EXPECT_EQ(inner[0].second, 42 * kMiB);
-        EXPECT_TRUE(fampool::heap::DataRanges(path, 43 * kMiB, 64 * kMiB).empty()) << parent;
-    }
 }
 
 }  // namespace

@@ -3,8 +3,13 @@
 #include "common/network.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <string>
 
 namespace fampool_test {
 namespace {
@@ -36,6 +41,36 @@ TEST(NetworkTest, SourceTowardALoopbackHostIsOnLoopback) {
 
 // (No name lookup here: a test must not depend on a name server.)
 TEST(NetworkTest, SourceTowardNoHostIsEmpty) { EXPECT_EQ(fampool::SourceAddressToward(""), ""); }
+
+// A socket on 127.0.0.1 at a port of the kernel's choosing, listening (a server that never
+// accepts: as a stopped one) or only bound (nothing listens); its "host:port".
+std::string LoopbackSocket(bool listening, int *fd) {
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    EXPECT_EQ(bind(*fd, reinterpret_cast<sockaddr *>(&address), sizeof address), 0);
+    if (listening) EXPECT_EQ(listen(*fd, 4), 0);
+    EXPECT_EQ(getsockname(*fd, reinterpret_cast<sockaddr *>(&address), &length), 0);
+    return "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+}
+
+// What the heartbeats ask to tell a dead memory server from a stopped one
+// (meta/metadata_health.cc).
+TEST(NetworkTest, APortRefusesOnlyWhenNothingListensThere) {
+    const auto bound = std::chrono::milliseconds(200);
+    int listener = -1, closed = -1;
+    std::string listening = LoopbackSocket(true, &listener);
+    std::string nobody = LoopbackSocket(false, &closed);
+    EXPECT_FALSE(fampool::PortRefuses(listening, bound)) << "a listener that never accepts";
+    EXPECT_TRUE(fampool::PortRefuses(nobody, bound)) << "a port nothing listens on";
+    close(listener);
+    EXPECT_TRUE(fampool::PortRefuses(listening, bound)) << "the listener gone";
+    close(closed);
+    EXPECT_FALSE(fampool::PortRefuses("127.0.0.1", bound)) << "no port: not known refused";
+    EXPECT_FALSE(fampool::PortRefuses("", bound));
+}
 
 }  // namespace
 }  // namespace fampool_test
