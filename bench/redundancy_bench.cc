@@ -7,6 +7,9 @@
 //       one quiet per sweep), 256 B blocking get and put latency and fetch_add latency, per
 //       level; each figure also as a ratio to NONE's. And NONE's 256 B put latency when each
 //       put goes to the next server (put_latency_next_server).
+//   redundancy_bench --atomics-only [--total-mib 64] [--csv PATH]
+//       only the fetch_add latency of each level (scripts/bench runs it a second time with
+//       FAMPOOL_MEMSERVER_FABRIC=0: RAID atomics over gRPC against fabric messages).
 //   redundancy_bench --failover PID [--csv PATH]
 //       with the three regions written, kills memory server process PID with SIGKILL and
 //       measures the time from the kill to the first complete read of each redundant item
@@ -39,6 +42,7 @@ struct Options {
     uint64_t total = 64 << 20;
     int trials = 5;
     long failover_pid = 0;
+    bool atomics_only = false;
     std::string csv = "redundancy_bench.csv";
 };
 
@@ -135,6 +139,7 @@ void Costs(fam &f, const Options &options, std::vector<Row> &rows) {
             std::fflush(stdout);
         };
         for (uint64_t size : {uint64_t{64} << 10, uint64_t{1} << 20}) {
+            if (options.atomics_only) break;
             for (bool put : {true, false}) {
                 for (bool blocking : {true, false}) {
                     std::vector<double> trials;
@@ -150,18 +155,20 @@ void Costs(fam &f, const Options &options, std::vector<Row> &rows) {
         char small[256];
         // 256 B at the start of successive 4 KiB pages, over at most 16 MiB of the item.
         const uint64_t pages = std::min<uint64_t>(4096, options.total / 4096);
-        add("get_latency", 256,
-            Latency(2000,
-                    [&](int i) {
-                        f.fam_get_blocking(small, level.item.get(), (i % pages) * 4096, 256);
-                    }),
-            "us");
-        add("put_latency", 256,
-            Latency(2000,
-                    [&](int i) {
-                        f.fam_put_blocking(small, level.item.get(), (i % pages) * 4096, 256);
-                    }),
-            "us");
+        if (!options.atomics_only) {
+            add("get_latency", 256,
+                Latency(2000,
+                        [&](int i) {
+                            f.fam_get_blocking(small, level.item.get(), (i % pages) * 4096, 256);
+                        }),
+                "us");
+            add("put_latency", 256,
+                Latency(2000,
+                        [&](int i) {
+                            f.fam_put_blocking(small, level.item.get(), (i % pages) * 4096, 256);
+                        }),
+                "us");
+        }
         add("fetch_add_latency", 8,
             Latency(2000,
                     [&](int i) { f.fam_fetch_add(level.item.get(), (i % 64) * 8, uint64_t{1}); }),
@@ -173,7 +180,7 @@ void Costs(fam &f, const Options &options, std::vector<Row> &rows) {
     // on one server) divided by it.
     Fam_Descriptor *plain = levels.front().item.get();
     uint64_t block = plain->get_interleave_size();
-    if (block > 0 && plain->get_used_memsrv_cnt() > 1) {
+    if (block > 0 && plain->get_used_memsrv_cnt() > 1 && !options.atomics_only) {
         double same = 0;
         for (const Row &row : rows) {
             if (row.level == "NONE" && row.measure == "put_latency") same = row.value;
@@ -251,11 +258,14 @@ int main(int argc, char **argv) {
             options.trials = std::stoi(next());
         } else if (arg == "--failover") {
             options.failover_pid = std::stol(next());
+        } else if (arg == "--atomics-only") {
+            options.atomics_only = true;
         } else if (arg == "--csv") {
             options.csv = next();
         } else {
             std::fprintf(stderr,
-                         "usage: redundancy_bench [--total-mib N] [--trials N] [--failover PID] "
+                         "usage: redundancy_bench [--total-mib N] [--trials N] [--atomics-only] "
+                         "[--failover PID] "
                          "[--csv PATH]\n");
             return 2;
         }

@@ -14,9 +14,11 @@
 #include <thread>
 
 #include "common/cluster_config.h"
+#include "common/data_path.h"
+#include "messages/message_client.h"
 #include "meta/client/metadata_client.h"
-#include "meta/client/metadata_fabric_client.h"
 #include "rpc/convert.h"
+#include "rpc/memory_server_client.h"
 #include "rpc/munge.h"
 #include "test_munged.h"
 #include "test_support.h"
@@ -172,8 +174,8 @@ TEST_F(AuthenticationTest, OtherUserClaimingUidZeroIsRefusedOverTheFabric) {
     ASSERT_FALSE(endpoint.address().empty()) << "the service takes calls over the fabric";
     fampool::FabricConfig fabric;
     fabric.provider = "tcp";
-    fampool::MetadataFabricClient client(fabric, endpoint.address(), endpoint.incarnation(),
-                                         kTimeout);
+    fampool::FabricMessageClient client(fabric, endpoint.address(), endpoint.incarnation(),
+                                        kTimeout, "metadata service");
     rpc::FabricCall call;
     rpc::LookupRequest *lookup = call.mutable_lookup_item();
     lookup->mutable_caller()->set_uid(0);
@@ -289,6 +291,53 @@ TEST_F(AuthenticationTest, ClientCannotGrantItselfAKeyOrManageExtents) {
     refused =
         Ask(*memory, &rpc::MemoryServer::Stub::DestroyExtent, request, &empty, session.token());
     EXPECT_EQ(refused.fam_error, FAM_ERR_NOPERM) << refused.message;
+    EXPECT_EQ(GetBytes(item_.get(), 0, 4096), Pattern(4096, 7)) << "the item is intact";
+}
+
+// A memory server's calls over the fabric (atomics of redundant regions) need a session as
+// their gRPC twins do: without a token or with a forged one they are refused unauthenticated;
+// with another user's session, the call is judged by its fabric key (here a wrong one).
+TEST_F(AuthenticationTest, MemoryServerFabricCallsNeedASession) {
+    MakeSecret();
+    fampool::MemoryServerClient server(0, cluster_file_.memservers.at(0).rpc_address, kTimeout);
+    fampool::MemoryServerInfo info = server.Info();
+    ASSERT_FALSE(info.messages_address.empty()) << "memory server 0 takes calls over the fabric";
+    fampool::FabricConfig fabric;
+    fabric.provider = "tcp";
+    fampool::FabricMessageClient client(fabric, info.messages_address, info.messages_incarnation,
+                                        kTimeout, "memory server 0");
+    auto call_with = [&](const std::string &token) {
+        rpc::FabricCall call;
+        call.set_token(token);
+        rpc::AtomicRequest *atomic = call.mutable_atomic();
+        atomic->mutable_extent()->set_region_id(item_->get_global_descriptor().regionId);
+        atomic->set_offset(0);
+        atomic->set_op(0);
+        atomic->set_type(static_cast<int>(fampool::DataType::kUint64));
+        atomic->set_operand(std::string(8, '\0'));
+        atomic->set_key(12345);
+        rpc::FabricReply reply;
+        EXPECT_TRUE(client.Call(call, &reply, "Atomic", false, [] { return true; }));
+        return reply;
+    };
+    rpc::FabricReply none = call_with("");
+    EXPECT_EQ(none.code(), static_cast<int>(grpc::StatusCode::UNAUTHENTICATED)) << none.message();
+    EXPECT_NE(none.message().find("MemoryServer.Atomic"), std::string::npos) << none.message();
+    EXPECT_FALSE(none.has_atomic());
+    rpc::FabricReply forged = call_with(std::string(16, 'k'));
+    EXPECT_EQ(forged.code(), static_cast<int>(grpc::StatusCode::UNAUTHENTICATED))
+        << forged.message();
+    rpc::Credential credential;
+    credential.set_munge(CredentialOf(kNobodyUid, kNobodyGid, cluster()->munge_socket(),
+                                      fampool::MemoryServerAudience(0)));
+    rpc::Session session;
+    auto memory = MemoryServer(0);
+    ASSERT_EQ(Ask(*memory, &rpc::MemoryServer::Stub::Authenticate, credential, &session).code,
+              grpc::StatusCode::OK);
+    rpc::FabricReply keyed = call_with(session.token());
+    EXPECT_EQ(keyed.code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
+        << keyed.message();
+    EXPECT_EQ(keyed.details(), std::to_string(FAM_ERR_NOPERM)) << keyed.message();
     EXPECT_EQ(GetBytes(item_.get(), 0, 4096), Pattern(4096, 7)) << "the item is intact";
 }
 

@@ -26,6 +26,7 @@
 #include "meta/client/metadata_client.h"
 #include "multiprocess.h"
 #include "rpc/convert.h"
+#include "rpc/memory_server_client.h"
 
 namespace fampool_test {
 namespace {
@@ -322,21 +323,33 @@ TEST_P(ParityTest, RacingFullStripeAndPartialWritesKeepParity) {
 
 INSTANTIATE_TEST_SUITE_P(Raid5, ParityTest, ::testing::Values(Case{RAID5, 3}), NameOf);
 
-// Atomics on a RAID1 region: 4 PEs add to three words (in different stripe blocks, so on
+// Atomics on a redundant region: 4 PEs add to three words (in different stripe blocks, so on
 // different memory servers) with fetch_add; each fetched value must come up exactly once and
-// the totals must be exact.
+// the totals must be exact. They go to the memory servers as fabric messages (RAID1 atomics
+// from the first server to the copy's too), or over gRPC with FAMPOOL_MEMSERVER_FABRIC=0.
 class RedundantAtomicsTest : public ClusterTest {
   protected:
     const char *Spec() const override { return "3:4096"; }
     bool AutoInitialize() const override { return false; }
 
-    void Hammer(bool kill) {
+    // Calls the memory servers answered over the fabric so far.
+    uint64_t FabricCalls() {
+        uint64_t calls = 0;
+        for (int i = 0; i < cluster()->servers(); ++i) {
+            fampool::MemoryServerClient server(i, cluster()->rpc_address(i),
+                                               std::chrono::seconds(5));
+            calls += server.Info().messages_calls;
+        }
+        return calls;
+    }
+
+    void Hammer(bool kill, Fam_Redundancy_Level level = RAID1) {
         constexpr int kWords = 3;
         constexpr uint64_t kAdds = 200, kOffsets[kWords] = {0, 4096, 8192};
         StateFile shared(home_dir() + "/state", kWords * kPes * kAdds);
         ASSERT_NE(shared.get(), nullptr);
         InitializeFam();
-        Fam_Region_Attributes attributes = Redundant(RAID1, VOLATILE);
+        Fam_Region_Attributes attributes = Redundant(level, VOLATILE);
         auto region = CreateRegion("atomics", 1 << 20, 0777, &attributes);
         auto item = Allocate("words", 3 * 4096, region.get());
         Pes pes({"atomics", shared.path(), std::to_string(kAdds), std::to_string(kPes)}, kPes);
@@ -361,8 +374,41 @@ class RedundantAtomicsTest : public ClusterTest {
     }
 };
 
-TEST_F(RedundantAtomicsTest, FourPesGetExactTotals) { Hammer(false); }
+TEST_F(RedundantAtomicsTest, FourPesGetExactTotals) {
+    Hammer(false);
+    // 2400 atomics, each a call to its first server and one from there to the copy's (4806
+    // here); a call may still go over gRPC when the fabric is slow to connect under load.
+    EXPECT_GE(FabricCalls(), 4320u) << "RAID1 atomics went over gRPC";
+}
+
 TEST_F(RedundantAtomicsTest, FourPesGetExactTotalsAcrossAKill) { Hammer(true); }
+
+TEST_F(RedundantAtomicsTest, FourPesGetExactTotalsOnRaid5) {
+    Hammer(false, RAID5);
+    EXPECT_GE(FabricCalls(), 2160u) << "RAID5 atomics went over gRPC";  // 2403 here
+}
+
+TEST_F(RedundantAtomicsTest, FourPesGetExactTotalsOverGrpcWhenTheFabricIsTurnedOff) {
+    SetEnv("FAMPOOL_MEMSERVER_FABRIC", "0");
+    Hammer(false);
+    // Only the first servers' mirror writes to the copies' (the servers' choice): the PEs'
+    // 2400 atomics went over gRPC.
+    EXPECT_LT(FabricCalls(), 2500u) << "FAMPOOL_MEMSERVER_FABRIC=0 was ignored";
+}
+
+// A cluster file's memserver_fabric: false: the memory servers offer no message endpoint, and
+// redundant atomics work over gRPC.
+class NoServerMessagesTest : public RedundantAtomicsTest {
+  protected:
+    const char *Spec() const override { return "3:4096:tcp:memserver_fabric=false"; }
+};
+
+TEST_F(NoServerMessagesTest, RedundantAtomicsGoOverGrpc) {
+    fampool::MemoryServerClient server(0, cluster()->rpc_address(0), std::chrono::seconds(5));
+    EXPECT_EQ(server.Info().messages_address, "");
+    Hammer(false);
+    EXPECT_EQ(FabricCalls(), 0u);
+}
 
 // A backup or a restore of a RAID1 item asked for right after a memory server holding some of
 // its extents and copies died (before the metadata service has marked them lost: the first

@@ -206,6 +206,10 @@ def redundancy(r, out):
         r.say("redundancy: RAID1 and RAID5 against NONE")
         r.run([r.bench("redundancy_bench"), "--total-mib", total, "--trials",
                1 if r.smoke else 5, "--csv", os.path.join(out, "bench.csv")], env=env)
+        r.say("redundancy: atomics again over gRPC (FAMPOOL_MEMSERVER_FABRIC=0)")
+        r.run([r.bench("redundancy_bench"), "--atomics-only", "--total-mib", total, "--csv",
+               os.path.join(out, "atomics_grpc.csv")],
+              env={**env, "FAMPOOL_MEMSERVER_FABRIC": "0"})
         r.say("redundancy: failover, SIGKILL of memory server 2")
         with open(os.path.join(run_dir, "pids", "memory2.pid")) as f:
             victim = f.read().strip()

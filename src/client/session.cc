@@ -7,9 +7,9 @@
 
 #include "common/error.h"
 #include "common/network.h"
+#include "messages/memory_server_messages.h"
 #include "meta/client/sharded_metadata.h"
 #include "meta/metadata_store.h"
-#include "rpc/memory_server_client.h"
 #include "transport/fabric/fabric_transport.h"
 #include "transport/redundant/redundant_transport.h"
 #include "transport/shm/shm_transport.h"
@@ -138,8 +138,8 @@ void OpenCluster(Session &session) {
             Fail(openfam::FAM_ERR_RPC, "metadata service {} lists memory server {} out of order",
                  config.metadata_address, server.id());
         }
-        session.servers.push_back(
-            std::make_unique<MemoryServerClient>(server.id(), server.address(), timeout, tls));
+        session.servers.push_back(std::make_unique<FabricMemoryServerClient>(
+            server.id(), server.address(), timeout, tls));
     }
     if (session.servers.empty()) {
         Fail(openfam::FAM_ERR_MEMSERV_LIST_EMPTY, "metadata service {} has no memory servers",
@@ -188,6 +188,12 @@ void OpenCluster(Session &session) {
     // With TLS the session token must not travel in clear: metadata calls stay on gRPC (a
     // service with TLS offers no fabric endpoint either).
     if (config.metadata_fabric && !tls.enabled()) metadata->UseFabric(fabric);
+    // RAID atomics over the fabric where the memory servers offer it (not with TLS either).
+    if (config.memserver_fabric && !tls.enabled()) {
+        for (auto &server : session.servers) {
+            static_cast<FabricMemoryServerClient &>(*server).UseFabric(fabric);
+        }
+    }
     session.metadata = std::move(metadata);
     session.transport = ClusterDataPath(session, fabric);
 }

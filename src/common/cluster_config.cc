@@ -162,6 +162,7 @@ ClusterConfig ReadClusterFile(const std::string &path) {
         if (key == "rpc_timeout_ms") config.rpc_timeout_ms = Read<int>(value, key, path);
         if (key == "fabric_timeout_ms") config.fabric_timeout_ms = Read<int>(value, key, path);
         if (key == "metadata_fabric") config.metadata_fabric = Read<bool>(value, key, path);
+        if (key == "memserver_fabric") config.memserver_fabric = Read<bool>(value, key, path);
         if (key == "metadata_fabric_port") {
             config.metadata_fabric_port = Read<std::string>(value, key, path);
         }
@@ -354,10 +355,11 @@ std::string ClusterFileText(const ClusterConfig &c) {
         "openfam_model: memory_server\nprovider: {}\nmetadata_address: {}\nmetadata_dir: {}\n"
         "placement: {}\nprogress: {}\nregion_span: {}\nenable_region_spanning: {}\n"
         "dataitem_interleave_size: {}\nrpc_timeout_ms: {}\nfabric_timeout_ms: {}\n"
-        "metadata_fabric: {}\ndelayed_free_threads: {}\nauthentication: {}\n",
+        "metadata_fabric: {}\nmemserver_fabric: {}\ndelayed_free_threads: {}\nauthentication: {}\n",
         c.provider, YamlQuoted(c.metadata_address), YamlQuoted(c.metadata_dir), c.placement,
         c.progress, c.region_span, c.region_spanning, c.interleave_size, c.rpc_timeout_ms,
-        c.fabric_timeout_ms, c.metadata_fabric, c.delayed_free_threads, c.authentication);
+        c.fabric_timeout_ms, c.metadata_fabric, c.memserver_fabric, c.delayed_free_threads,
+        c.authentication);
     if (!c.metadata_shards.empty()) {
         text += "metadata_shards:\n";
         for (const std::string &shard : c.metadata_shards) {

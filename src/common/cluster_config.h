@@ -76,6 +76,10 @@ struct ClusterConfig {
     // clients learn it from the service).
     bool metadata_fabric = true;
     std::string metadata_fabric_port;
+    // Whether each memory server also takes its redundant-region calls (RAID1 and RAID5
+    // atomics, RAID1 mirror writes) over the fabric, on an endpoint of `provider` at its fabric
+    // host (any free port; clients learn it from the server).
+    bool memserver_fabric = true;
     // OpenFAM's delayed_free_threads: 0 zeroes a deallocated item inside fam_deallocate; more
     // leave it to the metadata service's scrubber thread (one, whatever the number).
     int delayed_free_threads = 1;

@@ -291,6 +291,7 @@ Config ReadConfig(const Fam_Options *options) {
              "FAMPOOL_TLS_CLIENT_KEY) go together: set both or neither");
     }
     c.metadata_fabric = LayerSwitch(yaml, "metadata_fabric", "FAMPOOL_METADATA_FABRIC", true);
+    c.memserver_fabric = LayerSwitch(yaml, "memserver_fabric", "FAMPOOL_MEMSERVER_FABRIC", true);
     c.fabric_checked_reads =
         LayerSwitch(yaml, "fabric_checked_reads", "FAMPOOL_FABRIC_CHECKED_READS", false);
     // true: heaps' descriptors from the servers; path: the files opened by name; false: RMA.

@@ -60,6 +60,7 @@ struct Config {
     int connect_timeout_ms = 60000;
     int fabric_timeout_ms = 10000;       // bound on every data-path completion
     bool metadata_fabric = true;         // lookups and allocations over the fabric if offered
+    bool memserver_fabric = true;        // RAID atomics over the fabric if offered
     bool fabric_checked_reads = false;   // every read checks its key (shm: no fast reads)
     bool fabric_direct = true;           // shm: loads and stores on same-node heaps
     bool fabric_direct_by_path = false;  // ... opened by name, not asked of the server

@@ -19,8 +19,8 @@ const std::set<std::string> &Keys() {
         "grpc_port", "default_region_name", "default_region_size", "fam_default_memory_type",
         "num_consumer", "if_device", "fampool_home", "fampool_shm_dir", "fampool_archive_dir",
         "archive_path", "dataitem_interleave_size", "metadata_sync", "metadata_address",
-        "rpc_timeout_ms", "fabric_timeout_ms", "metadata_fabric", "default_memory_type",
-        "connect_timeout_ms", "fabric_checked_reads", "fabric_direct",
+        "rpc_timeout_ms", "fabric_timeout_ms", "metadata_fabric", "memserver_fabric",
+        "default_memory_type", "connect_timeout_ms", "fabric_checked_reads", "fabric_direct",
         "fabric_memory_side_elements", "aggregation", "aggregation_threshold", "memory_tiers",
         // Both read these (authentication: munge, docs/deployment.md).
         "authentication", "munge_socket", "sharing_group", "tls_ca", "tls_server_name",

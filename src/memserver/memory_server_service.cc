@@ -1,5 +1,7 @@
 #include "memserver/memory_server_service.h"
 
+#include <fmt/format.h>
+
 #include "common/data_path.h"
 #include "rpc/convert.h"
 
@@ -17,15 +19,15 @@ std::string TokenOf(const grpc::ServerContext &context) {
 
 }  // namespace
 
-Caller MemoryServerService::Identify(const grpc::ServerContext &context, const rpc::Caller &stated,
+Caller MemoryServerService::Identify(const std::string &token, const rpc::Caller &stated,
                                      const char *call) {
     if (!sessions_) return FromProto(stated);
-    return sessions_->Resolve(TokenOf(context), call);
+    return sessions_->Resolve(token, call);
 }
 
-void MemoryServerService::Authorize(const grpc::ServerContext &context, const char *call) {
+void MemoryServerService::Authorize(const std::string &token, const char *call) {
     if (!sessions_) return;
-    Caller caller = sessions_->Resolve(TokenOf(context), call);
+    Caller caller = sessions_->Resolve(token, call);
     if (caller.uid != cluster_user_) {
         Fail(openfam::FAM_ERR_NOPERM,
              "{}: refused: memory server {} takes this call only from uid {} (the user that "
@@ -66,13 +68,30 @@ grpc::Status MemoryServerService::Info(grpc::ServerContext *, const rpc::Empty *
         reply->set_kind(profile.kind);
         reply->set_bandwidth(profile.bandwidth);
         reply->set_latency_ns(profile.latency_ns);
+        if (messages_) {
+            reply->mutable_messages()->set_provider(messages_->provider());
+            reply->mutable_messages()->set_address(messages_->address());
+            reply->mutable_messages()->set_incarnation(messages_->incarnation());
+            reply->mutable_messages()->set_calls(messages_->answered());
+        }
     });
+}
+
+void MemoryServerService::ServeOverFabric(const FabricConfig &config) {
+    MessageHandler handler;
+    handler.dispatch = [this](const rpc::FabricCall &call, rpc::FabricReply *reply) {
+        ServeFabric(call, reply);
+    };
+    handler.waits = CallsOut;
+    handler.yields = true;
+    messages_ = std::make_unique<FabricMessageService>(
+        config, std::move(handler), fmt::format("memory server {}", server_->id()));
 }
 
 grpc::Status MemoryServerService::CreateExtent(grpc::ServerContext *context,
                                                const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] {
-        Authorize(*context, "MemoryServer.CreateExtent");
+        Authorize(TokenOf(*context), "MemoryServer.CreateExtent");
         server_->CreateExtent(FromProto(request->extent()), request->size(), request->reserve());
     });
 }
@@ -80,7 +99,7 @@ grpc::Status MemoryServerService::CreateExtent(grpc::ServerContext *context,
 grpc::Status MemoryServerService::DestroyExtent(grpc::ServerContext *context,
                                                 const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] {
-        Authorize(*context, "MemoryServer.DestroyExtent");
+        Authorize(TokenOf(*context), "MemoryServer.DestroyExtent");
         server_->DestroyExtent(FromProto(request->extent()));
     });
 }
@@ -88,7 +107,7 @@ grpc::Status MemoryServerService::DestroyExtent(grpc::ServerContext *context,
 grpc::Status MemoryServerService::ResizeExtent(grpc::ServerContext *context,
                                                const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] {
-        Authorize(*context, "MemoryServer.ResizeExtent");
+        Authorize(TokenOf(*context), "MemoryServer.ResizeExtent");
         server_->ResizeExtent(FromProto(request->extent()), request->size(), request->new_size(),
                               request->reserve());
     });
@@ -97,7 +116,7 @@ grpc::Status MemoryServerService::ResizeExtent(grpc::ServerContext *context,
 grpc::Status MemoryServerService::Zero(grpc::ServerContext *context,
                                        const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] {
-        Authorize(*context, "MemoryServer.Zero");
+        Authorize(TokenOf(*context), "MemoryServer.Zero");
         server_->Zero(FromProto(request->extent()), request->offset(), request->size());
     });
 }
@@ -105,7 +124,7 @@ grpc::Status MemoryServerService::Zero(grpc::ServerContext *context,
 grpc::Status MemoryServerService::ZeroExtents(grpc::ServerContext *context,
                                               const rpc::ZeroRequest *request, rpc::Empty *) {
     return Serve([&] {
-        Authorize(*context, "MemoryServer.ZeroExtents");
+        Authorize(TokenOf(*context), "MemoryServer.ZeroExtents");
         std::vector<ExtentRanges> extents;
         extents.reserve(request->extents_size());
         for (const rpc::ExtentRanges &message : request->extents()) {
@@ -123,7 +142,7 @@ grpc::Status MemoryServerService::ZeroExtents(grpc::ServerContext *context,
 grpc::Status MemoryServerService::Copy(grpc::ServerContext *context,
                                        const rpc::CopyRequest *request, rpc::Empty *) {
     return Serve([&] {
-        Identify(*context, rpc::Caller(), "MemoryServer.Copy");
+        Identify(TokenOf(*context), rpc::Caller(), "MemoryServer.Copy");
         server_->Copy(FromProto(request->src()), request->src_offset(), FromProto(request->dest()),
                       request->dest_offset(), request->size());
     });
@@ -133,7 +152,7 @@ grpc::Status MemoryServerService::Backup(grpc::ServerContext *context,
                                          const rpc::BackupRequest *request,
                                          rpc::BackupRecord *reply) {
     return Serve([&] {
-        Identify(*context, request->caller(), "MemoryServer.Backup");
+        Identify(TokenOf(*context), request->caller(), "MemoryServer.Backup");
         ToProto(server_->Backup(FromProto(request->item()), FromProto(request->info())), reply);
     });
 }
@@ -142,7 +161,8 @@ grpc::Status MemoryServerService::DescribeBackup(grpc::ServerContext *context,
                                                  const rpc::BackupRecord *request,
                                                  rpc::BackupRecord *reply) {
     return Serve([&] {
-        Caller caller = Identify(*context, request->caller(), "MemoryServer.DescribeBackup");
+        Caller caller =
+            Identify(TokenOf(*context), request->caller(), "MemoryServer.DescribeBackup");
         ToProto(server_->DescribeBackup(request->name(), caller), reply);
     });
 }
@@ -150,7 +170,7 @@ grpc::Status MemoryServerService::DescribeBackup(grpc::ServerContext *context,
 grpc::Status MemoryServerService::Restore(grpc::ServerContext *context,
                                           const rpc::BackupRequest *request, rpc::Empty *) {
     return Serve([&] {
-        Caller caller = Identify(*context, request->caller(), "MemoryServer.Restore");
+        Caller caller = Identify(TokenOf(*context), request->caller(), "MemoryServer.Restore");
         server_->Restore(request->info().name(), FromProto(request->item()), caller);
     });
 }
@@ -158,7 +178,7 @@ grpc::Status MemoryServerService::Restore(grpc::ServerContext *context,
 grpc::Status MemoryServerService::DeleteBackup(grpc::ServerContext *context,
                                                const rpc::BackupRecord *request, rpc::Empty *) {
     return Serve([&] {
-        Caller caller = Identify(*context, request->caller(), "MemoryServer.DeleteBackup");
+        Caller caller = Identify(TokenOf(*context), request->caller(), "MemoryServer.DeleteBackup");
         server_->DeleteBackup(request->name(), caller);
     });
 }
@@ -166,7 +186,7 @@ grpc::Status MemoryServerService::DeleteBackup(grpc::ServerContext *context,
 grpc::Status MemoryServerService::ListBackups(grpc::ServerContext *context,
                                               const rpc::Caller *request, rpc::BackupList *reply) {
     return Serve([&] {
-        Caller caller = Identify(*context, *request, "MemoryServer.ListBackups");
+        Caller caller = Identify(TokenOf(*context), *request, "MemoryServer.ListBackups");
         for (const BackupInfo &info : server_->ListBackups(caller)) {
             ToProto(info, reply->add_backups());
         }
@@ -176,31 +196,34 @@ grpc::Status MemoryServerService::ListBackups(grpc::ServerContext *context,
 grpc::Status MemoryServerService::Atomic(grpc::ServerContext *context,
                                          const rpc::AtomicRequest *request,
                                          rpc::AtomicReply *reply) {
-    return Serve([&] {
-        Identify(*context, rpc::Caller(), "MemoryServer.Atomic");
-        auto type = static_cast<DataType>(request->type());
-        size_t size = SizeOf(type);
-        if (size == 0 || request->operand().size() != size ||
-            (!request->compare().empty() && request->compare().size() != size)) {
-            Fail(openfam::FAM_ERR_INVALID, "atomic request with a malformed operand");
-        }
-        if (request->offset() % size != 0) {
-            Fail(openfam::FAM_ERR_INVALID, "atomic at unaligned offset {}", request->offset());
-        }
-        if (!request->op_id().empty()) return Redundant().Atomic(*request, reply);
-        char result[16] = {};
-        server_->Atomic(FromProto(request->extent()), request->key(), request->offset(),
-                        request->op(), request->type(), request->operand().data(),
-                        request->compare().empty() ? nullptr : request->compare().data(), result);
-        reply->set_result(result, size);
-    });
+    return Serve([&] { ApplyAtomic(TokenOf(*context), *request, reply); });
+}
+
+void MemoryServerService::ApplyAtomic(const std::string &token, const rpc::AtomicRequest &request,
+                                      rpc::AtomicReply *reply) {
+    Identify(token, rpc::Caller(), "MemoryServer.Atomic");
+    auto type = static_cast<DataType>(request.type());
+    size_t size = SizeOf(type);
+    if (size == 0 || request.operand().size() != size ||
+        (!request.compare().empty() && request.compare().size() != size)) {
+        Fail(openfam::FAM_ERR_INVALID, "atomic request with a malformed operand");
+    }
+    if (request.offset() % size != 0) {
+        Fail(openfam::FAM_ERR_INVALID, "atomic at unaligned offset {}", request.offset());
+    }
+    if (!request.op_id().empty()) return Redundant().Atomic(request, reply);
+    char result[16] = {};
+    server_->Atomic(FromProto(request.extent()), request.key(), request.offset(), request.op(),
+                    request.type(), request.operand().data(),
+                    request.compare().empty() ? nullptr : request.compare().data(), result);
+    reply->set_result(result, size);
 }
 
 grpc::Status MemoryServerService::ApplyElements(grpc::ServerContext *context,
                                                 const rpc::ElementsRequest *request,
                                                 rpc::ElementsReply *reply) {
     return Serve([&] {
-        Identify(*context, rpc::Caller(), "MemoryServer.ApplyElements");
+        Identify(TokenOf(*context), rpc::Caller(), "MemoryServer.ApplyElements");
         auto op = static_cast<ElementOp>(request->op());
         uint64_t size = request->element_size();
         uint64_t count = static_cast<uint64_t>(request->offsets_size());
@@ -232,7 +255,7 @@ grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *context,
                                            const rpc::ExtentRequest *request,
                                            rpc::KeyGrant *reply) {
     return Serve([&] {
-        Authorize(*context, "MemoryServer.GrantKey");
+        Authorize(TokenOf(*context), "MemoryServer.GrantKey");
         Permissions permissions;
         if (request->has_permissions()) {
             permissions = Permissions{request->permissions().uid(), request->permissions().gid(),
@@ -253,7 +276,7 @@ grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *context,
 grpc::Status MemoryServerService::RevokeKeys(grpc::ServerContext *context,
                                              const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] {
-        Authorize(*context, "MemoryServer.RevokeKeys");
+        Authorize(TokenOf(*context), "MemoryServer.RevokeKeys");
         server_->RevokeKeys(FromProto(request->extent()), request->offset());
     });
 }
@@ -271,7 +294,7 @@ RedundancyService &MemoryServerService::Redundant() {
 grpc::Status MemoryServerService::Mirror(grpc::ServerContext *context,
                                          const rpc::MirrorRequest *request, rpc::Empty *) {
     return Serve([&] {
-        Identify(*context, rpc::Caller(), "MemoryServer.Mirror");
+        Identify(TokenOf(*context), rpc::Caller(), "MemoryServer.Mirror");
         Redundant().Mirror(*request);
     });
 }
@@ -280,16 +303,55 @@ grpc::Status MemoryServerService::Stripe(grpc::ServerContext *context,
                                          const rpc::StripeRequest *request,
                                          rpc::StripeReply *reply) {
     return Serve([&] {
-        Identify(*context, rpc::Caller(), "MemoryServer.Stripe");
+        Identify(TokenOf(*context), rpc::Caller(), "MemoryServer.Stripe");
         Redundant().Stripe(*request, reply);
     });
+}
+
+void MemoryServerService::ServeFabric(const rpc::FabricCall &call, rpc::FabricReply *reply) {
+    grpc::Status status = Serve([&] {
+        const std::string &token = call.token();
+        switch (call.request_case()) {
+            case rpc::FabricCall::kAtomic:
+                ApplyAtomic(token, call.atomic(), reply->mutable_atomic());
+                break;
+            case rpc::FabricCall::kMirror:
+                Identify(token, rpc::Caller(), "MemoryServer.Mirror");
+                Redundant().Mirror(call.mirror());
+                reply->mutable_empty();
+                break;
+            case rpc::FabricCall::kStripe:
+                // Not rebuilds: they take seconds, and the endpoint's thread answers the others.
+                if (call.stripe().op() == rpc::StripeRequest::REBUILD) {
+                    Fail(openfam::FAM_ERR_INVALID,
+                         "MemoryServer.Stripe over the fabric: rebuilds are taken over gRPC only");
+                }
+                Identify(token, rpc::Caller(), "MemoryServer.Stripe");
+                Redundant().Stripe(call.stripe(), reply->mutable_stripe());
+                break;
+            default:
+                Fail(openfam::FAM_ERR_INVALID,
+                     "memory server {}: a call it does not take over "
+                     "the fabric",
+                     server_->id());
+        }
+    });
+    if (!status.ok()) reply->clear_reply();
+    reply->set_code(status.error_code());
+    reply->set_message(status.error_message());
+    reply->set_details(status.error_details());
+}
+
+bool MemoryServerService::CallsOut(const rpc::FabricCall &call) {
+    return call.has_atomic() && !call.atomic().op_id().empty() && call.atomic().has_mirror() &&
+           !call.atomic().mirror().fabric_address().empty();
 }
 
 grpc::Status MemoryServerService::Resync(grpc::ServerContext *context,
                                          const rpc::ResyncRequest *request, rpc::Empty *) {
     return Serve([&] {
         // It reads this server's member without a client's key: the metadata service's call.
-        Authorize(*context, "MemoryServer.Resync");
+        Authorize(TokenOf(*context), "MemoryServer.Resync");
         Redundant().Resync(*request);
     });
 }

@@ -10,8 +10,10 @@
 #include <memory>
 #include <string>
 
+#include "fabric/fabric.h"
 #include "memserver/local_memory_server.h"
 #include "memserver/redundancy.h"
+#include "messages/message_service.h"
 #include "rpc/authentication.h"
 #include "rpc/fampool.grpc.pb.h"
 
@@ -30,6 +32,18 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
         sessions_ = std::move(sessions);
         cluster_user_ = cluster_user;
     }
+
+    // Also takes the redundant-region calls (atomics, mirror writes, stripe atomics, reads and
+    // writes) as fabric messages, on an endpoint at config.node (a port of the provider's choosing)
+    // that Info names. Mirrored atomics, which call the copy's server, run on the endpoint's
+    // worker.
+    void ServeOverFabric(const FabricConfig &config);
+    // A call that came as a fabric message, run as its gRPC twin runs (the session token in
+    // the message), into `reply` (its outcome as a gRPC status would carry it).
+    void ServeFabric(const rpc::FabricCall &call, rpc::FabricReply *reply);
+    // Whether a fabric call calls another server (a mirrored atomic with its copy).
+    static bool CallsOut(const rpc::FabricCall &call);
+    uint64_t fabric_calls() const { return messages_ ? messages_->answered() : 0; }
 
     grpc::Status Authenticate(grpc::ServerContext *, const rpc::Credential *,
                               rpc::Session *) override;
@@ -69,18 +83,20 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
 
   private:
     RedundancyService &Redundant();
-    // The caller of this call: its session's uid and gid with authentication (Unauthenticated
-    // when it carries no known token), else `stated`.
-    Caller Identify(const grpc::ServerContext &context, const rpc::Caller &stated,
-                    const char *call);
+    void ApplyAtomic(const std::string &token, const rpc::AtomicRequest &request,
+                     rpc::AtomicReply *reply);
+    // The caller of a call with session `token`: its session's uid and gid with authentication
+    // (Unauthenticated when the token is not known), else `stated`.
+    Caller Identify(const std::string &token, const rpc::Caller &stated, const char *call);
     // With authentication, throws unless the call comes from a session of the cluster user.
-    void Authorize(const grpc::ServerContext &context, const char *call);
+    void Authorize(const std::string &token, const char *call);
 
     LocalMemoryServer *server_;
     std::string incarnation_;
     RedundancyService *redundancy_;
     std::unique_ptr<SessionTable> sessions_;  // null: no authentication
     uint32_t cluster_user_ = 0;
+    std::unique_ptr<FabricMessageService> messages_;  // last: it calls into the members above
 };
 
 }  // namespace fampool

@@ -26,7 +26,7 @@
 
 namespace fampool {
 
-class MetadataFabricService;
+class FabricMessageService;
 
 class MetadataRpcService final : public rpc::Metadata::Service {
   public:
@@ -54,7 +54,7 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     static constexpr std::chrono::milliseconds kRebuildGrace{400};
     // The fabric endpoint that takes the frequent calls too, named to clients in Status. Set
     // before serving; it must outlive the service's last Status call.
-    void AdvertiseFabric(const MetadataFabricService *fabric) { fabric_ = fabric; }
+    void AdvertiseFabric(const FabricMessageService *fabric) { fabric_ = fabric; }
     // This service is shard `shard` of the metadata service, whose shards are at `addresses`
     // (common/shards.h): it takes calls only for the regions it owns, refusing others by name,
     // and names every shard to clients in Servers. Set before serving; without it, the only
@@ -135,7 +135,7 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     uint32_t shard_ = 0;
     std::vector<std::string> shards_;  // every shard's address when there are several
     std::string provider_;
-    const MetadataFabricService *fabric_ = nullptr;
+    const FabricMessageService *fabric_ = nullptr;
     std::unique_ptr<SessionTable> sessions_;  // null: no authentication
     uint32_t cluster_user_ = static_cast<uint32_t>(geteuid());
     std::mutex monitor_mutex_;

@@ -99,9 +99,18 @@ MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout,
     auto context = CallContext(timeout);
     context->set_wait_for_ready(wait_for_connection);
     CheckStatus(stub_->Info(context.get(), request, &reply), "MemoryServer.Info", address_);
-    return MemoryServerInfo{reply.id(),        reply.fabric_address(), reply.incarnation(),
-                            reply.provider(),  reply.capacity(),       reply.kind(),
-                            reply.bandwidth(), reply.latency_ns()};
+    return MemoryServerInfo{reply.id(),
+                            reply.fabric_address(),
+                            reply.incarnation(),
+                            reply.provider(),
+                            reply.capacity(),
+                            reply.kind(),
+                            reply.bandwidth(),
+                            reply.latency_ns(),
+                            reply.messages().provider(),
+                            reply.messages().address(),
+                            reply.messages().incarnation(),
+                            reply.messages().calls()};
 }
 
 MemoryProfile MemoryServerClient::Profile() {

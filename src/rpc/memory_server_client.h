@@ -25,6 +25,9 @@ struct MemoryServerInfo {
     uint64_t capacity = 0;  // bytes of extents it may hold; 0: no limit
     std::string kind;       // its memory (common/memory_kind.h)
     uint64_t bandwidth = 0, latency_ns = 0;
+    // Where it takes redundant-region calls as fabric messages (empty address: nowhere).
+    std::string messages_provider, messages_address, messages_incarnation;
+    uint64_t messages_calls = 0;  // calls it answered there since it started
 };
 
 class MemoryServerClient : public MemoryServer {
@@ -76,6 +79,13 @@ class MemoryServerClient : public MemoryServer {
                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) override;
     void Resync(const ResyncCall &call, std::chrono::milliseconds timeout) override;
 
+  protected:
+    // The token to send now (a session is opened when none is); `stale`: the token the server
+    // did not know, replaced unless another thread replaced it already.
+    std::string SessionToken(const std::string *stale = nullptr);
+    bool munge() const { return munge_.load(); }
+    std::chrono::milliseconds timeout() const { return timeout_; }
+
   private:
     // A call: with UseMunge, it carries the session token, and is made once more after opening
     // a new session when the server did not know the token.
@@ -84,9 +94,6 @@ class MemoryServerClient : public MemoryServer {
                                                               const Request &, Reply *),
               const char *name, const Request &request, Reply *reply,
               std::chrono::milliseconds timeout);
-    // The token to send now (a session is opened when none is); `stale`: the token the server
-    // did not know, replaced unless another thread replaced it already.
-    std::string SessionToken(const std::string *stale = nullptr);
 
     uint64_t id_;
     std::string address_;

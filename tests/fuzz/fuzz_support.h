@@ -101,6 +101,22 @@ class CallTable {
             if (status.ok() && hooks.after) hooks.after(reply);
         });
     }
+    // A service's calls as fabric messages: a FabricCall in, its FabricReply out (ServeFabric),
+    // judged as a gRPC call's status and reply are.
+    template <class Service>
+    void AddFabric(Service *service) {
+        calls_.push_back([service](std::string_view bytes, const Hooks &hooks) {
+            rpc::FabricCall call;
+            if (!call.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
+            if (hooks.before) hooks.before(call);
+            rpc::FabricReply reply;
+            service->ServeFabric(call, &reply);
+            grpc::Status status(static_cast<grpc::StatusCode>(reply.code()), reply.message(),
+                                reply.details());
+            CheckReply(status, reply);
+            if (status.ok() && hooks.after) hooks.after(reply);
+        });
+    }
     size_t size() const { return calls_.size(); }
     // Runs the input as a sequence of calls: a byte that picks the call, then its request as
     // a chunk.

@@ -1,6 +1,8 @@
 // Fuzz target: every gRPC handler of the memory server (extents, zeroing, copy, backup and
 // restore, atomics, element operations, keys, and the RAID1/RAID5 calls Mirror, Stripe and
-// Resync), on three in-process memory servers with real fabric endpoints (fuzz_support.h).
+// Resync), and the calls it takes as fabric messages (ServeFabric: atomics, mirror writes,
+// stripe atomics), on three in-process memory servers with real fabric endpoints
+// (fuzz_support.h).
 //
 // A request names keys and fabric addresses only a running server knows; the harness lends
 // them: a `key` field of 1-16 becomes the key of that grant made earlier in the input, and a
@@ -35,6 +37,7 @@ enum CallIndex : size_t {
     kMirror,
     kStripe,
     kResync,
+    kFabric,
     kCallsPerServer,
 };
 
@@ -63,6 +66,7 @@ CallTable Calls(Cluster &cluster) {
         table.Add(service, &Service::Mirror);
         table.Add(service, &Service::Stripe);
         table.Add(service, &Service::Resync);
+        table.AddFabric(service);
     }
     return table;
 }
@@ -187,6 +191,13 @@ std::vector<std::string> Seeds() {
     atomic.mutable_mirror()->set_key(2);
     atomic.set_op_id("op-2");
     AppendCall(&mirror, on(0, kAtomic), atomic);
+    rpc::FabricCall message;
+    *message.mutable_atomic() = atomic;
+    message.mutable_atomic()->set_op_id("op-3");
+    AppendCall(&mirror, on(0, kFabric), message);
+    copy_word.set_op_id("op-4");
+    *message.mutable_mirror() = copy_word;
+    AppendCall(&mirror, on(1, kFabric), message);
     rpc::ResyncRequest resync;
     resync.mutable_extent()->set_region_id(1);
     resync.mutable_target()->set_server_id(1);
@@ -242,6 +253,9 @@ std::vector<std::string> Seeds() {
     request.set_type(3);
     request.set_operand(std::string(8, '\x02'));
     AppendCall(&stripe, on(0, kStripe), request);
+    rpc::FabricCall stripe_atomic;
+    *stripe_atomic.mutable_stripe() = request;
+    AppendCall(&stripe, on(0, kFabric), stripe_atomic);
     request.set_op(rpc::StripeRequest::REBUILD);
     request.clear_pieces();
     AppendCall(&stripe, on(0, kStripe), request);

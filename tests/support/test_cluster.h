@@ -75,6 +75,8 @@ class TestCluster {
     // Every server's log, each under its path.
     std::string Logs() const;
     const std::string &archive_dir() const { return archive_dir_; }
+    // Memory server i's gRPC address.
+    const std::string &rpc_address(size_t i) const { return rpc_addresses_.at(i); }
     // The socket of the cluster's own munged; empty when it does not authenticate with one.
     std::string munge_socket() const;
 

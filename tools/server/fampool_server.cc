@@ -28,6 +28,7 @@
 #include "memserver/heap_socket.h"
 #include "memserver/local_memory_server.h"
 #include "memserver/memory_server_service.h"
+#include "messages/memory_server_messages.h"
 #include "meta/lmdb.h"
 #include "meta/metadata_fabric.h"
 #include "meta/metadata_rpc_service.h"
@@ -76,7 +77,7 @@ struct MemoryRole {
     std::unique_ptr<FabricServer> fabric;
     std::unique_ptr<FabricPeers> peers;  // reaches other memory servers for copy and backup
     // gRPC clients of the other memory servers (RAID1 copies of atomics go there), by id.
-    std::shared_ptr<std::vector<std::unique_ptr<MemoryServerClient>>> others;
+    std::shared_ptr<std::vector<std::unique_ptr<FabricMemoryServerClient>>> others;
     std::unique_ptr<RedundancyService> redundancy;
     std::unique_ptr<MemoryServerService> service;
     // Hands heap descriptors to permitted clients of this node (memserver/heap_socket.h).
@@ -139,11 +140,17 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     role.peers = std::make_unique<FabricPeers>(fabric);
     role.heaps->AttachPeers(role.peers.get());
     // Shared with the lambda below: the role is moved out of this function.
-    role.others = std::make_shared<std::vector<std::unique_ptr<MemoryServerClient>>>();
+    role.others = std::make_shared<std::vector<std::unique_ptr<FabricMemoryServerClient>>>();
+    // The copies' servers of this server's RAID1 atomics: written over the fabric where they
+    // offer it, from an endpoint on this server's fabric host.
+    FabricConfig messages = fabric;
+    messages.service.clear();
+    bool fabric_messages = cluster.memserver_fabric && cluster.tls_ca.empty();
     for (const MemoryServerConfig &server : cluster.memservers) {
-        role.others->push_back(std::make_unique<MemoryServerClient>(
+        role.others->push_back(std::make_unique<FabricMemoryServerClient>(
             server.id, server.rpc_address, std::chrono::milliseconds(cluster.rpc_timeout_ms),
             ServerTls(cluster)));
+        if (fabric_messages) role.others->back()->UseFabric(messages);
     }
     auto peer = [others = role.others](uint64_t id) -> MemoryServerClient & {
         if (id >= others->size()) {
@@ -167,6 +174,18 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
         // RAID1 atomics this server forwards to the copy's server go as the cluster user.
         for (auto &other : *role.others) other->UseMunge(cluster.munge_socket);
     }
+    // With TLS, session tokens must not travel in clear: RAID calls stay on gRPC.
+    if (fabric_messages) {
+        try {
+            role.service->ServeOverFabric(messages);
+        } catch (const Failure &failure) {
+            Fail(openfam::FAM_ERR_LIBFABRIC,
+                 "memory server {}: cannot open its message endpoint on {} ({}); set "
+                 "memserver_fabric: false to take RAID calls over gRPC only",
+                 id, messages.node.empty() ? messages.domain : messages.node,
+                 failure.fam_error_msg());
+        }
+    }
     return role;
 }
 
@@ -176,7 +195,7 @@ struct MetadataRole {
     std::vector<std::unique_ptr<MemoryServerClient>> clients;
     std::unique_ptr<MetadataStore> store;
     std::unique_ptr<MetadataRpcService> service;
-    std::unique_ptr<MetadataFabricService> fabric;  // lookups and allocations over the fabric
+    std::unique_ptr<FabricMessageService> fabric;  // lookups and allocations over the fabric
 };
 
 // `colocated`: the memory server running in this process (role all), called directly rather
@@ -260,7 +279,7 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
         fabric.service = ShardFabricPort(cluster, shard);
         fabric.timeout_ms = cluster.fabric_timeout_ms;
         try {
-            role.fabric = std::make_unique<MetadataFabricService>(fabric, role.service.get());
+            role.fabric = OpenMetadataFabric(fabric, role.service.get());
         } catch (const Failure &failure) {
             Fail(openfam::FAM_ERR_LIBFABRIC,
                  "metadata service: cannot open its fabric endpoint on {}:{} ({}); set "

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "common/tls.h"
-#include "meta/client/metadata_fabric_client.h"
+#include "messages/message_client.h"
 #include "meta/client/metadata_service.h"
 #include "rpc/fampool.grpc.pb.h"
 
@@ -101,8 +101,6 @@ class MetadataClient : public MetadataService {
     // know the session, and a new one is open (unless another thread opened one already).
     bool Reauthenticated(const grpc::Status &status, const std::string &token);
     rpc::Session OpenSession();  // under session_mutex_
-    // The fabric client to use now, if any (connects or reconnects when due).
-    std::shared_ptr<MetadataFabricClient> Fabric();
     // Where the service takes fabric calls now, asked over gRPC; empty when it does not
     // answer or has no endpoint.
     rpc::FabricEndpoint AskFabricEndpoint();
@@ -121,12 +119,7 @@ class MetadataClient : public MetadataService {
     std::string token_;
     bool session_open_ = false;
 
-    std::mutex fabric_mutex_;
-    bool fabric_wanted_ = false;
-    bool connecting_ = false;
-    FabricConfig fabric_config_;
-    std::chrono::steady_clock::time_point fabric_tried_{};
-    std::shared_ptr<MetadataFabricClient> fabric_;
+    MessageRoute fabric_{"metadata service"};
 };
 
 }  // namespace fampool

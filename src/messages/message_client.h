@@ -1,29 +1,32 @@
-// A client's side of the frequent metadata calls over the fabric (meta/client/fabric_messages.h
-// says why they take the fabric): one message each way to the metadata service's endpoint.
-#ifndef FAMPOOL_META_CLIENT_METADATA_FABRIC_CLIENT_H_
-#define FAMPOOL_META_CLIENT_METADATA_FABRIC_CLIENT_H_
+// A caller's side of calls over the fabric (messages/fabric_messages.h says why they take the
+// fabric): one message each way to a service's endpoint (messages/message_service.h).
+#ifndef FAMPOOL_MESSAGES_MESSAGE_CLIENT_H_
+#define FAMPOOL_MESSAGES_MESSAGE_CLIENT_H_
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include "fabric/fabric.h"
-#include "meta/client/fabric_messages.h"
+#include "messages/fabric_messages.h"
 #include "rpc/fampool.pb.h"
 
 namespace fampool {
 
-// A client's way to MetadataFabricService: its own endpoint, one call in flight at a time.
-class MetadataFabricClient {
+// A caller's way to a FabricMessageService: its own endpoint, one call in flight at a time.
+// `service` names the service in errors ("metadata service", "memory server 2").
+class FabricMessageClient {
   public:
-    MetadataFabricClient(const FabricConfig &config, const std::string &service_address,
-                         const std::string &incarnation, std::chrono::milliseconds timeout);
-    ~MetadataFabricClient();
-    MetadataFabricClient(const MetadataFabricClient &) = delete;
-    MetadataFabricClient &operator=(const MetadataFabricClient &) = delete;
+    FabricMessageClient(const FabricConfig &config, const std::string &service_address,
+                        const std::string &incarnation, std::chrono::milliseconds timeout,
+                        std::string service);
+    ~FabricMessageClient();
+    FabricMessageClient(const FabricMessageClient &) = delete;
+    FabricMessageClient &operator=(const FabricMessageClient &) = delete;
 
     // Makes `call` and fills `reply`. False when the caller should make it over gRPC instead:
     // another thread's call is in flight, the call or its reply does not fit in a message, or
@@ -48,6 +51,7 @@ class MetadataFabricClient {
   private:
     bool PostReceive();  // false (and broken) when the provider refuses it
 
+    std::string service_name_;
     FabricDomain domain_;
     FidPtr<fid_av> av_;
     FabricEndpoint endpoint_;
@@ -69,6 +73,33 @@ class MetadataFabricClient {
     std::atomic<uint64_t> calls_{0};
 };
 
+// Which FabricMessageClient a caller of one service uses now, if any: none until Use; then the
+// caller asks the service (over gRPC) where its endpoint is before the first call, and again
+// after a second without a call (a restarted service has a new endpoint, and a message to the
+// old one may vanish: shm delivers it into the dead service's queue). A broken client (or
+// none) is replaced at most once a second; gRPC carries the calls meanwhile, and while another
+// thread asks.
+class MessageRoute {
+  public:
+    // `service` names the service in the clients' errors.
+    explicit MessageRoute(std::string service) : service_(std::move(service)) {}
+    void Use(const FabricConfig &config, std::chrono::milliseconds timeout);
+    // `ask` returns the service's endpoint as it names it now (empty address: it has none, or
+    // did not answer).
+    std::shared_ptr<FabricMessageClient> Client(const std::function<rpc::FabricEndpoint()> &ask);
+    uint64_t calls();  // calls made by the client in use
+
+  private:
+    std::string service_;
+    std::mutex mutex_;
+    bool wanted_ = false;
+    bool asking_ = false;
+    FabricConfig config_;
+    std::chrono::milliseconds timeout_{0};
+    std::chrono::steady_clock::time_point asked_{};
+    std::shared_ptr<FabricMessageClient> client_;
+};
+
 }  // namespace fampool
 
-#endif  // FAMPOOL_META_CLIENT_METADATA_FABRIC_CLIENT_H_
+#endif  // FAMPOOL_MESSAGES_MESSAGE_CLIENT_H_

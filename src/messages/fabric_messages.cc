@@ -1,4 +1,4 @@
-#include "meta/client/fabric_messages.h"
+#include "messages/fabric_messages.h"
 
 namespace fampool {
 

@@ -1,18 +1,19 @@
-// The frequent metadata calls over the fabric: lookups, fam_stat's reads, item allocation and
-// region creation and destruction travel as one libfabric message each way between the
-// caller's endpoint and an endpoint of the metadata service, instead of a gRPC call. Same
-// requests, same replies, same service code (MetadataRpcService answers both); gRPC stays the
-// way in for everything else, for discovery (ClusterStatus names the service's endpoint) and
-// as the fallback.
+// Calls over the fabric: the frequent metadata calls (lookups, fam_stat's reads, item
+// allocation, region creation and destruction) and the memory servers' redundant-region calls
+// (RAID1 and RAID5 atomics, RAID1 mirror writes) travel as one libfabric message each way
+// (rpc::FabricCall, rpc::FabricReply) between the caller's endpoint and an endpoint of the
+// service, instead of a gRPC call. Same requests, same replies, same service code; gRPC stays
+// the way in for everything else, for discovery (the services name their endpoints) and as the
+// fallback.
 //
 // Why: a gRPC call costs 130-190 us on the project machine (libgrpc's own work on both sides,
 // measured against a 20-25 us TCP round trip), a message round trip 3 us over shm and ~30 us
 // over tcp (docs/bench/cluster.md); over verbs or cxi it is a few microseconds.
 // What both ends of the message path share: message sizes, the buffers messages are sent from
-// and received into, and the endpoint options. The client is meta/client/metadata_fabric_client.h,
-// the service meta/metadata_fabric.h.
-#ifndef FAMPOOL_META_CLIENT_FABRIC_MESSAGES_H_
-#define FAMPOOL_META_CLIENT_FABRIC_MESSAGES_H_
+// and received into, and the endpoint options. The client is messages/message_client.h, the
+// service messages/message_service.h.
+#ifndef FAMPOOL_MESSAGES_FABRIC_MESSAGES_H_
+#define FAMPOOL_MESSAGES_FABRIC_MESSAGES_H_
 
 #include <cstddef>
 #include <vector>
@@ -50,4 +51,4 @@ EndpointOptions MessageEndpointOptions(const FabricDomain &domain);
 
 }  // namespace fampool
 
-#endif  // FAMPOOL_META_CLIENT_FABRIC_MESSAGES_H_
+#endif  // FAMPOOL_MESSAGES_FABRIC_MESSAGES_H_
