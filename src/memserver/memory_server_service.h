@@ -35,13 +35,14 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
 
     // Also takes the redundant-region calls (atomics, mirror writes, stripe atomics, reads and
     // writes) as fabric messages, on an endpoint at config.node (a port of the provider's choosing)
-    // that Info names. Mirrored atomics, which call the copy's server, run on the endpoint's
-    // worker.
+    // that Info names. Calls that reach other servers (mirrored atomics, stripe calls) run on
+    // the endpoint's workers.
     void ServeOverFabric(const FabricConfig &config);
     // A call that came as a fabric message, run as its gRPC twin runs (the session token in
     // the message), into `reply` (its outcome as a gRPC status would carry it).
     void ServeFabric(const rpc::FabricCall &call, rpc::FabricReply *reply);
-    // Whether a fabric call calls another server (a mirrored atomic with its copy).
+    // Whether a fabric call calls another server (a mirrored atomic with its copy, any stripe
+    // call with the other members).
     static bool CallsOut(const rpc::FabricCall &call);
     uint64_t fabric_calls() const { return messages_ ? messages_->answered() : 0; }
 

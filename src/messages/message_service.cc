@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -107,7 +108,9 @@ FabricMessageService::FabricMessageService(const FabricConfig &config, MessageHa
             [this] { return Serve(); }, kServiceSpin, handler_.yields,
             [this] { return finished_.load(std::memory_order_acquire) > 0; });
     });
-    worker_ = std::thread([this] { RunWorker(); });
+    for (size_t i = 0; i < std::max<size_t>(handler_.workers, 1); ++i) {
+        workers_.emplace_back([this] { RunWorker(); });
+    }
 }
 
 FabricMessageService::~FabricMessageService() {
@@ -116,7 +119,7 @@ FabricMessageService::~FabricMessageService() {
         stopping_ = true;
     }
     work_ready_.notify_all();
-    worker_.join();
+    for (std::thread &worker : workers_) worker.join();
     if (queue_fd_ >= 0) fi_cq_signal(endpoint_.queue.get());
     progress_.join();
     endpoint_.Close();  // before the buffers it may still write into

@@ -38,9 +38,12 @@ struct MessageHandler {
     // carry it (code, message, details).
     std::function<void(const rpc::FabricCall &, rpc::FabricReply *)> dispatch;
     // Whether a call waits on other services (hundreds of microseconds, or a call to another
-    // server's endpoint): such calls run on a second thread, the worker, so that the progress
-    // thread keeps answering the others meanwhile. Empty: none does.
+    // server's endpoint): such calls run on worker threads, so that the progress thread keeps
+    // answering the others meanwhile. Empty: none does.
     std::function<bool(const rpc::FabricCall &)> waits;
+    // How many: one serializes them (a slow one then delays the next; a call that waited its
+    // turn for more than a second is not run, and its caller makes it over gRPC).
+    size_t workers = 1;
     // Cuts a reply larger than kMaxFabricMessage down to what tells the caller to ask again
     // over gRPC. Empty: FitFabricReplyForGrpc.
     std::function<void(const rpc::FabricCall &, rpc::FabricReply *)> fit;
@@ -52,7 +55,7 @@ struct MessageHandler {
 
 // A service's endpoint: one thread receives calls, runs them through the handler and sends the
 // replies; it sleeps on the queue when nobody calls (RunProgressLoop). Calls that wait on
-// others run on the worker thread, and the progress thread sends their replies when they are
+// others run on the worker threads, and the progress thread sends their replies when they are
 // done.
 class FabricMessageService {
   public:
@@ -129,7 +132,8 @@ class FabricMessageService {
     std::condition_variable work_ready_;
     std::deque<Work> waiting_, done_;
     std::atomic<int> finished_{0};
-    std::thread progress_, worker_;
+    std::thread progress_;
+    std::vector<std::thread> workers_;
 };
 
 }  // namespace fampool
