@@ -299,6 +299,17 @@ TEST_P(ParityTest, RacingFullStripeAndPartialWritesKeepParity) {
     Pes pes({"race", shared.path(), std::to_string(kRounds), std::to_string(stripe)}, kPes);
     pes.Join(120);
     for (int pe = 0; pe < kPes; ++pe) EXPECT_EQ(shared->progress[pe].load(), kRounds) << pe;
+    // The whole stripes were written by the PEs, parity computed there, under leases of the
+    // stripes from their parity servers; none ended before the PE gave it back.
+    uint64_t leases = 0, lapsed = 0;
+    for (int i = 0; i < cluster()->servers(); ++i) {
+        fampool::MemoryServerClient server(i, cluster()->rpc_address(i), std::chrono::seconds(5));
+        fampool::MemoryServerInfo info = server.Info();
+        leases += info.stripe_leases;
+        lapsed += info.stripe_leases_lapsed;
+    }
+    EXPECT_GT(leases, kRounds / 2);
+    EXPECT_EQ(lapsed, 0u);
     std::vector<uint8_t> healthy(kShared), degraded(kShared);
     fam()->fam_get_blocking(healthy.data(), item.get(), 0, kShared);
     // The PEs' bytes are there (not a read of zeros agreeing with zero parity).

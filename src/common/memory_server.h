@@ -112,6 +112,10 @@ struct StripeCall {
         kAtomic,   // one piece the size of `type`: applies the atomic, updating parity
         kRebuild,  // of stripes [first, end), those whose parity `self` holds: recomputes
                    // member `lost`'s unit there (when self is lost: its parity, from the data)
+        kLease,    // takes the pieces' stripes for `lease_owner` (all or none, waiting at most
+                   // `wait_ms`) until kRelease or `lease_ms`; replies "\1" when taken, else "\0"
+        kRelease,  // gives back the pieces' stripes that `lease_owner` holds; replies "\1" when
+                   // it held them all still ("\0": a lease ended first)
     };
     struct Piece {
         uint64_t stripe = 0;
@@ -130,6 +134,9 @@ struct StripeCall {
     std::string operand, compare;
     uint32_t lost = 0;
     uint64_t first = 0, end = 0;
+    uint64_t lease_owner = 0;
+    uint32_t lease_ms = 0, wait_ms = 0;
+    bool incomplete = false;  // kRelease: the transfers to the stripes did not all end well
 };
 
 // RAID1 rebuild: the server holding a healthy member copies bytes [begin, end) of it to the

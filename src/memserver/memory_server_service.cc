@@ -80,6 +80,10 @@ grpc::Status MemoryServerService::Info(grpc::ServerContext *, const rpc::Empty *
             reply->mutable_messages()->set_incarnation(messages_->incarnation());
             reply->mutable_messages()->set_calls(messages_->answered());
         }
+        if (redundancy_) {
+            reply->set_stripe_leases(redundancy_->stripe_leases().granted);
+            reply->set_stripe_leases_lapsed(redundancy_->stripe_leases().lapsed);
+        }
     });
 }
 
@@ -354,7 +358,11 @@ void MemoryServerService::ServeFabric(const rpc::FabricCall &call, rpc::FabricRe
 }
 
 bool MemoryServerService::CallsOut(const rpc::FabricCall &call) {
-    if (call.has_stripe()) return true;  // reads and writes other servers' members
+    if (call.has_stripe()) {
+        // Reads and writes other servers' members; leases do not (and do not wait).
+        rpc::StripeRequest::Op op = call.stripe().op();
+        return op != rpc::StripeRequest::LEASE && op != rpc::StripeRequest::RELEASE;
+    }
     return call.has_atomic() && !call.atomic().op_id().empty() && call.atomic().has_mirror() &&
            !call.atomic().mirror().fabric_address().empty();
 }

@@ -24,6 +24,11 @@ constexpr uint64_t kResyncChunk = 1 << 20;
 constexpr int kResyncAttempts = 1000;
 // Stripes a rebuild request recomputes under one set of locks.
 constexpr uint64_t kRebuildBatch = 256;
+// Bounds of a client's stripe lease and of its wait for one. A lease covers transfers that
+// each end within kMemberTimeoutMs of no progress (transport/redundant/redundant_transport.h);
+// a request on a stripe whose client died waits for the lease to end, so it is short.
+constexpr std::chrono::milliseconds kLongestLease{5000};
+constexpr std::chrono::milliseconds kLongestLeaseWait{1000};
 
 void XorInto(char *to, const char *from, uint64_t n) {
     for (uint64_t i = 0; i < n; ++i) to[i] ^= from[i];
@@ -253,28 +258,13 @@ void RedundancyService::Stripe(const rpc::StripeRequest &request, rpc::StripeRep
             return StripeAtomic(request, reply);
         case rpc::StripeRequest::REBUILD:
             return StripeRebuild(request);
+        case rpc::StripeRequest::LEASE:
+        case rpc::StripeRequest::RELEASE:
+            return StripeLease(request, reply);
         default:
             Fail(openfam::FAM_ERR_INVALID, "unknown stripe operation {}", request.op());
     }
 }
-
-namespace {
-
-// The stripe locks of `stripes`, taken in one order by every request (no deadlock).
-class StripeLocks {
-  public:
-    template <typename Stripes>
-    StripeLocks(std::array<std::mutex, 256> &locks, uint64_t region, const Stripes &stripes) {
-        std::set<size_t> indices;
-        for (uint64_t stripe : stripes) indices.insert(Mix(region, stripe) % locks.size());
-        for (size_t i : indices) held_.emplace_back(locks[i]);
-    }
-
-  private:
-    std::vector<std::unique_lock<std::mutex>> held_;
-};
-
-}  // namespace
 
 void RedundancyService::StripeReadOrWrite(const rpc::StripeRequest &request,
                                           rpc::StripeReply *reply) {
@@ -285,7 +275,8 @@ void RedundancyService::StripeReadOrWrite(const rpc::StripeRequest &request,
     };
     std::vector<uint64_t> stripes;
     for (const rpc::StripePiece &piece : request.pieces()) stripes.push_back(piece.stripe());
-    StripeLocks locks(stripe_locks_, request.members(0).extent().region_id(), stripes);
+    StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), stripes);
+    RepairParity(request, held);
     // Full stripes (every data unit written whole, none lost): parity straight from the data.
     std::map<uint64_t, uint64_t> whole;  // stripe -> data units written whole
     if (write) {
@@ -382,8 +373,8 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     uint64_t s = piece.stripe(), p = s * unit + piece.within();
     uint64_t d = Raid5DataMember(s, piece.column(), n);
     bool reconstruct = request.members(static_cast<int>(d)).state() != kHealthy;
-    StripeLocks locks(stripe_locks_, request.members(0).extent().region_id(),
-                      std::vector<uint64_t>{s});
+    StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), {s});
+    RepairParity(request, held);
     char old[16] = {}, value[16] = {}, result[16] = {};
     std::vector<std::vector<char>> others;
     MemberIo io(*this, request);  // after the buffers it uses (see StripeReadOrWrite)
@@ -415,8 +406,33 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     reply->set_data(result, size);
 }
 
+void RedundancyService::StripeLease(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
+    std::vector<uint64_t> stripes;
+    for (const rpc::StripePiece &piece : request.pieces()) {
+        if (piece.within() != 0 || piece.length() != request.interleave()) {
+            Fail(openfam::FAM_ERR_INVALID, "stripe lease of a part of a unit");
+        }
+        stripes.push_back(piece.stripe());
+    }
+    uint64_t region = request.members(0).extent().region_id();
+    if (request.op() == rpc::StripeRequest::RELEASE) {
+        bool held = stripes_.Release(region, stripes, request.lease_owner(), !request.incomplete());
+        return reply->set_data(held ? "\1" : std::string(1, '\0'));
+    }
+    if (request.lease_ms() == 0 || request.lease_ms() > kLongestLease.count() ||
+        request.wait_ms() > kLongestLeaseWait.count()) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "stripe lease of {} ms, waiting {} ms (at most {} ms and {} ms)", request.lease_ms(),
+             request.wait_ms(), kLongestLease.count(), kLongestLeaseWait.count());
+    }
+    bool taken = stripes_.Lease(region, stripes, request.lease_owner(),
+                                std::chrono::milliseconds(request.lease_ms()),
+                                std::chrono::milliseconds(request.wait_ms()));
+    reply->set_data(taken ? "\1" : std::string(1, '\0'));
+}
+
 void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
-    uint64_t n = request.members_size(), unit = request.interleave(), self = request.self();
+    uint64_t n = request.members_size(), self = request.self();
     uint64_t lost = request.lost();
     if (lost >= n || request.end() < request.first()) {
         Fail(openfam::FAM_ERR_INVALID, "rebuild request of member {} of {}", lost, n);
@@ -427,27 +443,44 @@ void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
             if (Raid5ParityMember(s, n) == self) stripes.push_back(s);
         }
         if (stripes.empty()) continue;
-        StripeLocks locks(stripe_locks_, request.members(0).extent().region_id(), stripes);
-        // Every member's unit but `lost`'s; their XOR is lost's unit.
-        std::vector<std::vector<char>> units(stripes.size() * (n - 1), std::vector<char>(unit));
-        std::vector<std::vector<char>> rebuilt(stripes.size(), std::vector<char>(unit, 0));
-        MemberIo io(*this, request);  // after the buffers it uses (see StripeReadOrWrite)
-        for (size_t i = 0; i < stripes.size(); ++i) {
-            size_t k = 0;
-            for (uint64_t m = 0; m < n; ++m) {
-                if (m == lost) continue;
-                io.Read(m, stripes[i] * unit, units[i * (n - 1) + k++].data(), unit);
-            }
-        }
-        io.Finish();
-        for (size_t i = 0; i < stripes.size(); ++i) {
-            for (size_t k = 0; k < n - 1; ++k) {
-                XorInto(rebuilt[i].data(), units[i * (n - 1) + k].data(), unit);
-            }
-            io.Write(lost, stripes[i] * unit, rebuilt[i].data(), unit);
-        }
-        io.Finish();
+        StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), stripes);
+        RecomputeUnits(request, stripes, lost);
+        if (lost == self) held.Repaired();  // the parity, from the data
     }
+}
+
+void RedundancyService::RecomputeUnits(const rpc::StripeRequest &request,
+                                       const std::vector<uint64_t> &stripes, uint64_t lost) {
+    uint64_t n = request.members_size(), unit = request.interleave();
+    // Every member's unit but `lost`'s; their XOR is lost's unit.
+    std::vector<std::vector<char>> units(stripes.size() * (n - 1), std::vector<char>(unit));
+    std::vector<std::vector<char>> rebuilt(stripes.size(), std::vector<char>(unit, 0));
+    MemberIo io(*this, request);  // after the buffers it uses (see StripeReadOrWrite)
+    for (size_t i = 0; i < stripes.size(); ++i) {
+        size_t k = 0;
+        for (uint64_t m = 0; m < n; ++m) {
+            if (m == lost) continue;
+            io.Read(m, stripes[i] * unit, units[i * (n - 1) + k++].data(), unit);
+        }
+    }
+    io.Finish();
+    for (size_t i = 0; i < stripes.size(); ++i) {
+        for (size_t k = 0; k < n - 1; ++k) {
+            XorInto(rebuilt[i].data(), units[i * (n - 1) + k].data(), unit);
+        }
+        io.Write(lost, stripes[i] * unit, rebuilt[i].data(), unit);
+    }
+    io.Finish();
+}
+
+void RedundancyService::RepairParity(const rpc::StripeRequest &request, StripeGate::Hold &held) {
+    std::vector<uint64_t> suspects = held.suspects();
+    if (suspects.empty()) return;
+    for (const rpc::Member &member : request.members()) {
+        if (member.state() != kHealthy) return;  // stays suspect (see stripe_gate.h)
+    }
+    RecomputeUnits(request, suspects, request.self());
+    held.Repaired();
 }
 
 }  // namespace fampool

@@ -5,7 +5,8 @@
 //   same order of updates; each operation's result is remembered by its id on both servers,
 //   so a client that retries on the copy after the first server died gets the same answer.
 //   RAID5: every change of a stripe, and every read of a lost member's bytes, is done by the
-//   server holding the stripe's parity, under its lock of the stripe.
+//   server holding the stripe's parity, under its lock of the stripe; or, for whole stripes
+//   of healthy members, by the client itself under a lease of the stripes from that server.
 //   Rebuild: RAID1 copies a healthy member's data (not its holes) to the rebuilding one
 //   (Resync); RAID5 recomputes the lost member's units stripe by stripe (Stripe REBUILD).
 #ifndef FAMPOOL_MEMSERVER_REDUNDANCY_H_
@@ -21,6 +22,7 @@
 
 #include "memserver/local_memory_server.h"
 #include "memserver/peers.h"
+#include "memserver/stripe_gate.h"
 #include "rpc/fampool.pb.h"
 #include "rpc/memory_server_client.h"
 
@@ -38,6 +40,7 @@ class RedundancyService {
     void Mirror(const rpc::MirrorRequest &request);
     void Resync(const rpc::ResyncRequest &request);
     void Stripe(const rpc::StripeRequest &request, rpc::StripeReply *reply);
+    StripeGate::Counts stripe_leases() const { return stripes_.counts(); }
 
   private:
     class MemberIo;
@@ -54,6 +57,14 @@ class RedundancyService {
     void StripeReadOrWrite(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     void StripeAtomic(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     void StripeRebuild(const rpc::StripeRequest &request);
+    void StripeLease(const rpc::StripeRequest &request, rpc::StripeReply *reply);
+    // Of `stripes`, whose locks the caller holds: member `lost`'s units recomputed from the
+    // others' and written there.
+    void RecomputeUnits(const rpc::StripeRequest &request, const std::vector<uint64_t> &stripes,
+                        uint64_t lost);
+    // The held stripes that are suspect (stripe_gate.h) get parity from their data, when every
+    // member is healthy.
+    void RepairParity(const rpc::StripeRequest &request, StripeGate::Hold &held);
 
     LocalMemoryServer *local_;
     Peers *peers_;
@@ -61,10 +72,10 @@ class RedundancyService {
     std::mutex recall_mutex_;
     std::map<std::string, std::string> recall_;
     std::deque<std::string> recall_order_;
-    // Striped locks: of words (RAID1 atomics) and of stripes (RAID5), by hash.
+    // Striped locks of words (RAID1 atomics), by hash; the stripes' locks and leases (RAID5).
     std::array<std::mutex, 256> word_locks_;
     std::array<std::mutex, 256> mirror_locks_;
-    std::array<std::mutex, 256> stripe_locks_;
+    StripeGate stripes_;
 };
 
 }  // namespace fampool

@@ -194,6 +194,12 @@ void ToProto(const StripeCall &in, rpc::StripeRequest *out) {
         case StripeCall::Op::kRebuild:
             out->set_op(rpc::StripeRequest::REBUILD);
             break;
+        case StripeCall::Op::kLease:
+            out->set_op(rpc::StripeRequest::LEASE);
+            break;
+        case StripeCall::Op::kRelease:
+            out->set_op(rpc::StripeRequest::RELEASE);
+            break;
     }
     out->set_interleave(in.interleave);
     for (const MemberRef &member : in.members) ToProto(member, out->add_members());
@@ -213,6 +219,10 @@ void ToProto(const StripeCall &in, rpc::StripeRequest *out) {
     out->set_lost(in.lost);
     out->set_first(in.first);
     out->set_end(in.end);
+    out->set_lease_owner(in.lease_owner);
+    out->set_lease_ms(in.lease_ms);
+    out->set_wait_ms(in.wait_ms);
+    out->set_incomplete(in.incomplete);
 }
 
 void ToProto(const ResyncCall &in, rpc::ResyncRequest *out) {

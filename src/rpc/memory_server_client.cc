@@ -110,7 +110,9 @@ MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout,
                             reply.messages().provider(),
                             reply.messages().address(),
                             reply.messages().incarnation(),
-                            reply.messages().calls()};
+                            reply.messages().calls(),
+                            reply.stripe_leases(),
+                            reply.stripe_leases_lapsed()};
 }
 
 MemoryProfile MemoryServerClient::Profile() {

@@ -1,7 +1,6 @@
 #include "transport/redundant/redundant_channel.h"
 
 #include <cstring>
-#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -10,9 +9,6 @@
 
 namespace fampool {
 namespace {
-
-// Bytes of one stripe request (below gRPC's message limit).
-constexpr uint64_t kStripeRequestBytes = 16 << 20;
 
 RedundantBinding &Redundant(const std::shared_ptr<Binding> &binding) {
     return static_cast<RedundantBinding &>(*binding);
@@ -43,51 +39,6 @@ std::vector<Piece> Raid1Pieces(const ItemInfo &item, uint64_t offset, uint64_t n
         at += length;
     }
     return pieces;
-}
-
-// RAID5: the pieces of item bytes, each inside one data unit of a stripe.
-struct StripePiece {
-    uint64_t at, stripe, column, within, length;
-};
-std::vector<StripePiece> Raid5Pieces(const ItemInfo &item, uint64_t offset, uint64_t nbytes) {
-    std::vector<StripePiece> pieces;
-    uint64_t unit = item.region.interleave_size, k = DataColumns(item.region);
-    for (uint64_t at = offset; at < offset + nbytes;) {
-        uint64_t v = item.offset + at, block = v / unit, within = v % unit;
-        uint64_t length = std::min(unit - within, offset + nbytes - at);
-        pieces.push_back({at, block / k, block % k, within, length});
-        at += length;
-    }
-    return pieces;
-}
-
-// Sends each server its stripe call at once and waits for every answer; throws the first
-// failure.
-std::vector<std::string> SendStripes(RedundantTransport &transport,
-                                     const std::vector<std::pair<uint64_t, StripeCall>> &calls) {
-    // One server (a small write or read): in this thread, without starting another.
-    if (calls.size() == 1)
-        return {transport.services().server(calls[0].first).Stripe(calls[0].second)};
-    std::vector<std::future<std::string>> answers;
-    for (const auto &[server, call] : calls) {
-        // (call = call: clang 14 cannot capture a structured binding)
-        answers.push_back(
-            std::async(std::launch::async, [&transport, server = server, &call = call] {
-                return transport.services().server(server).Stripe(call);
-            }));
-    }
-    std::vector<std::string> replies;
-    std::optional<Failure> failure;
-    for (auto &answer : answers) {
-        try {
-            replies.push_back(answer.get());
-        } catch (const Failure &error) {
-            if (!failure) failure = error;
-            replies.emplace_back();
-        }
-    }
-    if (failure) throw *failure;
-    return replies;
 }
 
 }  // namespace
@@ -360,7 +311,8 @@ void RedundantChannel::Raid5Write(const RedundantBinding::View &view, uint64_t o
     const ItemInfo &item = view.item;
     uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
     std::map<uint64_t, std::vector<StripeCall>> by_parity;
-    for (const StripePiece &piece : Raid5Pieces(item, offset, nbytes)) {
+    for (const StripePiece &piece :
+         Raid5WholeStripes(view, offset, local, Raid5Pieces(item, offset, nbytes))) {
         uint64_t p = Raid5ParityMember(piece.stripe, n);
         uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
         const char *from = local + (piece.at - offset);

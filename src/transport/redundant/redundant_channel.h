@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "transport/redundant/raid5_stripes.h"
 #include "transport/redundant/redundant_transport.h"
 
 namespace fampool {
@@ -70,6 +71,16 @@ class RedundantChannel : public Channel {
                    uint64_t nbytes);
     void Raid5Write(const RedundantBinding::View &view, uint64_t offset, const char *local,
                     uint64_t nbytes);
+    // Of `pieces` (of a write of `local` at item byte `offset`), the whole stripes written by
+    // this client, parity computed here, under leases of the stripes from their parity
+    // servers, when every member is healthy; returns the pieces left for the parity servers.
+    std::vector<StripePiece> Raid5WholeStripes(const RedundantBinding::View &view, uint64_t offset,
+                                               const char *local, std::vector<StripePiece> pieces);
+    // One batch of those: `stripes` gives each one's first piece. Returns those not written
+    // (their lease was not had, or ended before the writes did).
+    std::vector<size_t> WriteWholeStripes(const RedundantBinding::View &view, uint64_t offset,
+                                          const char *local, const std::vector<StripePiece> &pieces,
+                                          const std::vector<size_t> &stripes);
     void Raid1Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op, DataType type,
                      const void *operand, const void *compare, void *result);
     void Raid5Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op, DataType type,

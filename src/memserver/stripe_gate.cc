@@ -1,0 +1,125 @@
+#include "memserver/stripe_gate.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/error.h"
+
+namespace fampool {
+namespace {
+
+// Clients' lease owners have the top bit set; this server's own requests count up without it.
+constexpr uint64_t kClientOwner = uint64_t{1} << 63;
+
+}  // namespace
+
+StripeGate::Hold::Hold(StripeGate &gate, uint64_t region, std::vector<uint64_t> stripes)
+    : gate_(gate), region_(region), stripes_(std::move(stripes)) {
+    std::unique_lock<std::mutex> lock(gate_.mutex_);
+    owner_ = gate_.next_owner_++ & ~kClientOwner;
+    Holder holder{owner_, Clock::time_point::max()};
+    for (;;) {
+        Clock::time_point retry = Clock::time_point::max();
+        if (gate_.TryTake(region_, stripes_, holder, Clock::now(), &retry)) return;
+        if (retry == Clock::time_point::max()) {
+            gate_.freed_.wait(lock);
+        } else {
+            gate_.freed_.wait_until(lock, retry);
+        }
+    }
+}
+
+StripeGate::Hold::~Hold() { gate_.Give(region_, stripes_, owner_); }
+
+std::vector<uint64_t> StripeGate::Hold::suspects() const {
+    std::lock_guard<std::mutex> lock(gate_.mutex_);
+    std::vector<uint64_t> found;
+    if (gate_.suspect_.empty()) return found;
+    for (uint64_t stripe : stripes_) {
+        if (gate_.suspect_.count({region_, stripe})) found.push_back(stripe);
+    }
+    return found;
+}
+
+void StripeGate::Hold::Repaired() {
+    std::lock_guard<std::mutex> lock(gate_.mutex_);
+    for (uint64_t stripe : stripes_) gate_.suspect_.erase({region_, stripe});
+}
+
+bool StripeGate::Lease(uint64_t region, const std::vector<uint64_t> &stripes, uint64_t owner,
+                       std::chrono::milliseconds lease, std::chrono::milliseconds wait) {
+    if ((owner & kClientOwner) == 0) {
+        Fail(openfam::FAM_ERR_INVALID, "stripe lease owner {:#x} lacks the client bit", owner);
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    Clock::time_point give_up = Clock::now() + wait;
+    for (;;) {
+        Clock::time_point now = Clock::now(), retry = Clock::time_point::max();
+        if (TryTake(region, stripes, Holder{owner, now + lease}, now, &retry)) {
+            ++counts_.granted;
+            return true;
+        }
+        if (now >= give_up) return false;
+        freed_.wait_until(lock, std::min(retry, give_up));
+    }
+}
+
+bool StripeGate::Release(uint64_t region, const std::vector<uint64_t> &stripes, uint64_t owner,
+                         bool complete) {
+    bool held = true;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (uint64_t stripe : stripes) {
+            auto it = held_.find({region, stripe});
+            bool mine = it != held_.end() && it->second.owner == owner;
+            held &= mine;
+            if (mine && complete) suspect_.erase({region, stripe});
+            if (mine && !complete) suspect_.insert({region, stripe});
+            if (mine) held_.erase(it);
+        }
+    }
+    freed_.notify_all();
+    return held;
+}
+
+StripeGate::Counts StripeGate::counts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return counts_;
+}
+
+bool StripeGate::TryTake(uint64_t region, const std::vector<uint64_t> &stripes,
+                         const Holder &holder, Clock::time_point now, Clock::time_point *retry) {
+    for (uint64_t stripe : stripes) {
+        auto it = held_.find({region, stripe});
+        if (it == held_.end() || it->second.owner == holder.owner) continue;
+        if (it->second.end > now) {
+            *retry = std::min(*retry, it->second.end);
+            return false;
+        }
+        // A lease that ended: its client neither finished nor gave it back in time.
+        ++counts_.lapsed;
+        std::fprintf(stderr,
+                     "fampool-server: the lease of client %#llx on stripe %llu of region %llu "
+                     "ended before the client gave it back; taken back\n",
+                     static_cast<unsigned long long>(it->second.owner),
+                     static_cast<unsigned long long>(stripe),
+                     static_cast<unsigned long long>(region));
+        suspect_.insert(it->first);
+        held_.erase(it);
+    }
+    for (uint64_t stripe : stripes) held_[{region, stripe}] = holder;
+    return true;
+}
+
+void StripeGate::Give(uint64_t region, const std::vector<uint64_t> &stripes, uint64_t owner) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (uint64_t stripe : stripes) {
+            auto it = held_.find({region, stripe});
+            if (it != held_.end() && it->second.owner == owner) held_.erase(it);
+        }
+    }
+    freed_.notify_all();
+}
+
+}  // namespace fampool

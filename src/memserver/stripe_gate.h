@@ -1,0 +1,83 @@
+// The locks of RAID5 stripes on the memory server holding their parity. A request that changes
+// a stripe (a partial write, an atomic, a rebuild) holds its stripes while it runs (Hold). A
+// client writing whole stripes, parity computed by itself, holds them over its own transfers
+// to the members: a lease (Lease), which the client gives back (Release) or which ends by time
+// when the client does not (it died or stopped), so that one client cannot hold a stripe for
+// ever. A stripe whose lease ended before the client gave it back, or that the client gave
+// back with its transfers not all done, may hold data and parity that do not match: it is
+// suspect until the next request that holds it recomputes its parity from the data (Hold::
+// suspects), or a client writes it whole again under a lease and gives it back complete.
+#ifndef FAMPOOL_MEMSERVER_STRIPE_GATE_H_
+#define FAMPOOL_MEMSERVER_STRIPE_GATE_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace fampool {
+
+class StripeGate {
+  public:
+    using Clock = std::chrono::steady_clock;
+
+    // The stripes of one region, held until destroyed (taken all at once: no deadlock
+    // between requests that want several).
+    class Hold {
+      public:
+        Hold(StripeGate &gate, uint64_t region, std::vector<uint64_t> stripes);
+        ~Hold();
+        Hold(const Hold &) = delete;
+        Hold &operator=(const Hold &) = delete;
+        // The held stripes that are suspect (see above); the holder recomputes their parity and
+        // then calls Repaired.
+        std::vector<uint64_t> suspects() const;
+        void Repaired();
+
+      private:
+        StripeGate &gate_;
+        uint64_t region_, owner_;
+        std::vector<uint64_t> stripes_;
+    };
+
+    // Takes every one of `stripes` for `owner` until `lease` has passed, waiting at most
+    // `wait` for holders to give them back; all or none. False when not all were free by then.
+    bool Lease(uint64_t region, const std::vector<uint64_t> &stripes, uint64_t owner,
+               std::chrono::milliseconds lease, std::chrono::milliseconds wait);
+    // Gives back those of `stripes` that `owner` holds (none when its lease ended); `complete`:
+    // the owner's transfers to them all ended well. True when the owner still held them all.
+    bool Release(uint64_t region, const std::vector<uint64_t> &stripes, uint64_t owner,
+                 bool complete);
+    // Leases granted (one per call of Lease that took its stripes), and stripes whose lease
+    // ended before the owner gave it back.
+    struct Counts {
+        uint64_t granted = 0, lapsed = 0;
+    };
+    Counts counts() const;
+
+  private:
+    using Key = std::pair<uint64_t, uint64_t>;  // (region, stripe)
+    struct Holder {
+        uint64_t owner = 0;
+        Clock::time_point end = Clock::time_point::max();
+    };
+    // Takes them all for `owner` if none is held (a lapsed lease is taken back first).
+    bool TryTake(uint64_t region, const std::vector<uint64_t> &stripes, const Holder &holder,
+                 Clock::time_point now, Clock::time_point *retry);
+    void Give(uint64_t region, const std::vector<uint64_t> &stripes, uint64_t owner);
+
+    mutable std::mutex mutex_;
+    std::condition_variable freed_;
+    std::map<Key, Holder> held_;
+    std::set<Key> suspect_;
+    uint64_t next_owner_ = 1;  // this server's own requests (clients' owners have the top bit)
+    Counts counts_;
+};
+
+}  // namespace fampool
+
+#endif  // FAMPOOL_MEMSERVER_STRIPE_GATE_H_
