@@ -338,6 +338,17 @@ TEST_F(AuthenticationTest, MemoryServerFabricCallsNeedASession) {
     EXPECT_EQ(keyed.code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
         << keyed.message();
     EXPECT_EQ(keyed.details(), std::to_string(FAM_ERR_NOPERM)) << keyed.message();
+    // Calls sent without waiting for their replies (Send, as a RAID5 lease's release goes):
+    // refused all the same (no token), and the next call gets its own reply, not theirs.
+    for (int i = 0; i < 3; ++i) {
+        rpc::FabricCall release;
+        release.mutable_stripe()->set_op(rpc::StripeRequest::RELEASE);
+        EXPECT_TRUE(client.Send(release));
+    }
+    rpc::FabricReply after = call_with(session.token());
+    EXPECT_EQ(after.code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
+        << after.message();
+    EXPECT_NE(after.message().find("for an atomic"), std::string::npos) << after.message();
     EXPECT_EQ(GetBytes(item_.get(), 0, 4096), Pattern(4096, 7)) << "the item is intact";
 }
 

@@ -274,6 +274,9 @@ class MemoryServer {
     virtual std::string Stripe(const StripeCall &call,
                                std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
     virtual void Resync(const ResyncCall &call, std::chrono::milliseconds timeout);
+    // A stripe call whose reply the caller does not need (a release of leases it held
+    // throughout): sent without waiting for the reply where the client can, else as Stripe.
+    virtual void StripeUnanswered(const StripeCall &call) { Stripe(call); }
 };
 
 }  // namespace fampool

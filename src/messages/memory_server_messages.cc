@@ -74,6 +74,18 @@ bool FabricMemoryServerClient::OverFabric(rpc::FabricCall &call, rpc::FabricRepl
     return false;
 }
 
+void FabricMemoryServerClient::StripeUnanswered(const StripeCall &call) {
+    std::shared_ptr<FabricMessageClient> messages =
+        route_.Client([this] { return AskEndpoint().value_or(rpc::FabricEndpoint()); });
+    if (messages) {
+        rpc::FabricCall message;
+        ToProto(call, message.mutable_stripe());
+        if (munge()) message.set_token(SessionToken());
+        if (messages->Send(message)) return;
+    }
+    MemoryServerClient::Stripe(call);
+}
+
 MirroredAtomicResult FabricMemoryServerClient::MirroredAtomic(const MirroredAtomicCall &call) {
     rpc::FabricCall message;
     ToProto(call, message.mutable_atomic());

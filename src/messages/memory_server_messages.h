@@ -42,6 +42,8 @@ class FabricMemoryServerClient : public MemoryServerClient {
     // fabric; larger ones and rebuilds over gRPC.
     std::string Stripe(const StripeCall &call,
                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) override;
+    // Over the fabric without waiting for the reply, where it can be sent so; else over gRPC.
+    void StripeUnanswered(const StripeCall &call) override;
     // Calls made over the fabric so far (for tests).
     uint64_t fabric_calls() { return route_.calls(); }
 

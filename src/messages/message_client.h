@@ -37,6 +37,12 @@ class FabricMessageClient {
     // throws Failure(FAM_ERR_RPC) for another; the client is then broken.
     bool Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method, bool idempotent,
               const std::function<bool()> &same_service);
+    // Sends `call` (at most 4 KiB) without waiting for its reply or its sending (a call whose
+    // outcome the caller does not need): the next Call or Send sees its completion and skips
+    // its reply. False when it was not sent (as Call's false; then the caller makes it over
+    // gRPC): the one before it had not completed its sending within 1 s (the client is then
+    // broken), or the provider did not take it.
+    bool Send(rpc::FabricCall &call);
     bool broken() const { return broken_.load(); }
     uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
     // Whether `endpoint` (as the service names it now) is the one this client calls.
@@ -50,6 +56,8 @@ class FabricMessageClient {
 
   private:
     bool PostReceive();  // false (and broken) when the provider refuses it
+    // Whether a completion is of the message Send posted last (then no longer pending).
+    bool Reaped(void *context);
 
     std::string service_name_;
     FabricDomain domain_;
@@ -63,12 +71,14 @@ class FabricMessageClient {
     std::atomic<int64_t> last_answer_;  // steady_clock ticks
     MessageSlots call_;                 // the call being made
     MessageSlots reply_;                // where its reply arrives
+    MessageSlots loose_;                // Send's call, until its sending completed
+    bool loose_pending_ = false;        // under mutex_
     std::mutex mutex_;                  // one call in flight
     uint64_t next_call_ = 1;
     // How long the next call polls before it sleeps: halved after each reply that says the
     // service is shared, kSpin after any other (see kSpin in the .cc). Under mutex_.
     std::chrono::microseconds spin_;
-    fi_context2 send_context_{}, receive_context_{};
+    fi_context2 send_context_{}, receive_context_{}, loose_context_{};
     std::atomic<bool> broken_{false};
     std::atomic<uint64_t> calls_{0};
 };
