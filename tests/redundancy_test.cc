@@ -125,11 +125,12 @@ class Pes {
 struct Case {
     Fam_Redundancy_Level level;
     int servers;
+    uint64_t interleave = 4096;
 };
 
 std::string NameOf(const ::testing::TestParamInfo<Case> &info) {
     return std::string(info.param.level == RAID1 ? "Raid1" : "Raid5") + "On" +
-           std::to_string(info.param.servers);
+           std::to_string(info.param.servers) + (info.param.interleave == 4096 ? "" : "Wide");
 }
 
 class RedundancyTest : public ClusterTest, public ::testing::WithParamInterface<Case> {
@@ -137,7 +138,8 @@ class RedundancyTest : public ClusterTest, public ::testing::WithParamInterface<
     // The 4-server clusters authenticate callers with MUNGE (rebuilds are then calls the
     // memory servers take from the metadata service only).
     const char *Spec() const override {
-        return GetParam().servers == 3 ? "3:4096" : "4:4096:tcp:authentication=munge";
+        if (GetParam().servers == 4) return "4:4096:tcp:authentication=munge";
+        return GetParam().interleave == 65536 ? "3:65536" : "3:4096";
     }
     bool AutoInitialize() const override { return false; }
 
@@ -284,12 +286,15 @@ INSTANTIATE_TEST_SUITE_P(Levels, RedundancyTest,
 // RAID5 writes racing on one item from 4 PEs, whole stripes and pieces across units' edges at
 // once, leave every stripe's parity the XOR of its data: with any one memory server killed, the
 // item reads (its lost units rebuilt from the others and parity) as it did healthy. Servers 1
-// and 2 are killed in turn, so each stripe is rebuilt from its parity at least once.
+// and 2 are killed in turn, so each stripe is rebuilt from its parity at least once. With 4 KiB
+// units the PEs write the whole stripes themselves (leases) and send the pieces to the parity
+// servers; with 64 KiB units, pieces of 32 KiB and more of a stripe are theirs too.
 class ParityTest : public RedundancyTest {};
 
 TEST_P(ParityTest, RacingFullStripeAndPartialWritesKeepParity) {
-    constexpr uint64_t kRounds = 120, kShared = 256 << 10;
-    const uint64_t stripe = (GetParam().servers - 1) * uint64_t{4096};  // data bytes per stripe
+    constexpr uint64_t kRounds = 120;
+    const uint64_t stripe = (GetParam().servers - 1) * GetParam().interleave;  // data bytes
+    const uint64_t kShared = std::max<uint64_t>(256 << 10, 8 * stripe);
     StateFile shared(home_dir() + "/state", 0);
     ASSERT_NE(shared.get(), nullptr);
     InitializeFam();
@@ -332,7 +337,8 @@ TEST_P(ParityTest, RacingFullStripeAndPartialWritesKeepParity) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Raid5, ParityTest, ::testing::Values(Case{RAID5, 3}), NameOf);
+INSTANTIATE_TEST_SUITE_P(Raid5, ParityTest,
+                         ::testing::Values(Case{RAID5, 3}, Case{RAID5, 3, 65536}), NameOf);
 
 // Atomics on a redundant region: 4 PEs add to three words (in different stripe blocks, so on
 // different memory servers) with fetch_add; each fetched value must come up exactly once and

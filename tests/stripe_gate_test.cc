@@ -58,8 +58,16 @@ TEST(StripeGateTest, ALapsedLeaseIsTakenBackAndItsStripesAreSuspectUntilRepaired
         EXPECT_TRUE(hold.suspects().empty());
     }
     EXPECT_EQ(gate.counts().lapsed, 1u);
-    // The lapsed client's release: it no longer held them all.
+    // The lapsed client's release: it no longer held 5, and its writes there may have come
+    // after the repair: suspect again. 6, which nobody took meanwhile, it still held.
     EXPECT_FALSE(gate.Release(kRegion, {5, 6}, kClient | 1, true));
+    EXPECT_FALSE(gate.Lease(kRegion, {5}, kClient | 3, milliseconds(60000), milliseconds(0)))
+        << "no lease of a suspect stripe";
+    {
+        StripeGate::Hold hold(gate, kRegion, {5, 6});
+        EXPECT_EQ(hold.suspects(), std::vector<uint64_t>{5});
+        hold.Repaired();
+    }
     // A release of transfers that did not all end well leaves the stripes suspect.
     ASSERT_TRUE(gate.Lease(kRegion, {8}, kClient | 2, milliseconds(60000), milliseconds(0)));
     EXPECT_TRUE(gate.Release(kRegion, {8}, kClient | 2, false));

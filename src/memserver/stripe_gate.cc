@@ -54,6 +54,11 @@ bool StripeGate::Lease(uint64_t region, const std::vector<uint64_t> &stripes, ui
     std::unique_lock<std::mutex> lock(mutex_);
     Clock::time_point give_up = Clock::now() + wait;
     for (;;) {
+        // A suspect stripe goes to a request here, which repairs it: the client's write of a
+        // part of it would keep its parity wrong.
+        for (uint64_t stripe : stripes) {
+            if (suspect_.count({region, stripe})) return false;
+        }
         Clock::time_point now = Clock::now(), retry = Clock::time_point::max();
         if (TryTake(region, stripes, Holder{owner, now + lease}, now, &retry)) {
             ++counts_.granted;
@@ -73,8 +78,9 @@ bool StripeGate::Release(uint64_t region, const std::vector<uint64_t> &stripes, 
             auto it = held_.find({region, stripe});
             bool mine = it != held_.end() && it->second.owner == owner;
             held &= mine;
-            if (mine && complete) suspect_.erase({region, stripe});
-            if (mine && !complete) suspect_.insert({region, stripe});
+            // Writes that ended after the lease did may have come after the next holder's
+            // (its repair included): suspect again, as after writes that did not all end.
+            if (!mine || !complete) suspect_.insert({region, stripe});
             if (mine) held_.erase(it);
         }
     }

@@ -1,12 +1,12 @@
 // The locks of RAID5 stripes on the memory server holding their parity. A request that changes
 // a stripe (a partial write, an atomic, a rebuild) holds its stripes while it runs (Hold). A
-// client writing whole stripes, parity computed by itself, holds them over its own transfers
-// to the members: a lease (Lease), which the client gives back (Release) or which ends by time
-// when the client does not (it died or stopped), so that one client cannot hold a stripe for
-// ever. A stripe whose lease ended before the client gave it back, or that the client gave
-// back with its transfers not all done, may hold data and parity that do not match: it is
-// suspect until the next request that holds it recomputes its parity from the data (Hold::
-// suspects), or a client writes it whole again under a lease and gives it back complete.
+// client writing stripes, parity computed by itself, holds them over its own transfers to the
+// members: a lease (Lease), which the client gives back (Release) or which ends by time when
+// the client does not (it died or stopped), so that one client cannot hold a stripe for ever.
+// A stripe whose lease ended before the client gave it back, or that the client gave back with
+// its transfers not all done or after its lease ended, may hold data and parity that do not
+// match: it is suspect until the next request that holds it recomputes its parity from the
+// data (Hold::suspects); no lease is granted on it until then.
 #ifndef FAMPOOL_MEMSERVER_STRIPE_GATE_H_
 #define FAMPOOL_MEMSERVER_STRIPE_GATE_H_
 
@@ -45,11 +45,13 @@ class StripeGate {
     };
 
     // Takes every one of `stripes` for `owner` until `lease` has passed, waiting at most
-    // `wait` for holders to give them back; all or none. False when not all were free by then.
+    // `wait` for holders to give them back; all or none. False when not all were free by then,
+    // or one is suspect.
     bool Lease(uint64_t region, const std::vector<uint64_t> &stripes, uint64_t owner,
                std::chrono::milliseconds lease, std::chrono::milliseconds wait);
     // Gives back those of `stripes` that `owner` holds (none when its lease ended); `complete`:
-    // the owner's transfers to them all ended well. True when the owner still held them all.
+    // the owner's transfers to them all ended well. True when the owner still held them all;
+    // those it no longer held are suspect (its writes may have come after the next holder's).
     bool Release(uint64_t region, const std::vector<uint64_t> &stripes, uint64_t owner,
                  bool complete);
     // Leases granted (one per call of Lease that took its stripes), and stripes whose lease

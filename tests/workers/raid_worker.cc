@@ -14,7 +14,7 @@
 //   raid_worker race PE STATE_FILE ROUNDS STRIPE
 //     ROUNDS writes into item "shared" of region "raid5", all PEs at once, the bytes of each
 //     its own (PE and round): even PEs whole stripes (STRIPE bytes of data each, aligned), odd
-//     PEs pieces of 1 to 6000 bytes at any offset, most of them across a unit's edge; half
+//     PEs pieces of 1 byte to 3/4 of a stripe at any offset, most across a unit's edge; half
 //     blocking, half non-blocking then fam_quiet. Stores its progress (writes done) in its
 //     slot. What the item holds after is for the test to check against its parity.
 //
@@ -127,7 +127,7 @@ int Race(fam &f, State *state, int pe, uint64_t rounds, uint64_t stripe) {
             offset = first * stripe;
             length = (1 + choose.Below(std::min<uint64_t>(4, stripes - first))) * stripe;
         } else {
-            length = 1 + choose.Below(6000);
+            length = 1 + choose.Below(stripe * 3 / 4);
             offset = choose.Below(size - length + 1);
         }
         bytes.resize(length);

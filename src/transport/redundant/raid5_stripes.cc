@@ -92,26 +92,25 @@ std::vector<std::string> SendStripes(RedundantTransport &transport,
     return replies;
 }
 
-std::vector<StripePiece> RedundantChannel::Raid5WholeStripes(const RedundantBinding::View &view,
-                                                             uint64_t offset, const char *local,
-                                                             std::vector<StripePiece> pieces) {
+std::vector<StripePiece> RedundantChannel::Raid5LeasedStripes(const RedundantBinding::View &view,
+                                                              uint64_t offset, const char *local,
+                                                              std::vector<StripePiece> pieces) {
     const ItemInfo &item = view.item;
     uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
     for (uint64_t m = 0; m < n; ++m) {
         if (!MemberHealthy(item, m)) return pieces;
     }
-    // Whole stripes: n - 1 pieces in a row of one stripe, each a whole unit.
+    // Whole stripes, and parts of stripes of kLeasedPartBytes or more: under leases; smaller
+    // parts to their parity servers (returned).
     std::vector<StripePiece> rest;
-    std::vector<size_t> whole;  // the index in `pieces` of each whole stripe's first piece
+    std::vector<StripeRun> runs;
     for (size_t i = 0; i < pieces.size();) {
         size_t j = i;
-        while (j < pieces.size() && pieces[j].stripe == pieces[i].stripe) ++j;
-        bool full = j - i == n - 1;
-        for (size_t k = i; full && k < j; ++k) {
-            full = pieces[k].within == 0 && pieces[k].length == unit;
-        }
-        if (full) {
-            whole.push_back(i);
+        uint64_t bytes = 0;
+        while (j < pieces.size() && pieces[j].stripe == pieces[i].stripe)
+            bytes += pieces[j++].length;
+        if (bytes == (n - 1) * unit || bytes >= kLeasedPartBytes) {
+            runs.push_back({i, j - i});
         } else {
             rest.insert(rest.end(), pieces.begin() + static_cast<ptrdiff_t>(i),
                         pieces.begin() + static_cast<ptrdiff_t>(j));
@@ -119,30 +118,30 @@ std::vector<StripePiece> RedundantChannel::Raid5WholeStripes(const RedundantBind
         i = j;
     }
     size_t per_batch = std::max<uint64_t>(1, kStripeRequestBytes / ((n - 1) * unit));
-    for (size_t b = 0; b < whole.size(); b += per_batch) {
-        std::vector<size_t> batch(
-            whole.begin() + static_cast<ptrdiff_t>(b),
-            whole.begin() + static_cast<ptrdiff_t>(std::min(whole.size(), b + per_batch)));
-        for (size_t first : WriteWholeStripes(view, offset, local, pieces, batch)) {
-            rest.insert(rest.end(), pieces.begin() + static_cast<ptrdiff_t>(first),
-                        pieces.begin() + static_cast<ptrdiff_t>(first + n - 1));
+    for (size_t b = 0; b < runs.size(); b += per_batch) {
+        std::vector<StripeRun> batch(
+            runs.begin() + static_cast<ptrdiff_t>(b),
+            runs.begin() + static_cast<ptrdiff_t>(std::min(runs.size(), b + per_batch)));
+        for (const StripeRun &run : WriteLeasedStripes(view, offset, local, pieces, batch)) {
+            rest.insert(rest.end(), pieces.begin() + static_cast<ptrdiff_t>(run.first),
+                        pieces.begin() + static_cast<ptrdiff_t>(run.first + run.count));
         }
     }
     return rest;
 }
 
-std::vector<size_t> RedundantChannel::WriteWholeStripes(const RedundantBinding::View &view,
-                                                        uint64_t offset, const char *local,
-                                                        const std::vector<StripePiece> &pieces,
-                                                        const std::vector<size_t> &stripes) {
+std::vector<StripeRun> RedundantChannel::WriteLeasedStripes(const RedundantBinding::View &view,
+                                                            uint64_t offset, const char *local,
+                                                            const std::vector<StripePiece> &pieces,
+                                                            const std::vector<StripeRun> &runs) {
     const ItemInfo &item = view.item;
     uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
     // The leases, from the stripes' parity servers at once.
     uint64_t owner = NextLeaseOwner();
-    std::map<uint64_t, StripeCall> leases;           // parity member -> its stripes
-    std::map<uint64_t, std::vector<size_t>> leased;  // parity member -> first pieces
-    for (size_t first : stripes) {
-        uint64_t s = pieces[first].stripe, p = Raid5ParityMember(s, n);
+    std::map<uint64_t, StripeCall> leases;              // parity member -> its stripes
+    std::map<uint64_t, std::vector<StripeRun>> leased;  // parity member -> its stripes' pieces
+    for (const StripeRun &run : runs) {
+        uint64_t s = pieces[run.first].stripe, p = Raid5ParityMember(s, n);
         auto [call, fresh] = leases.try_emplace(p);
         if (fresh) {
             call->second = StripeCallOf(item, StripeCall::Op::kLease, p);
@@ -153,7 +152,7 @@ std::vector<size_t> RedundantChannel::WriteWholeStripes(const RedundantBinding::
             call->second.wait_ms = 0;
         }
         call->second.pieces.push_back({s, 0, 0, unit});
-        leased[p].push_back(first);
+        leased[p].push_back(run);
     }
     std::vector<std::pair<uint64_t, StripeCall>> calls;
     for (auto &[p, call] : leases) calls.emplace_back(MemberServer(item.region, p), call);
@@ -169,38 +168,22 @@ std::vector<size_t> RedundantChannel::WriteWholeStripes(const RedundantBinding::
         throw;
     }
     // Stripes whose lease was not had: through their parity servers (returned).
-    std::vector<size_t> again, mine;
+    std::vector<StripeRun> again, mine;
     std::vector<std::pair<uint64_t, StripeCall>> releases;
     size_t i = 0;
-    for (auto &[p, firsts] : leased) {
+    for (auto &[p, held] : leased) {
         if (taken[i++] != "\1") {
-            again.insert(again.end(), firsts.begin(), firsts.end());
+            again.insert(again.end(), held.begin(), held.end());
             continue;
         }
         StripeCall release = leases[p];
         release.op = StripeCall::Op::kRelease;
         releases.emplace_back(MemberServer(item.region, p), std::move(release));
-        mine.insert(mine.end(), firsts.begin(), firsts.end());
+        mine.insert(mine.end(), held.begin(), held.end());
     }
     if (releases.empty()) return again;
-    // The data units first, then each stripe's parity, computed while they travel.
-    for (size_t first : mine) {
-        uint64_t s = pieces[first].stripe;
-        for (uint64_t c = 0; c + 1 < n; ++c) {
-            Raid().Write(view.columns[Raid5DataMember(s, c, n)], s * unit,
-                         local + (pieces[first + c].at - offset), unit, false);
-        }
-    }
-    std::vector<std::vector<char>> sums(mine.size(), std::vector<char>(unit, 0));
-    for (size_t k = 0; k < mine.size(); ++k) {
-        uint64_t s = pieces[mine[k]].stripe;
-        for (uint64_t c = 0; c + 1 < n; ++c) {
-            XorUnit(sums[k].data(), local + (pieces[mine[k] + c].at - offset), unit);
-        }
-        Raid().Write(view.columns[Raid5ParityMember(s, n)], s * unit, sums[k].data(), unit, false);
-    }
     try {
-        Raid().Quiet();
+        WriteUnderLeases(view, offset, local, pieces, mine);
     } catch (const Failure &) {
         // The stripes may hold some of the new units and not others: suspect to their servers
         // until written again (the redo after recovery does).
@@ -221,10 +204,90 @@ std::vector<size_t> RedundantChannel::WriteWholeStripes(const RedundantBinding::
     // meanwhile, so they are written again through their parity servers.
     for (size_t r = 0; r < releases.size(); ++r) {
         if (held[r] == "\1") continue;
-        const std::vector<size_t> &firsts = leased[releases[r].second.self];
-        again.insert(again.end(), firsts.begin(), firsts.end());
+        const std::vector<StripeRun> &held_runs = leased[releases[r].second.self];
+        again.insert(again.end(), held_runs.begin(), held_runs.end());
     }
     return again;
+}
+
+void RedundantChannel::WriteUnderLeases(const RedundantBinding::View &view, uint64_t offset,
+                                        const char *local, const std::vector<StripePiece> &pieces,
+                                        const std::vector<StripeRun> &runs) {
+    const ItemInfo &item = view.item;
+    uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
+    auto from = [&](const StripePiece &piece) { return local + (piece.at - offset); };
+    auto column = [&](const StripePiece &piece) {
+        return view.columns[Raid5DataMember(piece.stripe, piece.column, n)];
+    };
+    auto parity = [&](uint64_t stripe) { return view.columns[Raid5ParityMember(stripe, n)]; };
+    // Parts of stripes: the old bytes of their pieces, and of the parity under them, first.
+    struct Part {
+        StripeRun run;
+        uint64_t low = 0, high = 0;  // the parity bytes [low, high) of the unit that change
+        std::vector<char> old, parity;
+    };
+    std::vector<Part> parts;
+    std::vector<StripeRun> whole;
+    for (const StripeRun &run : runs) {
+        Part part{run, unit, 0, {}, {}};
+        uint64_t bytes = 0;
+        for (size_t k = run.first; k < run.first + run.count; ++k) {
+            part.low = std::min(part.low, pieces[k].within);
+            part.high = std::max(part.high, pieces[k].within + pieces[k].length);
+            bytes += pieces[k].length;
+        }
+        if (bytes == (n - 1) * unit) {
+            whole.push_back(run);
+            continue;
+        }
+        part.old.resize(bytes);
+        part.parity.resize(part.high - part.low);
+        parts.push_back(std::move(part));
+    }
+    for (Part &part : parts) {
+        uint64_t at = 0, s = pieces[part.run.first].stripe;
+        for (size_t k = part.run.first; k < part.run.first + part.run.count; ++k) {
+            const StripePiece &piece = pieces[k];
+            Raid().Read(column(piece), s * unit + piece.within, part.old.data() + at, piece.length,
+                        false);
+            at += piece.length;
+        }
+        Raid().Read(parity(s), s * unit + part.low, part.parity.data(), part.high - part.low,
+                    false);
+    }
+    // Whole stripes: the data units, then each stripe's parity, computed while they travel.
+    for (const StripeRun &run : whole) {
+        for (size_t k = run.first; k < run.first + run.count; ++k) {
+            const StripePiece &piece = pieces[k];
+            Raid().Write(column(piece), piece.stripe * unit, from(piece), unit, false);
+        }
+    }
+    std::vector<std::vector<char>> sums(whole.size(), std::vector<char>(unit, 0));
+    for (size_t w = 0; w < whole.size(); ++w) {
+        for (size_t k = whole[w].first; k < whole[w].first + whole[w].count; ++k) {
+            XorUnit(sums[w].data(), from(pieces[k]), unit);
+        }
+        Raid().Write(parity(pieces[whole[w].first].stripe), pieces[whole[w].first].stripe * unit,
+                     sums[w].data(), unit, false);
+    }
+    if (!parts.empty()) {
+        Raid().Quiet();  // the old bytes are here
+        for (Part &part : parts) {
+            uint64_t at = 0, s = pieces[part.run.first].stripe;
+            for (size_t k = part.run.first; k < part.run.first + part.run.count; ++k) {
+                const StripePiece &piece = pieces[k];
+                char *delta = part.old.data() + at;  // old ^ new
+                XorUnit(delta, from(piece), piece.length);
+                XorUnit(part.parity.data() + (piece.within - part.low), delta, piece.length);
+                Raid().Write(column(piece), s * unit + piece.within, from(piece), piece.length,
+                             false);
+                at += piece.length;
+            }
+            Raid().Write(parity(s), s * unit + part.low, part.parity.data(), part.high - part.low,
+                         false);
+        }
+    }
+    Raid().Quiet();  // before the buffers go
 }
 
 }  // namespace fampool

@@ -1,6 +1,7 @@
 // RAID5 on the client: an item's bytes cut into the pieces of its stripes' data units, the
-// stripe calls sent to the servers holding the stripes' parity, and whole stripes written by
-// the client itself (RedundantChannel::Raid5WholeStripes, raid5_stripes.cc).
+// stripe calls sent to the servers holding the stripes' parity, and stripes written by the
+// client itself under leases from those servers (RedundantChannel::Raid5LeasedStripes,
+// raid5_stripes.cc).
 #ifndef FAMPOOL_TRANSPORT_REDUNDANT_RAID5_STRIPES_H_
 #define FAMPOOL_TRANSPORT_REDUNDANT_RAID5_STRIPES_H_
 
@@ -23,6 +24,14 @@ struct StripePiece {
     uint64_t at, stripe, column, within, length;
 };
 std::vector<StripePiece> Raid5Pieces(const ItemInfo &item, uint64_t offset, uint64_t nbytes);
+// The pieces [first, first + count) of a list of them: those of one stripe.
+struct StripeRun {
+    size_t first, count;
+};
+// Parts of stripes of at least this many bytes are written by the client under a lease (read
+// the old bytes and parity, write the new and the parity changed by their difference); smaller
+// ones go to the stripe's parity server, one message that does the same there.
+constexpr uint64_t kLeasedPartBytes = 32 << 10;
 
 // Sends each server (id, call) its stripe call at once and waits for every answer; throws the
 // first failure.

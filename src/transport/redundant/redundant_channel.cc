@@ -312,7 +312,7 @@ void RedundantChannel::Raid5Write(const RedundantBinding::View &view, uint64_t o
     uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
     std::map<uint64_t, std::vector<StripeCall>> by_parity;
     for (const StripePiece &piece :
-         Raid5WholeStripes(view, offset, local, Raid5Pieces(item, offset, nbytes))) {
+         Raid5LeasedStripes(view, offset, local, Raid5Pieces(item, offset, nbytes))) {
         uint64_t p = Raid5ParityMember(piece.stripe, n);
         uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
         const char *from = local + (piece.at - offset);

@@ -71,16 +71,23 @@ class RedundantChannel : public Channel {
                    uint64_t nbytes);
     void Raid5Write(const RedundantBinding::View &view, uint64_t offset, const char *local,
                     uint64_t nbytes);
-    // Of `pieces` (of a write of `local` at item byte `offset`), the whole stripes written by
-    // this client, parity computed here, under leases of the stripes from their parity
-    // servers, when every member is healthy; returns the pieces left for the parity servers.
-    std::vector<StripePiece> Raid5WholeStripes(const RedundantBinding::View &view, uint64_t offset,
-                                               const char *local, std::vector<StripePiece> pieces);
-    // One batch of those: `stripes` gives each one's first piece. Returns those not written
-    // (their lease was not had, or ended before the writes did).
-    std::vector<size_t> WriteWholeStripes(const RedundantBinding::View &view, uint64_t offset,
-                                          const char *local, const std::vector<StripePiece> &pieces,
-                                          const std::vector<size_t> &stripes);
+    // Of `pieces` (of a write of `local` at item byte `offset`), those of whole stripes and of
+    // large parts of stripes (kLeasedPartBytes), written by this client under leases of the
+    // stripes from their parity servers, when every member is healthy; returns the pieces
+    // left for the parity servers.
+    std::vector<StripePiece> Raid5LeasedStripes(const RedundantBinding::View &view, uint64_t offset,
+                                                const char *local, std::vector<StripePiece> pieces);
+    // One batch of those. Returns the stripes not written (their lease was not had, or ended
+    // before the writes did).
+    std::vector<StripeRun> WriteLeasedStripes(const RedundantBinding::View &view, uint64_t offset,
+                                              const char *local,
+                                              const std::vector<StripePiece> &pieces,
+                                              const std::vector<StripeRun> &runs);
+    // The transfers of stripes this client holds, parity computed here; returns when they
+    // all ended.
+    void WriteUnderLeases(const RedundantBinding::View &view, uint64_t offset, const char *local,
+                          const std::vector<StripePiece> &pieces,
+                          const std::vector<StripeRun> &runs);
     void Raid1Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op, DataType type,
                      const void *operand, const void *compare, void *result);
     void Raid5Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op, DataType type,
