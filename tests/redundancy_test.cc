@@ -265,6 +265,7 @@ TEST_P(RedundancyTest, KilledServerLosesNothingAndIsRebuiltWhilePesWork) {
     fampool::rpc::RebuildReply second = Rebuild();
     for (const auto &member : second.members()) EXPECT_EQ(member.error(), "") << member.member();
     EXPECT_TRUE(WaitHealthy("raid", 60)) << cluster()->Logs();
+    CheckItems(fam(), shared.get(), "after the second rebuild");
 
     // The whole cluster restarts: the persistent region comes back healthy, bytes intact.
     region.reset();
