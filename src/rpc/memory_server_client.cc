@@ -17,6 +17,9 @@ rpc::ExtentRequest Request(ExtentRef extent, uint64_t offset = 0, uint64_t size 
     return request;
 }
 
+// How long the check that nothing listens on a server's port waits for the kernel's answer.
+constexpr std::chrono::milliseconds kPortProbe{200};
+
 // Long operations (copy, backup, restore of large items) get a deadline that grows with the
 // bytes moved, at a pessimistic 100 MB/s.
 std::chrono::milliseconds ForBytes(std::chrono::milliseconds base, uint64_t bytes) {
@@ -30,7 +33,37 @@ MemoryServerClient::MemoryServerClient(uint64_t id, std::string address,
     : id_(id),
       address_(std::move(address)),
       timeout_(timeout),
-      stub_(rpc::MemoryServer::NewStub(OpenChannel(address_, tls))) {}
+      channel_(OpenChannel(address_, tls)),
+      stub_(rpc::MemoryServer::NewStub(channel_)) {}
+
+template <typename Attempt>
+grpc::Status MemoryServerClient::Reaching(std::chrono::milliseconds timeout, Attempt &&attempt) {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    grpc::Status status = attempt(CallContext(timeout).get());
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) {
+        reached_.store(true);
+        return status;
+    }
+    // A port that refuses has no server behind it (it died, or is not started yet): that is
+    // said at once, as before; the kernel tells (common/network.h).
+    if (reached_.load() || PortRefuses(address_, kPortProbe)) return status;
+    auto left =
+        timeout - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    if (left.count() <= 0) return status;
+    auto context = CallContext(left);
+    context->set_wait_for_ready(true);
+    grpc::Status again = attempt(context.get());
+    if (again.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+        channel_->GetState(false) != GRPC_CHANNEL_READY) {
+        // Still no connection: the first failure says why.
+        return grpc::Status(status.error_code(), status.error_message() +
+                                                     " (no connection within " +
+                                                     std::to_string(timeout.count()) + " ms)");
+    }
+    if (again.error_code() != grpc::StatusCode::UNAVAILABLE) reached_.store(true);
+    return again;
+}
 
 void MemoryServerClient::UseMunge(const std::string &socket) {
     std::lock_guard<std::mutex> lock(session_mutex_);
@@ -58,9 +91,10 @@ std::string MemoryServerClient::SessionToken(const std::string *stale) {
         credential.set_munge(
             MakeCredential(munge_socket_, MemoryServerAudience(id_), "MemoryServer.Authenticate"));
         rpc::Session session;
-        auto context = CallContext(timeout_);
-        CheckStatus(stub_->Authenticate(context.get(), credential, &session),
-                    "MemoryServer.Authenticate", address_);
+        grpc::Status status = Reaching(timeout_, [&](grpc::ClientContext *context) {
+            return stub_->Authenticate(context, credential, &session);
+        });
+        CheckStatus(status, "MemoryServer.Authenticate", address_);
         token_ = session.token();
         session_open_ = true;
     }
@@ -74,13 +108,12 @@ void MemoryServerClient::Call(grpc::Status (rpc::MemoryServer::Stub::*method)(gr
                               const char *name, const Request &request, Reply *reply,
                               std::chrono::milliseconds timeout) {
     for (int attempt = 0;; ++attempt) {
-        auto context = CallContext(timeout);
         std::string token;
-        if (munge_) {
-            token = SessionToken();
-            context->AddMetadata(kTokenHeader, token);
-        }
-        grpc::Status status = ((*stub_).*method)(context.get(), request, reply);
+        if (munge_) token = SessionToken();
+        grpc::Status status = Reaching(timeout, [&](grpc::ClientContext *context) {
+            if (munge_) context->AddMetadata(kTokenHeader, token);
+            return ((*stub_).*method)(context, request, reply);
+        });
         if (munge_ && attempt == 0 && status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
             SessionToken(&token);
             continue;

@@ -97,10 +97,20 @@ class MemoryServerClient : public MemoryServer {
               const char *name, const Request &request, Reply *reply,
               std::chrono::milliseconds timeout);
 
+    // Makes `attempt(context)` with a context whose deadline is `timeout`. Until the server was
+    // first reached, a call that found no connection (gRPC fails it at once when the channel's
+    // first connect fails: a fresh clone's test suite saw a PE's first call to a live server
+    // fail so) is made again waiting for one, within what is left of `timeout`, unless the
+    // server's port refuses connections (nothing listens there: no wait).
+    template <typename Attempt>
+    grpc::Status Reaching(std::chrono::milliseconds timeout, Attempt &&attempt);
+
     uint64_t id_;
     std::string address_;
     std::chrono::milliseconds timeout_;
+    std::shared_ptr<grpc::Channel> channel_;
     std::unique_ptr<rpc::MemoryServer::Stub> stub_;
+    std::atomic<bool> reached_{false};  // a call was answered (or refused by the server) once
     std::atomic<bool> munge_{false};
     std::mutex session_mutex_;  // held while a session is opened
     std::string munge_socket_;
