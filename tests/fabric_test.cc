@@ -474,6 +474,33 @@ TEST_P(FabricTest, SameNodeHeapOverShmIsReachedWithLoadsAndStores) {
     }
 }
 
+TEST_P(FabricTest, SameNodeItemOfARegionOverTwoServersIsMappedFromItsOwnServer) {
+    // A region without interleaving over two servers (one over 1 GiB spans two): the item lies
+    // on the second, the first holds none of it and grants no key. Before, the item stayed on
+    // the fabric (a 256 B get took 3.9 us over shm against 0.06 us mapped).
+    StartServers(2);
+    direct_by_path_ = true;
+    OpenClient(10000, false, false, /*direct=*/true);
+    DirectHeap heap(2 * kMiB);
+    ItemInfo info = Region();
+    info.offset = uint64_t{1} << kServerIndexShift;
+    info.size = kMiB;
+    info.can_write = true;
+    info.access.resize(2);
+    info.access[1] = AccessTo(*servers_[1], true);
+    info.access[1].heap_path = heap.path();
+    info.access[1].node = NodeIdentity();
+    auto item = transport_->Attach(info);
+    bool mapped = static_cast<FabricBinding &>(*item).direct;
+    EXPECT_EQ(mapped, provider() == "shm");
+    char *landed = mapped ? heap.bytes() : servers_[1]->extent.bytes();
+    std::vector<char> bytes = Pattern(4096, 3), back(4096);
+    channel_->Write(item, 128, bytes.data(), bytes.size(), true);
+    EXPECT_EQ(0, std::memcmp(landed + 128, bytes.data(), bytes.size()));
+    channel_->Read(item, 128, back.data(), back.size(), true);
+    EXPECT_EQ(back, bytes);
+}
+
 TEST_P(FabricTest, RegisteredLocalBuffersWorkLikeUnregistered) {
     StartServers(3);
     OpenClient(10000, /*register_local=*/true);

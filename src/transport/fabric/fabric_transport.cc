@@ -59,26 +59,33 @@ void FabricTransport::MapDirect(FabricBinding &binding) {
     if (binding.servers.empty()) return;
     // The highest heap offset of the item on any server: one contiguous range when it is not
     // interleaved; else up to the end of the stripe row that holds its last byte.
+    // An item that is not interleaved lies on one server of its region (which may span more,
+    // holding none of it: a region over 1 GiB without interleaving spans two): only that
+    // server's heap is mapped, and every place of the item is on it.
+    const bool one_server = binding.interleave == 0 || binding.servers.size() == 1;
+    const size_t holder = one_server ? binding.Locate(0).server : 0;
     uint64_t end;
-    if (binding.interleave == 0 || binding.servers.size() == 1) {
-        FabricBinding::Place place = binding.Locate(0);
-        end = place.physical + binding.size;
+    if (one_server) {
+        end = binding.Locate(0).physical + binding.size;
     } else {
         uint64_t row = binding.interleave * binding.servers.size();
         end = ((binding.offset + binding.size - 1) / row + 1) * binding.interleave;
     }
     const std::string here = NodeIdentity();
-    std::vector<std::shared_ptr<void>> mapped;
-    for (const FabricBinding::Server &server : binding.servers) {
+    std::vector<std::shared_ptr<void>> mapped(binding.servers.size());
+    for (size_t i = 0; i < binding.servers.size(); ++i) {
+        const FabricBinding::Server &server = binding.servers[i];
+        if (one_server && i != holder) continue;
         if (!server.reachable || server.node != here) return;
         try {
-            mapped.push_back(HeapOf(binding, server, end));
+            mapped[i] = HeapOf(binding, server, end);
         } catch (const Failure &) {
             return;  // refused (or no socket): the item stays on the fabric
         }
     }
     for (size_t i = 0; i < binding.servers.size(); ++i) {
-        binding.servers[i].direct = static_cast<HeapMapping *>(mapped[i].get())->base();
+        if (mapped[i])
+            binding.servers[i].direct = static_cast<HeapMapping *>(mapped[i].get())->base();
     }
     binding.mapped = std::move(mapped);
     binding.direct = true;
