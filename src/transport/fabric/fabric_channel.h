@@ -103,7 +103,8 @@ class FabricChannel : public Channel {
     void Transfer(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
                   void *desc, bool write, Clock::time_point deadline);
     // Whether a blocking transfer of `nbytes` of the item goes through StagedTransfer: a
-    // striped item, and more blocks per server than the provider's iov carries at once.
+    // striped item whose blocks would take enough more operations by iov than staged to pay
+    // for the copy (small blocks).
     bool Stages(const FabricBinding &item, uint64_t nbytes) const;
     // A blocking transfer of a striped item through stage_, one operation per server and
     // chunk of kStageBytes; waits for it (fabric_channel_striped.cc).
@@ -186,6 +187,8 @@ class FabricChannel : public Channel {
     std::unique_ptr<Scratch> scratch_;
     // StagedTransfer's buffer, allocated at its first use.
     static constexpr uint64_t kStageBytes = 1 << 20;
+    // What one operation costs, in bytes copied in the same time (Stages).
+    static constexpr uint64_t kOperationBytes = 64 << 10;
     std::unique_ptr<char[]> stage_;
     FidPtr<fid_mr> scratch_mr_;
     void *scratch_desc_ = nullptr;
