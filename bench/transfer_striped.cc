@@ -9,13 +9,19 @@
 //
 // Runs against the cluster FAMPOOL_CONFIG names (`fampool up --memservers 3 --interleave I`).
 // Prints, per size: GB/s for blocking get and put and non-blocking put (quiet at the end) of
-// each item, and striped / one server. Writes PATH (default striped_bench.csv) with
-// op,size_bytes,striped_gbps,plain_gbps,ratio,interleave_bytes,servers.
+// each item, and striped / one server. Then small operations: the median latency of 256 B
+// blocking gets and puts and 8 B fetch_adds, each call at the next interleave block (so a
+// striped item's calls go to each server in turn, the one-server item's to the same offsets),
+// and striped / one server (there above 1 means the striped item is slower). Writes PATH
+// (default striped_bench.csv) with op,size_bytes,striped,one_server,ratio,interleave_bytes,
+// servers,provider: GB/s for get, put and put_nonblocking, microseconds for the *_latency_us
+// rows.
 #include <fam/fam.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -41,6 +47,31 @@ using fam_sweep::Transfer;
 double Median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     return values[values.size() / 2];
+}
+
+enum class Small { kGet, kPut, kFetchAdd };
+
+// Appends to `micros` the microseconds of each of `blocks` blocking calls of kind `op`, call i
+// at the start of block i plus 64 bytes (no call straddles two blocks).
+void SmallCalls(fam &f, Fam_Descriptor *item, Small op, uint64_t block, uint64_t blocks,
+                std::vector<double> *micros) {
+    char bytes[256] = {};
+    for (uint64_t i = 0; i < blocks; ++i) {
+        uint64_t offset = i * block + 64;
+        auto start = Clock::now();
+        switch (op) {
+            case Small::kGet:
+                f.fam_get_blocking(bytes, item, offset, sizeof bytes);
+                break;
+            case Small::kPut:
+                f.fam_put_blocking(bytes, item, offset, sizeof bytes);
+                break;
+            case Small::kFetchAdd:
+                f.fam_fetch_add(item, offset, uint64_t{1});
+                break;
+        }
+        micros->push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
 }
 
 bool Parse(int argc, char **argv, Options *options) {
@@ -94,6 +125,10 @@ int StripedMain(int argc, char **argv) {
         Fam_Descriptor *plain = f.fam_allocate("x", options.total, 0600, plain_region);
         Fam_Stat stat{};
         f.fam_stat(striped, &stat);
+        // OpenFAM's option, a copy the caller frees.
+        const void *provider_option = f.fam_get_option("LIBFABRIC_PROVIDER");
+        const std::string provider = static_cast<const char *>(provider_option);
+        std::free(const_cast<void *>(provider_option));
         std::vector<char> buffer(options.total, 7);
         Sweep(f, striped, buffer.data(), 1 << 20, options.total, Transfer::kPut);  // first touch
         Sweep(f, plain, buffer.data(), 1 << 20, options.total, Transfer::kPut);
@@ -107,7 +142,7 @@ int StripedMain(int argc, char **argv) {
         std::printf("%-16s %10s %14s %14s %8s\n", "op", "size", "striped GB/s", "1 server GB/s",
                     "ratio");
         std::ofstream csv(options.csv);
-        csv << "op,size_bytes,striped_gbps,plain_gbps,ratio,interleave_bytes,servers\n";
+        csv << "op,size_bytes,striped,one_server,ratio,interleave_bytes,servers,provider\n";
         for (Transfer op : {Transfer::kGet, Transfer::kPut, Transfer::kPutNonBlocking}) {
             for (uint64_t size : options.sizes) {
                 std::vector<double> on_striped, on_plain;
@@ -119,8 +154,36 @@ int StripedMain(int argc, char **argv) {
                 std::printf("%-16s %10llu %14.2f %14.2f %8.2f\n", fam_sweep::Name(op),
                             static_cast<unsigned long long>(size), s, p, s / p);
                 csv << fam_sweep::Name(op) << "," << size << "," << s << "," << p << "," << s / p
-                    << "," << stat.interleaveSize << "," << stat.num_memservers << "\n";
+                    << "," << stat.interleaveSize << "," << stat.num_memservers << "," << provider
+                    << "\n";
             }
+        }
+        // Small operations, each at the next interleave block (64 blocks: every server's turn).
+        const uint64_t block = std::max<uint64_t>(stat.interleaveSize, 4096);
+        const uint64_t blocks = std::min<uint64_t>(64, options.total / block);
+        const int calls = options.total >= (64u << 20) ? 2000 : 200;
+        std::printf("\n%-20s %6s %16s %16s %8s\n", "small op", "size", "striped us", "1 server us",
+                    "ratio");
+        struct SmallRow {
+            Small op;
+            const char *name;
+            uint64_t size;
+        };
+        for (SmallRow row : {SmallRow{Small::kGet, "get_latency_us", 256},
+                             SmallRow{Small::kPut, "put_latency_us", 256},
+                             SmallRow{Small::kFetchAdd, "fetch_add_latency_us", 8}}) {
+            std::vector<double> on_striped, on_plain;
+            // Passes over the blocks, alternated between the items, so that both see the
+            // machine as it is at the time (its speed drifts within seconds here).
+            for (int pass = 0; pass < options.trials * calls / static_cast<int>(blocks); ++pass) {
+                SmallCalls(f, striped, row.op, block, blocks, &on_striped);
+                SmallCalls(f, plain, row.op, block, blocks, &on_plain);
+            }
+            double s = Median(on_striped), p = Median(on_plain);
+            std::printf("%-20s %6llu %16.1f %16.1f %8.2f\n", row.name,
+                        static_cast<unsigned long long>(row.size), s, p, s / p);
+            csv << row.name << "," << row.size << "," << s << "," << p << "," << s / p << ","
+                << stat.interleaveSize << "," << stat.num_memservers << "," << provider << "\n";
         }
         f.fam_deallocate(striped);
         f.fam_deallocate(plain);

@@ -1,6 +1,6 @@
 """The pages of scripts/bench-report, one module per page (embedded, results, small_ops,
-redundancy, intent, security, python, apps), and what they share: plot.py (figures, axes, PNG
-files, Markdown tables) and the readers below.
+redundancy, intent, striped, security, python, apps), and what they share: plot.py (figures,
+axes, PNG files, Markdown tables) and the readers and writer below.
 
 Every page module has SUITES (the directories under the results directory it reads),
 has_results(results) and write(results, docs, smoke), which writes its page and plots and
@@ -37,6 +37,25 @@ def hand_written(docs, name):
         if os.path.exists(path):
             return path
     return None
+
+
+def write_section(docs, name, begin_prefix, end, body):
+    """Writes page `name` in the docs directory: its hand-written text (hand_written) with the
+    part from the line starting `begin_prefix` to `end` replaced by `body`, or with `body`
+    added at the end when it has no such part; returns the page's path."""
+    template = hand_written(docs, name)
+    doc = ""
+    if template:
+        with open(template) as f:
+            doc = f.read()
+    if begin_prefix in doc and end in doc:
+        doc = doc[:doc.index(begin_prefix)] + body + doc[doc.index(end) + len(end):]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + body + "\n"
+    page = os.path.join(docs, name)
+    with open(page, "w") as f:
+        f.write(doc)
+    return page
 
 
 def run_notes(skipped, retries):

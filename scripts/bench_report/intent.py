@@ -7,7 +7,7 @@ directory has no intent.md, the repository's is the template.
 import math
 import os
 
-from . import hand_written, read_csv, plot
+from . import read_csv, plot, write_section
 from .plot import table_lines
 
 SUITES = ("intent",)
@@ -95,16 +95,5 @@ def write(results, docs, smoke):
               "worst fixed (servers)", "intent / best", "intent / worst", "targets"]
     body = "\n".join([BEGIN, "", "![intent against every fixed placement](intent_workloads.png)",
                       "", *table_lines(header, summary), *details, "", END])
-    page = os.path.join(docs, "intent.md")
-    template = hand_written(docs, "intent.md")
-    doc = ""
-    if template:
-        with open(template) as f:
-            doc = f.read()
-    if BEGIN_PREFIX in doc and END in doc:
-        doc = doc[:doc.index(BEGIN_PREFIX)] + body + doc[doc.index(END) + len(END):]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + body + "\n"
-    with open(page, "w") as f:
-        f.write(doc)
+    page = write_section(docs, "intent.md", BEGIN_PREFIX, END, body)
     return f"{png} and {page} ({len(cases)} workloads)"
