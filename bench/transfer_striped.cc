@@ -160,7 +160,8 @@ int StripedMain(int argc, char **argv) {
         }
         // Small operations, each at the next interleave block (64 blocks: every server's turn).
         const uint64_t block = std::max<uint64_t>(stat.interleaveSize, 4096);
-        const uint64_t blocks = std::min<uint64_t>(64, options.total / block);
+        const uint64_t blocks =
+            std::max<uint64_t>(1, std::min<uint64_t>(64, options.total / block));
         const int calls = options.total >= (64u << 20) ? 2000 : 200;
         std::printf("\n%-20s %6s %16s %16s %8s\n", "small op", "size", "striped us", "1 server us",
                     "ratio");
