@@ -234,6 +234,16 @@ void MetadataRpcService::MaybeRebuild() {
 void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
                                      rpc::RebuildReply *reply) {
     std::lock_guard<std::mutex> lock(rebuild_mutex_);
+    using Clock = std::chrono::steady_clock;
+    struct Marked {
+        uint64_t region_id;
+        Caller caller;
+        size_t member;
+        uint64_t target;
+        Clock::time_point at;  // when the store marked it rebuilding
+        rpc::RebuiltMember *result;
+    };
+    std::vector<Marked> marked;
     for (const RegionInfo &listed : store_->Members().RedundantRegions()) {
         if (!name.empty() && listed.name != name) continue;
         for (size_t m = 0; m < MemberCount(listed); ++m) {
@@ -257,34 +267,52 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
                 continue;
             }
             result->set_to_server(*target);
-            // Twice: a first transfer to a server that restarted may find the connection of
-            // its earlier life dead (the channel then opens a new one).
-            for (int attempt = 0; attempt < 2; ++attempt) {
-                try {
-                    result->set_error("");
-                    RebuildMember(region, m, *target, result);
-                    break;
-                } catch (const Failure &failure) {
-                    result->set_error(failure.fam_error_msg());
-                    store_->Members().AbortRebuild(region.id, m, *target);
-                }
-            }
-            std::fprintf(
-                stderr,
-                "fampool-server: region \"%s\" member %zu: %s on memory server %llu "
-                "(%.1f MB in %.2f s)%s%s\n",
-                region.name.c_str(), m, result->error().empty() ? "rebuilt" : "not rebuilt",
-                static_cast<unsigned long long>(*target), result->bytes() / 1e6, result->seconds(),
-                result->error().empty() ? "" : ": ", result->error().c_str());
+            // Marked now, copied once every member is marked: the writers' wait after the
+            // marking (kRebuildGrace) runs once for all of them, not once per member.
+            store_->Members().StartRebuild(region.id, m, *target);
+            marked.push_back(Marked{region.id, Caller{region.uid, region.gid}, m, *target,
+                                    Clock::now(), result});
         }
+    }
+    for (const Marked &one : marked) {
+        // Twice: a first transfer to a server that restarted may find the connection of its
+        // earlier life dead (the channel then opens a new one). The second attempt marks the
+        // member again, and waits again.
+        auto since = one.at;
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            try {
+                one.result->set_error("");
+                if (attempt > 0) {
+                    store_->Members().StartRebuild(one.region_id, one.member, one.target);
+                    since = Clock::now();
+                }
+                RebuildMember(one.region_id, one.caller, one.member, one.target, since, one.result);
+                break;
+            } catch (const Failure &failure) {
+                one.result->set_error(failure.fam_error_msg());
+                store_->Members().AbortRebuild(one.region_id, one.member, one.target);
+            }
+        }
+        const rpc::RebuiltMember &result = *one.result;
+        std::fprintf(
+            stderr,
+            "fampool-server: region \"%s\" member %zu: %s on memory server %llu "
+            "(%.1f MB in %.2f s, %.2f s of it waiting)%s%s\n",
+            result.region().c_str(), one.member, result.error().empty() ? "rebuilt" : "not rebuilt",
+            static_cast<unsigned long long>(one.target), result.bytes() / 1e6, result.seconds(),
+            result.waited_seconds(), result.error().empty() ? "" : ": ", result.error().c_str());
     }
 }
 
-void MetadataRpcService::RebuildMember(const RegionInfo &lost, size_t member, uint64_t target,
+void MetadataRpcService::RebuildMember(uint64_t region_id, const Caller &caller, size_t member,
+                                       uint64_t target,
+                                       std::chrono::steady_clock::time_point marked,
                                        rpc::RebuiltMember *result) {
     auto start = std::chrono::steady_clock::now();
-    RegionInfo region = store_->Members().StartRebuild(lost.id, member, target);
-    std::this_thread::sleep_for(kRebuildGrace);
+    std::this_thread::sleep_until(marked + kRebuildGrace);
+    auto waited = std::chrono::steady_clock::now() - start;
+    // As the store holds it now (other members marked since), destroyed meanwhile or not.
+    RegionInfo region = store_->GetRegion(region_id, caller);
     uint64_t extent = MemberRecords::ExtentSize(region);
     bool persistent = region.attributes.memoryType == PERSISTENT;
     size_t k = region.memory_servers.size();
@@ -342,6 +370,7 @@ void MetadataRpcService::RebuildMember(const RegionInfo &lost, size_t member, ui
     result->set_bytes(extent);
     result->set_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    result->set_waited_seconds(std::chrono::duration<double>(waited).count());
 }
 
 }  // namespace fampool

@@ -122,10 +122,14 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     bool SlowToDeath(uint64_t id);
     std::set<uint64_t> Alive();
     // Rebuilds lost members (of region `name`, or all): on their own server or a spare when
-    // `automatic`, else on any suitable live server.
+    // `automatic`, else on any suitable live server. Every member is marked rebuilding first,
+    // then each is rebuilt in turn.
     void RebuildLost(const std::string &name, bool automatic, rpc::RebuildReply *reply);
-    void RebuildMember(const RegionInfo &region, size_t member, uint64_t target,
-                       rpc::RebuiltMember *result);
+    // Rebuilds a member the store marked rebuilding on `target` at `marked`, once kRebuildGrace
+    // has passed since then; `result` gets its bytes, its time from the call and the part of
+    // it spent waiting for the grace.
+    void RebuildMember(uint64_t region_id, const Caller &caller, size_t member, uint64_t target,
+                       std::chrono::steady_clock::time_point marked, rpc::RebuiltMember *result);
     // Starts RebuildLost(automatic) on a thread when a lost member has its own server back or
     // a spare, unless one runs.
     void MaybeRebuild();
