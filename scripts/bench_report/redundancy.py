@@ -185,8 +185,9 @@ class Page:
         data, seconds, rate, ratio = self.server_rate()
         return ["## Rebuild", "", "Memory server 2 is started again after the kill (a "
                 "replacement server): the metadata service rebuilds its members on it by "
-                "itself, while it keeps serving. It marks every lost member rebuilding first, "
-                "then rebuilds them in turn, each once 400 ms have passed since its marking "
+                "itself, while it keeps serving. It marks every lost member whose partners are "
+                "healthy rebuilding first, then rebuilds them in turn, each once 400 ms have "
+                "passed since its marking "
                 "(so that every writer has seen the new member first): the members share that "
                 "wait, which falls on the first one rebuilt. `seconds` is a member's time from "
                 "its turn to its end, `waited` the part of it spent on that wait. `extent MB` "

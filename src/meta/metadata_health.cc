@@ -240,10 +240,13 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
         Caller caller;
         size_t member;
         uint64_t target;
-        Clock::time_point at;  // when the store marked it rebuilding
+        Clock::time_point at;  // when the store marked it rebuilding (unset: not yet)
         rpc::RebuiltMember *result;
     };
-    std::vector<Marked> marked;
+    // `later`: members with a partner that is not healthy, rebuilt after the others, each
+    // marked at its turn, as all were before (a restart of every server can leave both copies
+    // of a column lost: marked together, both extents would be emptied before either copy).
+    std::vector<Marked> marked, later;
     for (const RegionInfo &listed : store_->Members().RedundantRegions()) {
         if (!name.empty() && listed.name != name) continue;
         for (size_t m = 0; m < MemberCount(listed); ++m) {
@@ -267,13 +270,28 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
                 continue;
             }
             result->set_to_server(*target);
-            // Marked now, copied once every member is marked: the writers' wait after the
-            // marking (kRebuildGrace) runs once for all of them, not once per member.
-            store_->Members().StartRebuild(region.id, m, *target);
-            marked.push_back(Marked{region.id, Caller{region.uid, region.gid}, m, *target,
-                                    Clock::now(), result});
+            Marked one{region.id, Caller{region.uid, region.gid}, m, *target, {}, result};
+            bool partners_healthy = true;
+            for (size_t partner : store::Partners(region, m)) {
+                partners_healthy &= StateOf(region, partner) == kHealthy;
+            }
+            if (!partners_healthy) {
+                later.push_back(one);
+                continue;
+            }
+            // Marked now, copied once every such member is marked: the writers' wait after
+            // the marking (kRebuildGrace) runs once for all of them, not once per member.
+            try {
+                store_->Members().StartRebuild(region.id, m, *target);
+            } catch (const Failure &failure) {
+                result->set_error(failure.fam_error_msg());
+                continue;
+            }
+            one.at = Clock::now();
+            marked.push_back(one);
         }
     }
+    marked.insert(marked.end(), later.begin(), later.end());
     for (const Marked &one : marked) {
         // Twice: a first transfer to a server that restarted may find the connection of its
         // earlier life dead (the channel then opens a new one). The second attempt marks the
@@ -282,7 +300,7 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
         for (int attempt = 0; attempt < 2; ++attempt) {
             try {
                 one.result->set_error("");
-                if (attempt > 0) {
+                if (attempt > 0 || one.at == Clock::time_point{}) {
                     store_->Members().StartRebuild(one.region_id, one.member, one.target);
                     since = Clock::now();
                 }
