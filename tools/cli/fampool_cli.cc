@@ -102,8 +102,8 @@ int Main(int argc, char **argv) {
                 up.base_port = port;
             },
             "metadata service port P; memory server i listens on P+1+i (gRPC) and P+100+i "
-            "(fabric); auto: the first P from a place in 20000-59999 whose ports are all free "
-            "now (the cluster file says which)")
+            "(fabric); auto: the first P whose ports are all free now, above the kernel's "
+            "ephemeral ports (61000-65135 by default) (the cluster file says which)")
         ->default_str("8787");
     up_command
         ->add_option("--interleave", up.interleave,

@@ -234,15 +234,32 @@ std::vector<int> PortsFrom(int base, unsigned servers, unsigned shards) {
     return ports;
 }
 
-// --base-port auto: the first base port, from a place in 20000-59999 that depends on this
-// process (so that clusters started at once look in different places), whose every port is
-// free on the loopback interface now.
+// The kernel's range of ports for outgoing connections (ip_local_port_range): it hands them
+// out at any moment, so a port found free there may be taken before a server binds it (a
+// fresh clone's bench_smoke failed so: "cannot listen on 127.0.0.1:50224").
+std::pair<int, int> EphemeralPorts() {
+    int low = 32768, high = 60999;
+    std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+    int a = 0, b = 0;
+    if (in >> a >> b && a > 0 && b >= a) low = a, high = b;
+    return {low, high};
+}
+
+// --base-port auto: the first base port, from a place that depends on this process (so that
+// clusters started at once look in different places), whose every port is free on the
+// loopback interface now. The place is above the kernel's ephemeral ports (61000-65135 with
+// Linux's default range), else below them, in 20000 and up; the test suite's own clusters use
+// 20000-32000.
 int FreeBasePort(unsigned servers, unsigned shards) {
-    constexpr int kFirst = 20000, kLast = 59999, kStep = 317;
-    const int span = kLast - kFirst + 1;
+    constexpr int kRoom = 400, kLowest = 20000, kEnough = 1000, kStep = 317;
+    auto [low, high] = EphemeralPorts();
+    int first = high + 1, last = 65535 - kRoom;
+    if (last - first < kEnough) first = kLowest, last = low - 1 - kRoom;
+    if (last - first < kEnough) first = kLowest, last = 65535 - kRoom;  // no room outside it
+    const int span = last - first + 1;
     const int start = static_cast<int>(static_cast<unsigned>(getpid()) * 7919u % span);
     for (int tried = 0; tried < span; tried += kStep) {
-        int base = kFirst + (start + tried) % (span - 400);
+        int base = first + (start + tried) % span;
         std::vector<int> ports = PortsFrom(base, servers, shards);
         if (std::all_of(ports.begin(), ports.end(), [](int p) { return BindError(p) == 0; })) {
             return base;
@@ -251,7 +268,7 @@ int FreeBasePort(unsigned servers, unsigned shards) {
     Die(1,
         "fampool up: --base-port auto found no free ports for {} memory servers and {} "
         "metadata shard(s) in {} to {}",
-        servers, shards, kFirst, kLast);
+        servers, shards, first, last + kRoom);
 }
 
 int BindError(int port) {
