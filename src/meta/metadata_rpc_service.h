@@ -122,8 +122,9 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     bool SlowToDeath(uint64_t id);
     std::set<uint64_t> Alive();
     // Rebuilds lost members (of region `name`, or all): on their own server or a spare when
-    // `automatic`, else on any suitable live server. Every member is marked rebuilding first,
-    // then each is rebuilt in turn.
+    // `automatic`, else on any suitable live server. Members whose partners are all healthy are
+    // marked rebuilding first, then each is rebuilt in turn; the others are marked at their
+    // turn, after them.
     void RebuildLost(const std::string &name, bool automatic, rpc::RebuildReply *reply);
     // Rebuilds a member the store marked rebuilding on `target` at `marked`, once kRebuildGrace
     // has passed since then; `result` gets its bytes, its time from the call and the part of

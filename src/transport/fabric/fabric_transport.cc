@@ -57,11 +57,11 @@ std::shared_ptr<HeapMapping> FabricTransport::HeapOf(const FabricBinding &bindin
 
 void FabricTransport::MapDirect(FabricBinding &binding) {
     if (binding.servers.empty()) return;
-    // The highest heap offset of the item on any server: one contiguous range when it is not
-    // interleaved; else up to the end of the stripe row that holds its last byte.
     // An item that is not interleaved lies on one server of its region (which may span more,
     // holding none of it: a region over 1 GiB without interleaving spans two): only that
-    // server's heap is mapped, and every place of the item is on it.
+    // server's heap is mapped, and every place of the item is on it. `end`: the highest heap
+    // offset of the item on any server: one contiguous range when it is not interleaved; else
+    // up to the end of the stripe row that holds its last byte.
     const bool one_server = binding.interleave == 0 || binding.servers.size() == 1;
     const size_t holder = one_server ? binding.Locate(0).server : 0;
     uint64_t end;
