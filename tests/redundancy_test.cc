@@ -25,6 +25,7 @@
 #include "common/cluster_config.h"
 #include "meta/client/metadata_client.h"
 #include "multiprocess.h"
+#include "raid_state.h"
 #include "rpc/convert.h"
 #include "rpc/memory_server_client.h"
 
@@ -32,7 +33,7 @@ namespace fampool_test {
 namespace {
 
 constexpr int kPes = 4;
-constexpr uint64_t kItemSize = 1 << 20;
+constexpr uint64_t kItemSize = kRaidItemSize;
 
 Fam_Region_Attributes Redundant(Fam_Redundancy_Level level, Fam_Memory_Type memory) {
     Fam_Region_Attributes attributes = FamAttributes(memory);
@@ -42,11 +43,7 @@ Fam_Region_Attributes Redundant(Fam_Redundancy_Level level, Fam_Memory_Type memo
 
 // The PEs are raid_worker processes (tests/workers/raid_worker.cc); they and the test share a
 // state file, mapped by both: a stop word, each PE's progress, the atomics' seen bytes.
-struct State {
-    std::atomic<uint64_t> stop;
-    std::atomic<uint64_t> progress[8];
-    std::atomic<uint8_t> seen[1];
-};
+using State = RaidState;
 
 class StateFile {
   public:
@@ -71,14 +68,7 @@ class StateFile {
     State *state_ = nullptr;
 };
 
-// raid_worker's pattern.
-uint8_t RaidPatternByte(uint64_t offset, uint32_t seed) {
-    uint64_t x = (offset + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t{seed} * 0xbf58476d1ce4e5b9ull);
-    x ^= x >> 31;
-    return static_cast<uint8_t>(x * 0x94d049bb133111ebull >> 56);
-}
-
-uint32_t SeedOf(int pe, uint64_t round) { return static_cast<uint32_t>(pe * 100000 + round); }
+uint32_t SeedOf(int pe, uint64_t round) { return RaidSeedOf(pe, round); }
 
 void PutRaidPattern(openfam::fam *f, Fam_Descriptor *item, uint32_t seed) {
     std::vector<uint8_t> bytes(kItemSize);
@@ -282,6 +272,46 @@ TEST_P(RedundancyTest, KilledServerLosesNothingAndIsRebuiltWhilePesWork) {
 INSTANTIATE_TEST_SUITE_P(Levels, RedundancyTest,
                          ::testing::Values(Case{RAID1, 3}, Case{RAID1, 4}, Case{RAID5, 3},
                                            Case{RAID5, 4}),
+                         NameOf);
+
+// Both copies of a RAID1 column (or two RAID5 members) lost in turn, the servers back in the
+// same order: the member lost last held the newest bytes (no write reached its partners after
+// it was lost) and is taken back as it was; the one lost first is rebuilt from it, never the
+// other way round, even though its server is back first.
+class LostLastTest : public RedundancyTest {};
+
+TEST_P(LostLastTest, TheMemberLostLastIsTakenBackAndTheOtherRebuiltFromIt) {
+    InitializeFam();
+    Fam_Region_Attributes attributes = Redundant(GetParam().level, PERSISTENT);
+    auto region = CreateRegion("raid", 16 << 20, 0777, &attributes);
+    auto item = Allocate("a", kItemSize, region.get());
+    auto other = Allocate("b", kItemSize, region.get());
+    PutRaidPattern(fam(), item.get(), 1);
+    cluster()->Kill(1, SIGKILL);
+    ASSERT_TRUE(WaitDegraded("raid", 5));
+    PutRaidPattern(fam(), item.get(), 2);  // misses server 1's members
+    cluster()->Kill(2, SIGKILL);
+    auto deadline = SteadyClock::now() + std::chrono::seconds(10);
+    while (MemberStates("raid").find('\3') == std::string::npos && SteadyClock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_NE(MemberStates("raid").find('\3'), std::string::npos)
+        << "no member was recorded as lost last\n"
+        << cluster()->Logs();
+    // No write now: it would reach the members left and not the one lost last.
+    std::vector<uint8_t> bytes(kItemSize, 0x5a);
+    EXPECT_THROW(fam()->fam_put_blocking(bytes.data(), other.get(), 0, kItemSize), Fam_Exception);
+    // Server 1 back first: its members are not rebuilt from partners that are lost.
+    cluster()->Restart(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    cluster()->Restart(2);
+    cluster()->WaitReady();
+    ASSERT_TRUE(WaitHealthy("raid", 60)) << cluster()->Logs();
+    EXPECT_EQ(RaidMismatch(fam(), item.get(), 2), -1) << cluster()->Logs();
+    EXPECT_NE(cluster()->Logs().find("taken back as it was"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, LostLastTest, ::testing::Values(Case{RAID1, 3}, Case{RAID5, 3}),
                          NameOf);
 
 // RAID5 writes racing on one item from 4 PEs, whole stripes and pieces across units' edges at

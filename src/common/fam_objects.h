@@ -63,8 +63,9 @@ struct RegionInfo {
     // Redundant regions (see Members below). RAID1: the server holding the copy of each
     // server's extent, in memory_servers order. Unused otherwise.
     std::vector<uint64_t> copy_servers;
-    // Per member: kHealthy, kLost (its server died; its bytes are read from the others) or
-    // kRebuilding (a live server is getting them back; it takes writes, not reads).
+    // Per member: kHealthy, kLost (its server died; its bytes are read from the others),
+    // kRebuilding (a live server is getting them back; it takes writes, not reads) or
+    // kLostIntact (the metadata service's own record; lost as kLost to everyone else).
     std::vector<uint8_t> member_state;
     // Regions created with an intent: the intent, and why their servers were chosen.
     RegionIntent intent;
@@ -80,7 +81,12 @@ struct RegionInfo {
 //   I bytes at the same physical offsets of every member) has one parity unit, the XOR of its
 //   data units, on a member that rotates from stripe to stripe (Raid5Place).
 // Other regions have no members (MemberCount 0).
-enum MemberState : uint8_t { kHealthy = 0, kLost = 1, kRebuilding = 2 };
+// kLostIntact: a member lost when no other member could take writes in its place (RAID1: its
+// copy was not healthy; RAID5: another member was not), so no write reached the region's bytes
+// it holds after it was lost: the newest there is. If its server comes back with the extent,
+// the metadata service takes it back as it is (MemberRecords::TakeBack) instead of rebuilding
+// it from partners that are staler than it. StateOf reports it as kLost.
+enum MemberState : uint8_t { kHealthy = 0, kLost = 1, kRebuilding = 2, kLostIntact = 3 };
 
 inline bool IsRedundant(const RegionInfo &region) {
     return region.attributes.redundancyLevel == RAID1 || region.attributes.redundancyLevel == RAID5;
@@ -95,7 +101,12 @@ inline uint64_t MemberServer(const RegionInfo &region, size_t member) {
     return member < k ? region.memory_servers[member] : region.copy_servers[member - k];
 }
 inline uint8_t StateOf(const RegionInfo &region, size_t member) {
-    return member < region.member_state.size() ? region.member_state[member] : uint8_t{kHealthy};
+    if (member >= region.member_state.size()) return kHealthy;
+    uint8_t state = region.member_state[member];
+    return state == kLostIntact ? uint8_t{kLost} : state;
+}
+inline bool LostIntact(const RegionInfo &region, size_t member) {
+    return member < region.member_state.size() && region.member_state[member] == kLostIntact;
 }
 // Columns the region's bytes are laid out over (the K of PlaceOfByte): its servers, but one
 // fewer for RAID5, whose last column's worth of every stripe is parity.

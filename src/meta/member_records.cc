@@ -32,12 +32,16 @@ std::vector<size_t> store::Partners(const RegionInfo &region, size_t member) {
     return others;
 }
 
+bool store::WritesGoOnWithout(const RegionInfo &region, size_t member) {
+    for (size_t partner : Partners(region, member)) {
+        if (StateOf(region, partner) != kHealthy) return false;
+    }
+    return true;
+}
+
 bool store::RegionRecoverable(const RegionInfo &region) {
     for (size_t m = 0; m < MemberCount(region); ++m) {
-        if (StateOf(region, m) == kHealthy) continue;
-        for (size_t partner : Partners(region, m)) {
-            if (StateOf(region, partner) != kHealthy) return false;
-        }
+        if (StateOf(region, m) != kHealthy && !WritesGoOnWithout(region, m)) return false;
     }
     return true;
 }
@@ -69,11 +73,15 @@ std::vector<RegionInfo> MemberRecords::ServerLost(uint64_t server_id) {
         for (RegionInfo &region : all) {
             bool touched = false;
             region.member_state.resize(MemberCount(region), kHealthy);
+            // Decided on the states before this loss: a server holds at most one member of
+            // each member's partners.
+            const RegionInfo before = region;
             for (size_t m = 0; m < MemberCount(region); ++m) {
-                if (MemberServer(region, m) == server_id && region.member_state[m] != kLost) {
-                    region.member_state[m] = kLost;
-                    touched = true;
-                }
+                if (MemberServer(region, m) != server_id || StateOf(region, m) == kLost) continue;
+                region.member_state[m] =
+                    StateOf(before, m) == kHealthy && !WritesGoOnWithout(before, m) ? kLostIntact
+                                                                                    : kLost;
+                touched = true;
             }
             if (!touched) continue;
             txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
@@ -144,6 +152,43 @@ uint64_t MemberRecords::ExtentSize(const RegionInfo &region) {
     return LayoutOf(region).extent_size;
 }
 
+bool MemberRecords::TakeBack(uint64_t region_id, size_t member) {
+    RegionInfo region;
+    {
+        Txn txn(*env_, /*write=*/false);
+        region = ReadRegion(txn, region_id);
+    }
+    if (!LostIntact(region, member)) return false;
+    uint8_t state = kHealthy;
+    try {
+        MemberKey(region, member);
+    } catch (const Failure &failure) {
+        // No heap for the extent: its bytes are gone for good, it is lost as any other.
+        // Otherwise the server did not answer: tried again later.
+        if (failure.fam_error() != openfam::FAM_ERR_NOTFOUND) return false;
+        state = kLost;
+    }
+    {
+        Txn txn(*env_, /*write=*/true);
+        RegionInfo now = ReadRegion(txn, region_id);
+        if (!LostIntact(now, member) || MemberServer(now, member) != MemberServer(region, member)) {
+            return false;
+        }
+        now.member_state[member] = state;
+        txn.Put(Table::kRegions, Key(now.id), EncodeRegion(now));
+        txn.Commit();
+    }
+    grants_.Forget(region_id);
+    if (state == kLost) {
+        std::fprintf(stderr,
+                     "fampool-server: region \"%s\" member %zu: its memory server %llu came "
+                     "back without its heap; the member's bytes are lost\n",
+                     region.name.c_str(), member,
+                     static_cast<unsigned long long>(MemberServer(region, member)));
+    }
+    return state == kHealthy;
+}
+
 RegionInfo MemberRecords::StartRebuild(uint64_t region_id, size_t member, uint64_t target) {
     RegionInfo region;
     {
@@ -154,6 +199,14 @@ RegionInfo MemberRecords::StartRebuild(uint64_t region_id, size_t member, uint64
         Fail(openfam::FAM_ERR_INVALID, "member {} of region \"{}\" is not lost", member,
              region.name);
     }
+    // Its extent is emptied below: only with partners that hold its bytes to copy them from
+    // (an intact member's extent may be the newest copy there is).
+    if (!WritesGoOnWithout(region, member)) {
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "member {} of region \"{}\" has no healthy partner to be rebuilt from (more "
+             "members lost than its redundancy survives)",
+             member, region.name);
+    }
     ExtentRef extent = ExtentsOf(region)[member].extent;
     try {
         server_(target).DestroyExtent(extent);  // what an earlier life of it left
@@ -162,7 +215,8 @@ RegionInfo MemberRecords::StartRebuild(uint64_t region_id, size_t member, uint64
     server_(target).CreateExtent(extent, ExtentSize(region), LayoutOf(region).share);
     Txn txn(*env_, /*write=*/true);
     RegionInfo now = ReadRegion(txn, region_id);
-    if (StateOf(now, member) != kLost || now.size != region.size) {
+    if (StateOf(now, member) != kLost || now.size != region.size ||
+        !WritesGoOnWithout(now, member)) {
         Fail(openfam::FAM_ERR_RESOURCE, "region \"{}\" changed while its rebuild started",
              region.name);
     }

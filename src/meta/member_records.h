@@ -46,6 +46,11 @@ class MemberRecords {
     // all), in another failure domain first. None: no such server is alive.
     std::optional<uint64_t> RebuildTarget(const RegionInfo &region, size_t member,
                                           const std::set<uint64_t> &alive, bool automatic);
+    // A member lost intact (kLostIntact, see fam_objects.h) whose server answers again with
+    // its extent: healthy again as it is, with no copy. False, and nothing changed, when it is
+    // no longer lost intact or its server holds no heap for it (a volatile region's, or a
+    // replaced disk): it stays lost.
+    bool TakeBack(uint64_t region_id, size_t member);
     // Puts the member on `target`, in a fresh extent, as kRebuilding: from now on clients
     // write there too.
     RegionInfo StartRebuild(uint64_t region_id, size_t member, uint64_t target);

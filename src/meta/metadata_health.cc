@@ -211,9 +211,14 @@ void MetadataRpcService::MaybeRebuild() {
     bool wanted = false;
     for (const RegionInfo &region : store_->Members().RedundantRegions()) {
         for (size_t m = 0; m < MemberCount(region) && !wanted; ++m) {
-            wanted =
-                StateOf(region, m) == kLost &&
-                store_->Members().RebuildTarget(region, m, alive, /*automatic=*/true).has_value();
+            // A member lost intact is taken back on its own server, if that is alive.
+            wanted = StateOf(region, m) == kLost &&
+                     (LostIntact(region, m)
+                          ? alive.count(MemberServer(region, m)) > 0
+                          : store::WritesGoOnWithout(region, m) &&
+                                store_->Members()
+                                    .RebuildTarget(region, m, alive, /*automatic=*/true)
+                                    .has_value());
         }
     }
     if (!wanted) return;
@@ -240,16 +245,23 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
         Caller caller;
         size_t member;
         uint64_t target;
-        Clock::time_point at;  // when the store marked it rebuilding (unset: not yet)
+        Clock::time_point at;  // when the store marked it rebuilding
         rpc::RebuiltMember *result;
     };
-    // `later`: members with a partner that is not healthy, rebuilt after the others, each
-    // marked at its turn, as all were before (a restart of every server can leave both copies
-    // of a column lost: marked together, both extents would be emptied before either copy).
-    std::vector<Marked> marked, later;
+    // Marked now, copied once every member is marked: the writers' wait after the marking
+    // (kRebuildGrace) runs once for all of them, not once per member.
+    std::vector<Marked> marked;
     for (const RegionInfo &listed : store_->Members().RedundantRegions()) {
         if (!name.empty() && listed.name != name) continue;
+        // Members lost intact first: taken back, they are the partners the others need.
+        std::vector<size_t> order;
         for (size_t m = 0; m < MemberCount(listed); ++m) {
+            if (LostIntact(listed, m))
+                order.insert(order.begin(), m);
+            else
+                order.push_back(m);
+        }
+        for (size_t m : order) {
             RegionInfo region;
             try {
                 region = store_->GetRegion(listed.id, Caller{listed.uid, listed.gid});
@@ -261,6 +273,27 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
             result->set_region(region.name);
             result->set_member(static_cast<uint32_t>(m));
             result->set_from_server(MemberServer(region, m));
+            if (LostIntact(region, m) && Alive().count(MemberServer(region, m)) &&
+                store_->Members().TakeBack(region.id, m)) {
+                result->set_to_server(MemberServer(region, m));
+                result->set_taken_back(true);
+                std::fprintf(stderr,
+                             "fampool-server: region \"%s\" member %zu: taken back as it was "
+                             "on memory server %llu (lost when no other member took writes)\n",
+                             region.name.c_str(), m,
+                             static_cast<unsigned long long>(MemberServer(region, m)));
+                continue;
+            }
+            if (!store::WritesGoOnWithout(region, m)) {
+                // Never copied from partners that are not healthy: an extent emptied for the
+                // copy may have been the newest of its bytes.
+                result->set_error(
+                    LostIntact(region, m)
+                        ? "it holds the newest copy of its bytes: waiting for its memory server "
+                          "to come back with them"
+                        : "its partner members are lost too: rebuilt once those are back");
+                continue;
+            }
             std::optional<uint64_t> target =
                 store_->Members().RebuildTarget(region, m, Alive(), automatic);
             if (!target) {
@@ -270,28 +303,16 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
                 continue;
             }
             result->set_to_server(*target);
-            Marked one{region.id, Caller{region.uid, region.gid}, m, *target, {}, result};
-            bool partners_healthy = true;
-            for (size_t partner : store::Partners(region, m)) {
-                partners_healthy &= StateOf(region, partner) == kHealthy;
-            }
-            if (!partners_healthy) {
-                later.push_back(one);
-                continue;
-            }
-            // Marked now, copied once every such member is marked: the writers' wait after
-            // the marking (kRebuildGrace) runs once for all of them, not once per member.
             try {
                 store_->Members().StartRebuild(region.id, m, *target);
             } catch (const Failure &failure) {
                 result->set_error(failure.fam_error_msg());
                 continue;
             }
-            one.at = Clock::now();
-            marked.push_back(one);
+            marked.push_back(Marked{region.id, Caller{region.uid, region.gid}, m, *target,
+                                    Clock::now(), result});
         }
     }
-    marked.insert(marked.end(), later.begin(), later.end());
     for (const Marked &one : marked) {
         // Twice: a first transfer to a server that restarted may find the connection of its
         // earlier life dead (the channel then opens a new one). The second attempt marks the
@@ -300,7 +321,7 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
         for (int attempt = 0; attempt < 2; ++attempt) {
             try {
                 one.result->set_error("");
-                if (attempt > 0 || one.at == Clock::time_point{}) {
+                if (attempt > 0) {
                     store_->Members().StartRebuild(one.region_id, one.member, one.target);
                     since = Clock::now();
                 }

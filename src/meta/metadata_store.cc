@@ -246,6 +246,13 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     // lost if the commit then fails), and no grow and allocation there can come in between
     // and be cleared by it.
     if (new_extent != old_extent) {
+        for (size_t m = 0; m < MemberCount(region); ++m) {
+            if (!LostIntact(region, m)) continue;
+            Fail(openfam::FAM_ERR_RESOURCE,
+                 "region \"{}\" cannot be resized now: member {} holds the newest copy of some "
+                 "of its bytes and its memory server {} is down (resize once it is back)",
+                 region.name, m, MemberServer(region, m));
+        }
         for (const PlacedExtent &each : ExtentsOf(region)) {
             if (StateOf(region, each.member) == kLost) continue;  // rebuilt at the new size
             Server(each.server)

@@ -79,6 +79,9 @@ std::vector<PlacedExtent> ExtentsOf(const RegionInfo &region);
 // Whether a redundant region still holds all its bytes: no member lost together with one
 // whose loss it cannot survive (RAID1: the other copy; RAID5: any other member).
 bool RegionRecoverable(const RegionInfo &region);
+// Whether every partner of `member` is healthy: writes then go on without it (it misses them
+// if it is lost), and its bytes can be rebuilt from them.
+bool WritesGoOnWithout(const RegionInfo &region, size_t member);
 // Those members of `member`: RAID1 the other copy of its extent, RAID5 every other member.
 std::vector<size_t> Partners(const RegionInfo &region, size_t member);
 // The extent allocator of server `index` of a region (kVirtualExtent: its virtual space).

@@ -36,34 +36,28 @@
 #include <string>
 #include <vector>
 
+#include "../support/raid_state.h"
+
 using openfam::fam;
 using openfam::Fam_Descriptor;
 using openfam::Fam_Exception;
 
 namespace {
 
-struct State {
-    std::atomic<uint64_t> stop;
-    std::atomic<uint64_t> progress[8];
-    std::atomic<uint8_t> seen[1];  // as many as the file holds
-};
+using State = fampool_test::RaidState;
+using fampool_test::RaidPatternByte;
+using fampool_test::RaidSeedOf;
 
-constexpr uint64_t kItemSize = 1 << 20, kPiece = 256 << 10;
+constexpr uint64_t kItemSize = fampool_test::kRaidItemSize, kPiece = 256 << 10;
 constexpr uint64_t kWordOffsets[3] = {0, 4096, 8192};
-
-uint8_t PatternByte(uint64_t offset, uint32_t seed) {
-    uint64_t x = (offset + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t{seed} * 0xbf58476d1ce4e5b9ull);
-    x ^= x >> 31;
-    return static_cast<uint8_t>(x * 0x94d049bb133111ebull >> 56);
-}
 
 int Write(fam &f, State *state, int pe) {
     std::unique_ptr<Fam_Descriptor> item(f.fam_lookup(("pe" + std::to_string(pe)).c_str(), "raid"));
     std::vector<uint8_t> bytes(kPiece), back(kItemSize);
     for (uint64_t round = 1; !state->stop.load(); ++round) {
-        uint32_t seed = static_cast<uint32_t>(pe * 100000 + round);
+        uint32_t seed = RaidSeedOf(pe, round);
         for (uint64_t off = 0; off < kItemSize; off += kPiece) {
-            for (uint64_t i = 0; i < kPiece; ++i) bytes[i] = PatternByte(off + i, seed);
+            for (uint64_t i = 0; i < kPiece; ++i) bytes[i] = RaidPatternByte(off + i, seed);
             if ((off / kPiece) % 2) {
                 f.fam_put_blocking(bytes.data(), item.get(), off, kPiece);
             } else {
@@ -73,10 +67,10 @@ int Write(fam &f, State *state, int pe) {
         }
         f.fam_get_blocking(back.data(), item.get(), 0, kItemSize);
         for (uint64_t i = 0; i < kItemSize; ++i) {
-            if (back[i] != PatternByte(i, seed)) {
+            if (back[i] != RaidPatternByte(i, seed)) {
                 std::fprintf(stderr, "raid_worker %d: round %llu: byte %llu is %d, wrote %d\n", pe,
                              static_cast<unsigned long long>(round),
-                             static_cast<unsigned long long>(i), back[i], PatternByte(i, seed));
+                             static_cast<unsigned long long>(i), back[i], RaidPatternByte(i, seed));
                 return 1;
             }
         }
@@ -131,8 +125,8 @@ int Race(fam &f, State *state, int pe, uint64_t rounds, uint64_t stripe) {
             offset = choose.Below(size - length + 1);
         }
         bytes.resize(length);
-        uint32_t seed = static_cast<uint32_t>(pe * 100000 + round);
-        for (uint64_t i = 0; i < length; ++i) bytes[i] = PatternByte(offset + i, seed);
+        uint32_t seed = RaidSeedOf(pe, round);
+        for (uint64_t i = 0; i < length; ++i) bytes[i] = RaidPatternByte(offset + i, seed);
         if (round % 2) {
             f.fam_put_blocking(bytes.data(), item.get(), offset, length);
         } else {
@@ -146,7 +140,6 @@ int Race(fam &f, State *state, int pe, uint64_t rounds, uint64_t stripe) {
 
 }  // namespace
 
-// The pattern here must be the test's (tests/redundancy_test.cc, RaidPatternByte).
 int main(int argc, char **argv) {
     if (argc < 4) {
         std::fprintf(stderr,

@@ -73,9 +73,9 @@ std::string Redundancy(const RegionInfo &region) {
                         : region.attributes.redundancyLevel == RAID5 ? "RAID5"
                                                                      : "NONE";
     bool lost = false, rebuilding = false;
-    for (uint8_t state : region.member_state) {
-        lost |= state == kLost;
-        rebuilding |= state == kRebuilding;
+    for (size_t m = 0; m < MemberCount(region); ++m) {
+        lost |= StateOf(region, m) == kLost;
+        rebuilding |= StateOf(region, m) == kRebuilding;
     }
     return std::string(level) + (lost ? " degraded" : rebuilding ? " rebuilding" : "");
 }
@@ -91,8 +91,11 @@ void MemberLines(const RegionInfo &region) {
                         ? "stripe column"
                         : (m < region.memory_servers.size() ? "extent" : "copy"),
                     static_cast<unsigned long long>(MemberServer(region, m)),
-                    state == kLost ? "lost (read from the other members; `fampool rebuild`)"
-                                   : "rebuilding");
+                    LostIntact(region, m)
+                        ? "lost, the newest copy of its bytes (taken back as it is when its "
+                          "server is back with its heap)"
+                    : state == kLost ? "lost (read from the other members; `fampool rebuild`)"
+                                     : "rebuilding");
     }
 }
 
@@ -432,6 +435,14 @@ int Rebuild(const QueryOptions &options) {
                         Quote(member.region()).c_str(), member.member(),
                         static_cast<unsigned long long>(member.from_server()),
                         member.error().c_str());
+            continue;
+        }
+        if (member.taken_back()) {
+            std::printf(
+                "region %s member %u: taken back as it was on memory server %llu (no "
+                "write reached the other members after it was lost)\n",
+                Quote(member.region()).c_str(), member.member(),
+                static_cast<unsigned long long>(member.to_server()));
             continue;
         }
         std::printf(

@@ -23,6 +23,14 @@ bool Healthy(const ItemInfo &item, size_t m) { return MemberHealthy(item, m); }
 bool Writable(const ItemInfo &item, size_t m) { return MemberWritable(item, m); }
 void BothLost(const ItemInfo &item, uint64_t at) { NoMemberLeft(item, at); }
 
+// RAID5 with two members not healthy takes no write at all: one that reached the others would
+// leave the member lost last (kLostIntact, taken back as it is) staler than they are.
+void RequireRaid5Writes(const ItemInfo &item, uint64_t at) {
+    uint64_t unhealthy = 0;
+    for (uint64_t m = 0; m < MemberCount(item.region); ++m) unhealthy += !Healthy(item, m);
+    if (unhealthy > 1) NoMemberLeft(item, at);
+}
+
 // RAID1: the pieces of item bytes [offset, offset + nbytes), each on one server position
 // (slot) of the region: (byte of the item, slot, length, physical offset).
 struct Piece {
@@ -310,6 +318,7 @@ void RedundantChannel::Raid5Write(const RedundantBinding::View &view, uint64_t o
                                   const char *local, uint64_t nbytes) {
     const ItemInfo &item = view.item;
     uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
+    RequireRaid5Writes(item, offset);
     std::map<uint64_t, std::vector<StripeCall>> by_parity;
     for (const StripePiece &piece :
          Raid5LeasedStripes(view, offset, local, Raid5Pieces(item, offset, nbytes))) {
@@ -408,6 +417,7 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
         std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
         const ItemInfo &item = view->item;
         uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
+        if (op != AtomicOp::kFetch) RequireRaid5Writes(item, offset);
         StripePiece piece = Raid5Pieces(item, offset, size).front();
         uint64_t p = Raid5ParityMember(piece.stripe, n);
         uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
