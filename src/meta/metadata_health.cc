@@ -81,11 +81,13 @@ void MetadataRpcService::CheckServers() {
             bool dies;
             {
                 // Counted in timed-out heartbeats: a refused one weighs as many as make
-                // kMissedHeartbeats of them reach kSlowHeartbeats.
+                // kMissedHeartbeats of them reach kSlowHeartbeats, once the server has
+                // answered this service (before that it may still be starting: a loaded node
+                // took more than two heartbeats to bring one up).
                 std::lock_guard<std::mutex> lock(health_mutex_);
                 int &missed = missed_[id];
                 int before = missed;
-                missed += refused ? kSlowHeartbeats / kMissedHeartbeats : 1;
+                missed += refused && answered_.count(id) ? kSlowHeartbeats / kMissedHeartbeats : 1;
                 dies = before < kSlowHeartbeats && missed >= kSlowHeartbeats;
             }
             if (dies) ServerDied(id);
@@ -95,6 +97,7 @@ void MetadataRpcService::CheckServers() {
         {
             std::lock_guard<std::mutex> lock(health_mutex_);
             missed_[id] = 0;
+            answered_.insert(id);
             back = dead_.erase(id) != 0;
         }
         if (back) {

@@ -151,7 +151,10 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     std::mutex health_mutex_;
     std::map<uint64_t, int> missed_;  // heartbeats missed in a row, by server
     std::set<uint64_t> dead_;         // declared dead, not answering since
-    std::mutex rebuild_mutex_;        // one rebuild at a time
+    // Answered a heartbeat of this service at least once: until then a refused heartbeat
+    // counts as a missed one (a server started beside the service may not listen yet).
+    std::set<uint64_t> answered_;
+    std::mutex rebuild_mutex_;  // one rebuild at a time
     std::atomic<bool> rebuilding_{false};
     std::thread rebuilder_;
 };
