@@ -170,6 +170,45 @@ TEST_F(FailureTest, SigtermShutsDownCleanlyAndPersistentDataIsBack) {
 // Deallocated space is zeroed by the metadata service after fam_deallocate returns: the next
 // allocation of that space, at once (the region is full, so it waits for the zeroing) or
 // later, reads zeros, never the previous item's bytes.
+// A memory server restarted twice: its members are rebuilt at the first attempt both times,
+// though the second time the copy's server has a connection to the life before (it rebuilt
+// the members then): the metadata service tells it the server restarted, and it drops those
+// connections instead of finding them dead with a failed copy.
+TEST_F(FailureTest, ARestartedServersMembersAreRebuiltAtTheFirstAttemptEveryTime) {
+    Fam_Region_Attributes attributes{};
+    attributes.redundancyLevel = RAID1;
+    attributes.memoryType = PERSISTENT;
+    auto region = CreateRegion("mirrored", 8 << 20, 0777, &attributes);
+    auto item = Allocate("data", 1 << 20, region.get());
+    PutBytes(item.get(), 0, Pattern(1 << 20, 5));
+    auto count = [&](const std::string &what) {
+        std::string logs = cluster()->Logs();
+        size_t n = 0;
+        for (size_t at = logs.find(what); at != std::string::npos; at = logs.find(what, at + 1)) {
+            ++n;
+        }
+        return n;
+    };
+    auto wait_for = [&](const std::string &what, size_t n) {
+        auto deadline = Clock::now() + std::chrono::seconds(30);
+        while (count(what) < n && Clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return count(what) >= n;
+    };
+    // Memory server 1 holds two members: an extent and the other extent's copy.
+    for (size_t round = 1; round <= 2; ++round) {
+        cluster()->Kill(1, SIGKILL);
+        ASSERT_TRUE(wait_for("memory server 1 is not answering: declared dead", round))
+            << cluster()->Logs();
+        cluster()->Restart(1);
+        cluster()->WaitReady();
+        ASSERT_TRUE(wait_for(": rebuilt on memory server 1", 2 * round)) << cluster()->Logs();
+    }
+    EXPECT_EQ(count("at a second attempt"), 0u) << cluster()->Logs();
+    EXPECT_EQ(GetBytes(item.get(), 0, 1 << 20), Pattern(1 << 20, 5));
+}
+
 TEST_F(PlainClusterTest, SpaceOfADeallocatedItemIsZeroedBeforeReuse) {
     Fam_Region_Attributes plain{};
     plain.interleaveEnable = DISABLE;

@@ -42,6 +42,9 @@ struct ItemLayout {
         uint64_t key = 0;
         uint64_t base = 0;  // remote address of the extent's physical offset p: base + p
         bool copy = false;  // the bytes are in the region's RAID1 copy extent on that server
+        // The server's life (MemoryServerInfo::incarnation), when the caller knows it: a peer
+        // that reached an earlier life drops its connections to it first. Empty: unknown.
+        std::string incarnation;
     };
     ExtentRef extent;
     uint64_t offset = 0;  // virtual offset of the item in its region
@@ -70,8 +73,9 @@ struct MemberRef {
     ExtentRef extent;
     std::string fabric_address;  // empty: the member is lost (or the caller has no key)
     uint64_t key = 0;
-    uint64_t base = 0;   // remote address of the extent's physical offset p: base + p
-    uint32_t state = 0;  // MemberState (common/fam_objects.h)
+    uint64_t base = 0;        // remote address of the extent's physical offset p: base + p
+    uint32_t state = 0;       // MemberState (common/fam_objects.h)
+    std::string incarnation;  // as ItemLayout::Server's
 };
 
 // RAID1: an atomic applied by the server of the first healthy member, which writes the word's

@@ -86,8 +86,8 @@ class RedundancyService::MemberIo {
         layout.extent = FromProto(member.extent());
         layout.size = uint64_t{1} << 47;  // physical addressing: the member's whole extent
         layout.name = fmt::format("member {} of region {}", m, layout.extent.region_id);
-        layout.servers.push_back(
-            {member.server_id(), member.fabric_address(), member.key(), member.base()});
+        layout.servers.push_back({member.server_id(), member.fabric_address(), member.key(),
+                                  member.base(), false, member.incarnation()});
         return *peers_.emplace(m, service_.peers_->Open(layout)).first->second;
     }
 

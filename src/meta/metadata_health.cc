@@ -24,6 +24,9 @@ constexpr std::chrono::milliseconds kPortProbe{200};
 // SIGSTOPped server dead after two heartbeats in loaded test runs.
 bool Refused(const MemoryServerClient &server) { return PortRefuses(server.address(), kPortProbe); }
 
+// The store's key of memory server `id`'s life as last seen (MemoryServerInfo::incarnation).
+std::string IncarnationKey(uint64_t id) { return "incarnation/" + std::to_string(id); }
+
 }  // namespace
 
 void MetadataRpcService::StartMonitor(std::chrono::milliseconds period) {
@@ -105,7 +108,7 @@ void MetadataRpcService::CheckServers() {
                          static_cast<unsigned long long>(id));
             store_->Members().FenceLostMembers(id);
         }
-        std::string name = "incarnation/" + std::to_string(id);
+        std::string name = IncarnationKey(id);
         std::string known = store_->GetValue(name);
         if (known == info->incarnation) continue;
         if (!known.empty()) {
@@ -321,13 +324,15 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
         // earlier life dead (the channel then opens a new one). The second attempt marks the
         // member again, and waits again.
         auto since = one.at;
+        std::string first_failure;  // of the first attempt, when there was a second
         for (int attempt = 0; attempt < 2; ++attempt) {
             try {
-                one.result->set_error("");
                 if (attempt > 0) {
+                    first_failure = one.result->error();
                     store_->Members().StartRebuild(one.region_id, one.member, one.target);
                     since = Clock::now();
                 }
+                one.result->set_error("");
                 RebuildMember(one.region_id, one.caller, one.member, one.target, since, one.result);
                 break;
             } catch (const Failure &failure) {
@@ -339,10 +344,12 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
         std::fprintf(
             stderr,
             "fampool-server: region \"%s\" member %zu: %s on memory server %llu "
-            "(%.1f MB in %.2f s, %.2f s of it waiting)%s%s\n",
+            "(%.1f MB in %.2f s, %.2f s of it waiting)%s%s%s%s\n",
             result.region().c_str(), one.member, result.error().empty() ? "rebuilt" : "not rebuilt",
             static_cast<unsigned long long>(one.target), result.bytes() / 1e6, result.seconds(),
-            result.waited_seconds(), result.error().empty() ? "" : ": ", result.error().c_str());
+            result.waited_seconds(), result.error().empty() ? "" : ": ", result.error().c_str(),
+            first_failure.empty() ? "" : "; at a second attempt, the first failed: ",
+            first_failure.c_str());
     }
 }
 
@@ -364,6 +371,7 @@ void MetadataRpcService::RebuildMember(uint64_t region_id, const Caller &caller,
         bool copy = region.attributes.redundancyLevel == RAID1 && m >= k;
         out.extent = ExtentRef{region.id, persistent, copy};
         out.state = StateOf(region, m);
+        out.incarnation = store_->GetValue(IncarnationKey(out.server_id));
         ServerAccess access = store_->Members().MemberKey(region, m);
         out.fabric_address = access.fabric_address;
         out.key = access.key;

@@ -157,6 +157,7 @@ void ToProto(const MemberRef &in, rpc::Member *out) {
     out->set_key(in.key);
     out->set_base(in.base);
     out->set_state(in.state);
+    out->set_incarnation(in.incarnation);
 }
 
 void ToProto(const MirroredAtomicCall &in, rpc::AtomicRequest *out) {

@@ -12,9 +12,12 @@ constexpr size_t kIdleChannels = 4;
 
 class FabricTransfers : public PeerTransfers {
   public:
-    FabricTransfers(FabricPeers &peers, std::unique_ptr<Channel> channel,
+    FabricTransfers(FabricPeers &peers, std::unique_ptr<Channel> channel, uint64_t generation,
                     std::shared_ptr<FabricBinding> item)
-        : peers_(peers), channel_(std::move(channel)), item_(std::move(item)) {}
+        : peers_(peers),
+          channel_(std::move(channel)),
+          generation_(generation),
+          item_(std::move(item)) {}
 
     ~FabricTransfers() override {
         // Transfers still in flight use the caller's buffers: let them end (bounded) first.
@@ -25,7 +28,7 @@ class FabricTransfers : public PeerTransfers {
         } catch (const Failure &) {
             return;
         }
-        peers_.ReturnChannel(std::move(channel_));
+        peers_.ReturnChannel(std::move(channel_), generation_);
     }
 
     void Read(uint64_t at, void *local, uint64_t nbytes) override {
@@ -39,6 +42,7 @@ class FabricTransfers : public PeerTransfers {
   private:
     FabricPeers &peers_;
     std::unique_ptr<Channel> channel_;
+    uint64_t generation_;
     std::shared_ptr<FabricBinding> item_;
 };
 
@@ -52,8 +56,22 @@ FabricPeers::~FabricPeers() {
     idle_.clear();  // channels close before the context they use
 }
 
-std::unique_ptr<Channel> FabricPeers::TakeChannel() {
+void FabricPeers::NoteLives(const ItemLayout &item) {
     std::lock_guard<std::mutex> lock(mutex_);
+    for (const ItemLayout::Server &server : item.servers) {
+        if (server.incarnation.empty() || server.fabric_address.empty()) continue;
+        std::string &seen = lives_[server.fabric_address];
+        if (!seen.empty() && seen != server.incarnation) {
+            ++generation_;
+            idle_.clear();
+        }
+        seen = server.incarnation;
+    }
+}
+
+std::unique_ptr<Channel> FabricPeers::TakeChannel(uint64_t *generation) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    *generation = generation_;
     if (!context_) {
         // Memory servers initiate only reads and writes: there are no atomics to fall back for.
         context_ = std::make_shared<FabricContext>(config_, [](uint64_t id) -> MemoryServer & {
@@ -67,13 +85,17 @@ std::unique_ptr<Channel> FabricPeers::TakeChannel() {
     return channel;
 }
 
-void FabricPeers::ReturnChannel(std::unique_ptr<Channel> channel) {
+void FabricPeers::ReturnChannel(std::unique_ptr<Channel> channel, uint64_t generation) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (idle_.size() < kIdleChannels) idle_.push_back(std::move(channel));
+    if (generation == generation_ && idle_.size() < kIdleChannels) {
+        idle_.push_back(std::move(channel));
+    }
 }
 
 std::unique_ptr<PeerTransfers> FabricPeers::Open(const ItemLayout &item) {
-    std::unique_ptr<Channel> channel = TakeChannel();
+    NoteLives(item);
+    uint64_t generation = 0;
+    std::unique_ptr<Channel> channel = TakeChannel(&generation);
     auto binding = std::make_shared<FabricBinding>();
     binding->region_id = item.extent.region_id;
     binding->persistent = item.extent.persistent;
@@ -91,7 +113,8 @@ std::unique_ptr<PeerTransfers> FabricPeers::Open(const ItemLayout &item) {
         peer.key = server.key;
         peer.base = server.base;
     }
-    return std::make_unique<FabricTransfers>(*this, std::move(channel), std::move(binding));
+    return std::make_unique<FabricTransfers>(*this, std::move(channel), generation,
+                                             std::move(binding));
 }
 
 }  // namespace fampool

@@ -5,8 +5,10 @@
 #ifndef FAMPOOL_TRANSPORT_FABRIC_FABRIC_PEERS_H_
 #define FAMPOOL_TRANSPORT_FABRIC_FABRIC_PEERS_H_
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "common/data_path.h"
@@ -26,15 +28,24 @@ class FabricPeers : public Peers {
 
     std::unique_ptr<PeerTransfers> Open(const ItemLayout &item) override;
 
-    // A channel for one operation, and back when it is done (kept for the next one).
-    std::unique_ptr<Channel> TakeChannel();
-    void ReturnChannel(std::unique_ptr<Channel> channel);
+    // A channel for one operation, and back when it is done (kept for the next one, unless a
+    // peer restarted since it was taken: `generation` is the one TakeChannel gave).
+    std::unique_ptr<Channel> TakeChannel(uint64_t *generation);
+    void ReturnChannel(std::unique_ptr<Channel> channel, uint64_t generation);
 
   private:
+    // Records the lives of `item`'s servers; a server in a life other than the one last seen
+    // has restarted, and the channels' connections to its earlier life are dead: the idle
+    // channels are closed and those in use are not kept (a new generation). Without it the
+    // first transfer to the new life waited for the data path's bound (5 s) and failed.
+    void NoteLives(const ItemLayout &item);
+
     FabricConfig config_;
     std::mutex mutex_;
     std::shared_ptr<FabricContext> context_;  // opened on first use
     std::vector<std::unique_ptr<Channel>> idle_;
+    uint64_t generation_ = 0;
+    std::map<std::string, std::string> lives_;  // fabric address -> incarnation last seen
 };
 
 }  // namespace fampool
