@@ -33,7 +33,9 @@ int LoopbackSocket(bool listening, int *port) {
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t length = sizeof address;
     EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address), 0);
-    if (listening) EXPECT_EQ(listen(fd, 16), 0);
+    if (listening) {
+        EXPECT_EQ(listen(fd, 16), 0);
+    }
     EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length), 0);
     *port = ntohs(address.sin_port);
     return fd;

@@ -136,7 +136,7 @@ TEST_F(MemoryServerElementsTest, ACopyOfARaid5LayoutWithTooFewMembersIsRefused) 
     item.size = 4096;
     item.interleave = 4096;
     item.raid5_members = 1;
-    item.servers.push_back({7, "", 0, 0, false});
+    item.servers.push_back({7, "", 0, 0, false, {}});
     CaughtError caught = CatchFamError([&] { server_->Copy(item, 0, item, 0, 64); });
     EXPECT_EQ(caught.code, openfam::FAM_ERR_INVALID);
     EXPECT_NE(caught.message.find("RAID5 needs 3 members"), std::string::npos) << caught.message;

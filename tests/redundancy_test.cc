@@ -25,6 +25,7 @@
 #include "common/cluster_config.h"
 #include "meta/client/metadata_client.h"
 #include "multiprocess.h"
+#include "raid_cluster.h"
 #include "raid_state.h"
 #include "rpc/convert.h"
 #include "rpc/memory_server_client.h"
@@ -123,7 +124,7 @@ std::string NameOf(const ::testing::TestParamInfo<Case> &info) {
            std::to_string(info.param.servers) + (info.param.interleave == 4096 ? "" : "Wide");
 }
 
-class RedundancyTest : public ClusterTest, public ::testing::WithParamInterface<Case> {
+class RedundancyTest : public RaidClusterTest, public ::testing::WithParamInterface<Case> {
   protected:
     // The 4-server clusters authenticate callers with MUNGE (rebuilds are then calls the
     // memory servers take from the metadata service only).
@@ -133,45 +134,6 @@ class RedundancyTest : public ClusterTest, public ::testing::WithParamInterface<
     }
     bool AutoInitialize() const override { return false; }
 
-    fampool::rpc::ClusterStatus Status() {
-        fampool::ClusterConfig config = fampool::LoadClusterConfig(cluster()->config_path());
-        fampool::MetadataClient client(config.metadata_address, std::chrono::seconds(20));
-        if (config.authentication == "munge") client.UseMunge(config.munge_socket);
-        return client.Status();
-    }
-    // The region's member states (one byte each), as the metadata service has them.
-    std::string MemberStates(const std::string &name) {
-        fampool::rpc::ClusterStatus status = Status();
-        for (const auto &usage : status.regions()) {
-            if (usage.region().name() == name) return usage.region().member_state();
-        }
-        return "?";
-    }
-    // Waits (at most `seconds`) until the region's members are all healthy.
-    bool WaitHealthy(const std::string &name, double seconds) {
-        auto deadline = SteadyClock::now() + std::chrono::milliseconds(int64_t(seconds * 1000));
-        while (SteadyClock::now() < deadline) {
-            std::string states = MemberStates(name);
-            if (states != "?" && states.find_first_not_of('\0') == std::string::npos) return true;
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        return false;
-    }
-    bool WaitDegraded(const std::string &name, double seconds) {
-        auto deadline = SteadyClock::now() + std::chrono::milliseconds(int64_t(seconds * 1000));
-        while (SteadyClock::now() < deadline) {
-            std::string states = MemberStates(name);
-            if (states.find('\1') != std::string::npos) return true;
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        return false;
-    }
-    fampool::rpc::RebuildReply Rebuild() {
-        fampool::ClusterConfig config = fampool::LoadClusterConfig(cluster()->config_path());
-        fampool::MetadataClient client(config.metadata_address, std::chrono::seconds(120));
-        if (config.authentication == "munge") client.UseMunge(config.munge_socket);
-        return client.Rebuild("", std::chrono::seconds(120));
-    }
     // Waits until every PE has acknowledged `more` rounds past `from` (or failed).
     bool WaitRounds(State *state, const std::vector<uint64_t> &from, uint64_t more,
                     double seconds) {

@@ -25,7 +25,6 @@ INTRO = ("Measured by `scripts/bench redundancy` (raw data: `bench/results/redun
 MEASURES = [(m, s) for m in ("put", "put_nonblocking", "get", "get_nonblocking")
             for s in (65536, 1048576)] + [("get_latency", 256), ("put_latency", 256),
                                           ("fetch_add_latency", 8)]
-WAIT_S = 0.4  # the metadata service's wait after marking a member rebuilding
 
 
 def has_results(results):
@@ -82,8 +81,8 @@ class Page:
     @staticmethod
     def waited(r):
         """Seconds of a member's rebuild spent in the service's wait after marking it: the
-        column when the run has it, else the whole wait (runs that waited once per member)."""
-        return float(r.get("waited_seconds") or WAIT_S)
+        column in runs before the wait was removed (issue 32), else none."""
+        return float(r.get("waited_seconds") or 0)
 
     def rebuild_rate(self, r):
         """Data MB/s of a member's rebuild without the service's wait, and that / plain put."""

@@ -270,15 +270,15 @@ def rebuild(r, run_dir, env, csv_path, item_mib):
         raise RuntimeError("redundancy: still degraded 60 s after memory server 2 restarted")
     r.say(f"redundancy: healthy again {time.monotonic() - start:.2f} s after the restart")
     pattern = re.compile(r'region "(\S+)" member (\d+): rebuilt on memory server \d+ '
-                         r'\(([\d.]+) MB in ([\d.]+) s, ([\d.]+) s of it waiting\)')
+                         r'\(([\d.]+) MB in ([\d.]+) s\)')
     with open(os.path.join(run_dir, "logs", "metadata.log")) as log, open(csv_path, "w") as csv:
-        csv.write("region,member,megabytes,seconds,data_megabytes,waited_seconds\n")
+        csv.write("region,member,megabytes,seconds,data_megabytes\n")
         for line in log:
             found = pattern.search(line)
             if found:
-                region, member, megabytes, seconds, waited = found.groups()
+                region, member, megabytes, seconds = found.groups()
                 data = item_mib * 2**20 / 3 / 1e6 if "RAID1" in region else float(megabytes)
-                csv.write(f"{region},{member},{megabytes},{seconds},{data:.1f},{waited}\n")
+                csv.write(f"{region},{member},{megabytes},{seconds},{data:.1f}\n")
 
 
 def security(r, out):

@@ -185,14 +185,25 @@ std::function<void()> RestoreInto(const std::shared_ptr<Session> &session, const
     }
     RedundantLayout(item, 0);
     return [session, name, item] {
-        WithRecovery(*session, item, [&](const ItemInfo &now) {
-            ItemLayout layout = RedundantLayout(now, 0);
-            HomeOf(*session, layout).Restore(name, layout, session->caller);
-            if (now.region.attributes.redundancyLevel == RAID1) {
-                ItemLayout second = RedundantLayout(now, 1);
-                HomeOf(*session, second).Restore(name, second, session->caller);
-            } else {
-                RecomputeParity(*session, now);
+        WithRecovery(*session, item, [&](const ItemInfo &given) {
+            // Again on the item as it is after, while a member it left out takes writes now:
+            // a rebuild begun meanwhile may have copied the healthy member before the restore
+            // reached it (redundant_transport.h).
+            for (ItemInfo now = given;;) {
+                ItemLayout layout = RedundantLayout(now, 0);
+                HomeOf(*session, layout).Restore(name, layout, session->caller);
+                if (now.region.attributes.redundancyLevel == RAID1) {
+                    ItemLayout second = RedundantLayout(now, 1);
+                    HomeOf(*session, second).Restore(name, second, session->caller);
+                } else {
+                    RecomputeParity(*session, now);
+                }
+                if (!Degraded(now.region)) return;
+                ItemInfo after =
+                    session->metadata->GetItem(now.region_id, now.offset, session->caller);
+                RequireSameItem(after, now);
+                if (!Rejoined(SkippedBy(now), after)) return;
+                now = std::move(after);
             }
         });
     };

@@ -245,17 +245,14 @@ void MetadataRpcService::MaybeRebuild() {
 void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
                                      rpc::RebuildReply *reply) {
     std::lock_guard<std::mutex> lock(rebuild_mutex_);
-    using Clock = std::chrono::steady_clock;
     struct Marked {
         uint64_t region_id;
         Caller caller;
         size_t member;
         uint64_t target;
-        Clock::time_point at;  // when the store marked it rebuilding
         rpc::RebuiltMember *result;
     };
-    // Marked now, copied once every member is marked: the writers' wait after the marking
-    // (kRebuildGrace) runs once for all of them, not once per member.
+    // Marked now (so that writers write to them from now on), copied once every member is.
     std::vector<Marked> marked;
     for (const RegionInfo &listed : store_->Members().RedundantRegions()) {
         if (!name.empty() && listed.name != name) continue;
@@ -315,25 +312,22 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
                 result->set_error(failure.fam_error_msg());
                 continue;
             }
-            marked.push_back(Marked{region.id, Caller{region.uid, region.gid}, m, *target,
-                                    Clock::now(), result});
+            marked.push_back(Marked{region.id, Caller{region.uid, region.gid}, m, *target, result});
         }
     }
     for (const Marked &one : marked) {
         // Twice: a first transfer to a server that restarted may find the connection of its
         // earlier life dead (the channel then opens a new one). The second attempt marks the
-        // member again, and waits again.
-        auto since = one.at;
+        // member again.
         std::string first_failure;  // of the first attempt, when there was a second
         for (int attempt = 0; attempt < 2; ++attempt) {
             try {
                 if (attempt > 0) {
                     first_failure = one.result->error();
                     store_->Members().StartRebuild(one.region_id, one.member, one.target);
-                    since = Clock::now();
                 }
                 one.result->set_error("");
-                RebuildMember(one.region_id, one.caller, one.member, one.target, since, one.result);
+                RebuildMember(one.region_id, one.caller, one.member, one.target, one.result);
                 break;
             } catch (const Failure &failure) {
                 one.result->set_error(failure.fam_error_msg());
@@ -341,25 +335,21 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
             }
         }
         const rpc::RebuiltMember &result = *one.result;
-        std::fprintf(
-            stderr,
-            "fampool-server: region \"%s\" member %zu: %s on memory server %llu "
-            "(%.1f MB in %.2f s, %.2f s of it waiting)%s%s%s%s\n",
-            result.region().c_str(), one.member, result.error().empty() ? "rebuilt" : "not rebuilt",
-            static_cast<unsigned long long>(one.target), result.bytes() / 1e6, result.seconds(),
-            result.waited_seconds(), result.error().empty() ? "" : ": ", result.error().c_str(),
-            first_failure.empty() ? "" : "; at a second attempt, the first failed: ",
-            first_failure.c_str());
+        std::fprintf(stderr,
+                     "fampool-server: region \"%s\" member %zu: %s on memory server %llu "
+                     "(%.1f MB in %.2f s)%s%s%s%s\n",
+                     result.region().c_str(), one.member,
+                     result.error().empty() ? "rebuilt" : "not rebuilt",
+                     static_cast<unsigned long long>(one.target), result.bytes() / 1e6,
+                     result.seconds(), result.error().empty() ? "" : ": ", result.error().c_str(),
+                     first_failure.empty() ? "" : "; at a second attempt, the first failed: ",
+                     first_failure.c_str());
     }
 }
 
 void MetadataRpcService::RebuildMember(uint64_t region_id, const Caller &caller, size_t member,
-                                       uint64_t target,
-                                       std::chrono::steady_clock::time_point marked,
-                                       rpc::RebuiltMember *result) {
+                                       uint64_t target, rpc::RebuiltMember *result) {
     auto start = std::chrono::steady_clock::now();
-    std::this_thread::sleep_until(marked + kRebuildGrace);
-    auto waited = std::chrono::steady_clock::now() - start;
     // As the store holds it now (other members marked since), destroyed meanwhile or not.
     RegionInfo region = store_->GetRegion(region_id, caller);
     uint64_t extent = MemberRecords::ExtentSize(region);
@@ -420,7 +410,6 @@ void MetadataRpcService::RebuildMember(uint64_t region_id, const Caller &caller,
     result->set_bytes(extent);
     result->set_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    result->set_waited_seconds(std::chrono::duration<double>(waited).count());
 }
 
 }  // namespace fampool

@@ -47,11 +47,6 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     // The last heartbeat before a server would be declared dead for timeouts waits this long
     // (a live server on a loaded machine answers; a stopped or unreachable one does not).
     static constexpr std::chrono::milliseconds kConfirmTimeout{2000};
-    // How long a rebuild waits after it marked the member kRebuilding before it copies: every
-    // client writing to the region fetches its members at least every kViewLease (100 ms,
-    // transport/redundant/redundant_transport.h) while one is not healthy, and then writes there
-    // too.
-    static constexpr std::chrono::milliseconds kRebuildGrace{400};
     // The fabric endpoint that takes the frequent calls too, named to clients in Status. Set
     // before serving; it must outlive the service's last Status call.
     void AdvertiseFabric(const FabricMessageService *fabric) { fabric_ = fabric; }
@@ -126,11 +121,11 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     // marked rebuilding first, then each is rebuilt in turn; the others are marked at their
     // turn, after them.
     void RebuildLost(const std::string &name, bool automatic, rpc::RebuildReply *reply);
-    // Rebuilds a member the store marked rebuilding on `target` at `marked`, once kRebuildGrace
-    // has passed since then; `result` gets its bytes, its time from the call and the part of
-    // it spent waiting for the grace.
+    // Rebuilds a member the store marked rebuilding on `target`, at once: writers that did not
+    // see the marking make their writes again once they did (transport/redundant/
+    // redundant_transport.h); `result` gets its bytes and its time.
     void RebuildMember(uint64_t region_id, const Caller &caller, size_t member, uint64_t target,
-                       std::chrono::steady_clock::time_point marked, rpc::RebuiltMember *result);
+                       rpc::RebuiltMember *result);
     // Starts RebuildLost(automatic) on a thread when a lost member has its own server back or
     // a spare, unless one runs.
     void MaybeRebuild();

@@ -259,8 +259,12 @@ ItemLayout FromProto(const rpc::ItemLayout &in) {
     out.raid5_members = in.raid5_members();
     out.name = in.name();
     for (const rpc::ServerAccess &access : in.servers()) {
-        out.servers.push_back(ItemLayout::Server{access.server_id(), access.fabric_address(),
-                                                 access.key(), access.base(), access.copy()});
+        out.servers.push_back(ItemLayout::Server{access.server_id(),
+                                                 access.fabric_address(),
+                                                 access.key(),
+                                                 access.base(),
+                                                 access.copy(),
+                                                 {}});
     }
     return out;
 }

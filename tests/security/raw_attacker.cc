@@ -267,7 +267,7 @@ ItemLayout LayoutOf(const Target &t) {
     layout.offset = t.offset;
     layout.size = t.size;
     layout.name = "victim";
-    layout.servers.push_back({t.server, t.address, t.key, t.base, false});
+    layout.servers.push_back({t.server, t.address, t.key, t.base, false, {}});
     return layout;
 }
 
@@ -330,8 +330,8 @@ int MemoryServerCalls(const std::string &file) {
         call.op = StripeCall::Op::kRead;
         call.interleave = 4096;
         for (int m = 0; m < 3; ++m) {
-            call.members.push_back(
-                MemberRef{t.server, extent, t.address, t.key, t.base, m == 0 ? kHealthy : kLost});
+            call.members.push_back(MemberRef{
+                t.server, extent, t.address, t.key, t.base, m == 0 ? kHealthy : kLost, {}});
         }
         call.pieces.push_back({0, 0, 0, 64});
         server->Stripe(call);

@@ -1,5 +1,6 @@
 #include "transport/redundant/redundant_channel.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -159,7 +160,11 @@ bool RedundantChannel::Issue(const Logged &op) {
     RecoveryBudget budget = transport_.Budget();
     for (;;) {
         try {
-            return Post(op);
+            Skipped skipped;
+            bool done = Post(op, &skipped);
+            std::lock_guard<std::mutex> lock(log_mutex_);
+            if (Logged *logged = Find(op.sequence)) logged->skipped = std::move(skipped);
+            return done;
         } catch (const Failure &failure) {
             if (failure.fam_error() == openfam::FAM_ERR_RESOURCE || budget.Spent()) throw;
             budget.Recovered(transport_.Recover(Redundant(op.binding)));
@@ -167,13 +172,16 @@ bool RedundantChannel::Issue(const Logged &op) {
     }
 }
 
-bool RedundantChannel::Post(const Logged &op) {
+bool RedundantChannel::Post(const Logged &op, Skipped *skipped) {
     std::shared_ptr<const RedundantBinding::View> view =
         transport_.Fresh(Redundant(op.binding), false);
     bool raid1 = view->item.region.attributes.redundancyLevel == RAID1;
-    if (op.write && raid1) return Raid1Write(*view, op.offset, op.local, op.nbytes, op.blocking);
+    if (op.write && raid1 && Raid1Write(*view, op.offset, op.local, op.nbytes, op.blocking)) {
+        return true;  // both copies healthy
+    }
     if (op.write) {
-        Raid5Write(*view, op.offset, op.local, op.nbytes);
+        if (!raid1) Raid5Write(*view, op.offset, op.local, op.nbytes);
+        *skipped = SkippedBy(view->item);
     } else {
         raid1 ? Raid1Read(*view, op.offset, op.local, op.nbytes)
               : Raid5Read(*view, op.offset, op.local, op.nbytes);
@@ -186,29 +194,62 @@ void RedundantChannel::Settle(uint64_t upto) {
     for (;;) {
         try {
             Raid().Quiet();
-            break;
+            std::vector<Logged> rejoin = Rejoining(upto);
+            if (rejoin.empty()) break;
+            for (const Logged &op : rejoin) Issue(op);
+            continue;
         } catch (const Failure &) {
             if (budget.Spent()) throw;
-            std::vector<Logged> redo;
-            {
-                std::lock_guard<std::mutex> lock(log_mutex_);
-                for (const Logged &op : log_) {
-                    if (op.sequence < upto) redo.push_back(op);
-                }
-            }
-            std::set<Binding *> recovered;
-            bool changed = false;
-            for (const Logged &op : redo) {
-                if (recovered.insert(op.binding.get()).second) {
-                    changed |= transport_.Recover(Redundant(op.binding));
-                }
-            }
-            budget.Recovered(changed);
-            for (const Logged &op : redo) Issue(op);
         }
+        std::vector<Logged> redo;
+        {
+            std::lock_guard<std::mutex> lock(log_mutex_);
+            for (const Logged &op : log_) {
+                if (op.sequence < upto) redo.push_back(op);
+            }
+        }
+        std::set<Binding *> recovered;
+        bool changed = false;
+        for (const Logged &op : redo) {
+            if (recovered.insert(op.binding.get()).second) {
+                changed |= transport_.Recover(Redundant(op.binding));
+            }
+        }
+        budget.Recovered(changed);
+        for (const Logged &op : redo) Issue(op);
     }
     std::lock_guard<std::mutex> lock(log_mutex_);
     std::erase_if(log_, [upto](const Logged &op) { return op.sequence < upto; });
+}
+
+std::vector<RedundantChannel::Logged> RedundantChannel::Rejoining(uint64_t upto) {
+    std::vector<Logged> skipped;
+    {
+        std::lock_guard<std::mutex> lock(log_mutex_);
+        for (const Logged &op : log_) {
+            if (op.sequence < upto && !op.skipped.empty()) skipped.push_back(op);
+        }
+    }
+    // Each item fetched once, after every one of its writes completed.
+    std::map<Binding *, std::shared_ptr<const RedundantBinding::View>> now;
+    std::vector<Logged> rejoin;
+    for (const Logged &op : skipped) {
+        auto &view = now[op.binding.get()];
+        if (!view) view = transport_.Fresh(Redundant(op.binding), /*stale=*/true);
+        if (Rejoined(op.skipped, view->item)) {
+            rejoin.push_back(op);
+            continue;
+        }
+        std::lock_guard<std::mutex> lock(log_mutex_);
+        if (Logged *logged = Find(op.sequence)) logged->skipped.clear();
+    }
+    return rejoin;
+}
+
+RedundantChannel::Logged *RedundantChannel::Find(uint64_t sequence) {
+    auto at = std::lower_bound(log_.begin(), log_.end(), sequence,
+                               [](const Logged &op, uint64_t s) { return op.sequence < s; });
+    return at != log_.end() && at->sequence == sequence ? &*at : nullptr;
 }
 
 void RedundantChannel::Raid1Read(const RedundantBinding::View &view, uint64_t offset, char *local,
@@ -369,9 +410,23 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
     size_t size = SizeOf(type);
     std::string op_id = transport_.NextOpId();
     RecoveryBudget budget = transport_.Budget();
+    // Once applied on a view that left the copy out: whether the copy takes writes now (a
+    // rebuild begun meanwhile may have copied the word before the atomic changed it).
+    std::optional<Skipped> applied_without;
     for (;;) {
-        std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
+        std::shared_ptr<const RedundantBinding::View> view =
+            transport_.Fresh(binding, applied_without.has_value());
         const ItemInfo &item = view->item;
+        if (applied_without) {
+            if (!Rejoined(*applied_without, item)) return;
+            // The word copied again by the server holding it, in order with the atomics
+            // there: a fetch mirrored, under a new id (the first one's result is kept).
+            op = AtomicOp::kFetch;
+            op_id = transport_.NextOpId();
+            result = nullptr;
+            compare = nullptr;
+            applied_without.reset();
+        }
         uint64_t k = item.region.memory_servers.size();
         Piece piece = Raid1Pieces(item, offset, size).front();
         size_t first = piece.slot, second = k + piece.slot;
@@ -394,7 +449,9 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
                 std::memcpy(result, reply.result.data(), size);
             }
             if (reply.mirror_failed) transport_.Recover(binding, /*redo=*/false);
-            return;
+            if (op == AtomicOp::kFetch || !Degraded(item.region)) return;
+            applied_without = SkippedBy(item);
+            continue;
         } catch (const Failure &failure) {
             // FAM_ERR_NOPERM: the key of a server that restarted since this view (the client
             // did not touch it while it was down): the atomic was not applied; the fresh view
@@ -444,6 +501,9 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
                             static_cast<int>(type), operand, compare, old);
             }
             if (result) std::memcpy(result, old, size);
+            if (op != AtomicOp::kFetch && Degraded(item.region)) {
+                RejoinStripe(binding, SkippedBy(item), piece.stripe);
+            }
             return;
         } catch (const Failure &failure) {
             // Not made again after its server answered (twice is not once); a server that
@@ -452,6 +512,21 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
             budget.Recovered(transport_.Recover(binding));
         }
     }
+}
+
+void RedundantChannel::RejoinStripe(RedundantBinding &binding, const Skipped &skipped,
+                                    uint64_t stripe) {
+    std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, true);
+    const ItemInfo &item = view->item;
+    if (!Rejoined(skipped, item)) return;
+    // The member left out, recomputed in this stripe by the stripe's parity server under its
+    // stripe lock, from the others as they are now.
+    uint64_t p = Raid5ParityMember(stripe, MemberCount(item.region));
+    StripeCall call = StripeCallOf(item, StripeCall::Op::kRebuild, p);
+    call.lost = static_cast<uint32_t>(skipped.front().member);
+    call.first = stripe;
+    call.end = stripe + 1;
+    transport_.services().server(MemberServer(item.region, p)).Stripe(call);
 }
 
 void RedundantChannel::Fence() {

@@ -51,18 +51,25 @@ class RedundantChannel : public Channel {
         char *local = nullptr;
         uint64_t nbytes = 0;
         bool blocking = false;
+        Skipped skipped;  // of the view it was last made on, while it has not completed
     };
     Channel &Raid();
     // Logs and issues a transfer; blocking ones are waited for.
     void Transfer(const std::shared_ptr<Binding> &item, bool write, uint64_t offset, char *local,
                   uint64_t nbytes, bool blocking);
     // Issues `op` on the item's members as they are now, recovering from a failure found while
-    // issuing it (a few rounds).
+    // issuing it (a few rounds), and notes in the log the members its view left out.
     // True when `op` completed before it returned (a blocking write to healthy copies).
     bool Issue(const Logged &op);
-    bool Post(const Logged &op);
-    // Waits for the redundant transfers logged before `upto`, redoing them after failures.
+    bool Post(const Logged &op, Skipped *skipped);
+    // Waits for the redundant transfers logged before `upto`, redoing them after failures and
+    // where they left out a member that takes writes now.
     void Settle(uint64_t upto);
+    // Of the completed writes logged before `upto` that left members out, those to make again
+    // (Rejoined): the others are done with.
+    std::vector<Logged> Rejoining(uint64_t upto);
+    // The logged transfer `sequence` (log_mutex_ held; the log is in sequence order).
+    Logged *Find(uint64_t sequence);
     void Raid1Read(const RedundantBinding::View &view, uint64_t offset, char *local,
                    uint64_t nbytes);
     bool Raid1Write(const RedundantBinding::View &view, uint64_t offset, const char *local,
@@ -92,6 +99,10 @@ class RedundantChannel : public Channel {
                      const void *operand, const void *compare, void *result);
     void Raid5Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op, DataType type,
                      const void *operand, const void *compare, void *result);
+
+    // After an atomic applied in `stripe` on a view that left members out: when one of them
+    // takes writes now, its unit there is recomputed.
+    void RejoinStripe(RedundantBinding &binding, const Skipped &skipped, uint64_t stripe);
 
     RedundantTransport &transport_;
     std::unique_ptr<Channel> plain_;

@@ -14,6 +14,26 @@ void NoMemberLeft(const ItemInfo &item, uint64_t at) {
          item.name, item.region.name, at);
 }
 
+Skipped SkippedBy(const ItemInfo &item) {
+    Skipped skipped;
+    for (size_t m = 0; m < MemberCount(item.region); ++m) {
+        if (!MemberHealthy(item, m)) {
+            skipped.push_back({m, StateOf(item.region, m), MemberServer(item.region, m)});
+        }
+    }
+    return skipped;
+}
+
+bool Rejoined(const Skipped &skipped, const ItemInfo &now) {
+    for (const SkippedMember &then : skipped) {
+        if (!MemberWritable(now, then.member)) continue;
+        if (then.state == kLost || MemberServer(now.region, then.member) != then.server) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool RedundantBinding::valid() const {
     std::shared_ptr<const View> now = view();
     for (const auto &binding : now->copies) {

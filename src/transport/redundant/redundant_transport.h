@@ -18,9 +18,16 @@
 // Failures: when a transfer fails, the channel asks the metadata service to check the servers
 // of the item (ReportFailure), fetches the item's members again, and redoes every transfer of
 // redundant items since the last quiet on the members still alive: nothing acknowledged is lost
-// while one member of each piece lives. A view of an item with a member not healthy is fetched
-// again when older than kViewLease before a write, so that a rebuild started meanwhile (the
-// metadata service waits kRebuildGrace before copying) gets every later write.
+// while one member of each piece lives.
+//
+// Rebuilds: the metadata service marks a lost member rebuilding and copies (or recomputes) its
+// bytes at once, with no wait for clients to learn of it. So an operation made on a view with
+// a member not healthy (Skipped) checks the item again once it completed, and is made again
+// where such a member takes writes now (Rejoined): the copy may have read the healthy members
+// before the operation reached them. A write is redone whole; an atomic, which must not apply
+// twice, has its word copied again by the server that applied it (RAID1) or its stripe
+// recomputed (RAID5). A view with a member not healthy is also fetched again when older than
+// kViewLease, so that writes reach a member being rebuilt soon after its rebuild begins.
 #ifndef FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_TRANSPORT_H_
 #define FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_TRANSPORT_H_
 
@@ -96,6 +103,20 @@ inline bool MemberWritable(const ItemInfo &item, size_t m) {
 }
 // Throws FAM_ERR_RESOURCE: item byte `at` has no live member left.
 [[noreturn]] void NoMemberLeft(const ItemInfo &item, uint64_t at);
+
+// The members of a view that an operation on it left out or reached while they were being
+// rebuilt: every member not healthy, with its state and server.
+struct SkippedMember {
+    size_t member;
+    uint8_t state;  // StateOf
+    uint64_t server;
+};
+using Skipped = std::vector<SkippedMember>;
+Skipped SkippedBy(const ItemInfo &item);
+// Whether an operation that completed on a view with members `skipped` must reach the item as
+// it is `now` again: one of them takes writes now and was lost then, or is being rebuilt on
+// another server than then (a rebuild begun since may have missed the operation's bytes).
+bool Rejoined(const Skipped &skipped, const ItemInfo &now);
 
 // What the redundant data path asks of the rest of the client.
 struct RedundancyServices {
