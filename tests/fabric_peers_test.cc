@@ -84,7 +84,7 @@ class FabricPeersTest : public ::testing::TestWithParam<std::string> {
         }
         for (uint64_t id = 0; id < nodes_.size(); ++id) {
             const KeyGrant &grant = nodes_[id].*keys;
-            item.servers.push_back({id, grant.fabric_address, grant.key, grant.base});
+            item.servers.push_back({id, grant.fabric_address, grant.key, grant.base, false, {}});
         }
         return item;
     }

@@ -1,7 +1,12 @@
-// Heap files (memserver/heap.h): which parts of a sparse heap hold data.
+// Heap files (memserver/heap.h): which parts of a sparse heap hold data; pages made present
+// ahead of a rebuild's writes.
 #include "memserver/heap.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <vector>
 #include <string>
 
 #include "test_support.h"
@@ -39,6 +44,34 @@ TEST(HeapDataRangesTest, NameTheWrittenPartsOfASparseHeapAndNotItsHoles) {
         EXPECT_EQ(inner[0].second, 42 * kMiB);
         EXPECT_TRUE(fampool::heap::DataRanges(path, 43 * kMiB, 64 * kMiB).empty()) << parent;
     }
+}
+
+// What a RAID1 rebuild's target does ahead of the copy (RedundancyService::Populate): the
+// pages of the range are there afterwards, their bytes unchanged, and no page outside it.
+TEST(HeapPopulateTest, MakesTheRangesPagesPresentAndLeavesTheirBytes) {
+    TempDir dir("/dev/shm");
+    std::string path = dir.path() + "/heap";
+    constexpr uint64_t kMiB = 1 << 20;
+    fampool::heap::Create(path, 32 * kMiB, FileAccess());
+    auto mapping = fampool::heap::Map(path);
+    std::memset(mapping->base() + 8 * kMiB, 7, 4096);
+    uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    auto resident = [&](uint64_t begin, uint64_t end) {
+        std::vector<unsigned char> pages((end - begin) / page);
+        EXPECT_EQ(mincore(mapping->base() + begin, end - begin, pages.data()), 0);
+        uint64_t count = 0;
+        for (unsigned char p : pages) count += p & 1;
+        return count;
+    };
+    EXPECT_EQ(resident(0, 4 * kMiB), 0u);
+    fampool::heap::PopulateForWrite(mapping->base() + 4 * kMiB, 20 * kMiB);
+    EXPECT_EQ(resident(4 * kMiB, 24 * kMiB), 20 * kMiB / page);
+    EXPECT_EQ(resident(0, 4 * kMiB), 0u);
+    EXPECT_EQ(resident(24 * kMiB, 32 * kMiB), 0u);
+    EXPECT_EQ(mapping->base()[8 * kMiB], 7);
+    EXPECT_EQ(mapping->base()[8 * kMiB + 4095], 7);
+    EXPECT_EQ(mapping->base()[4 * kMiB], 0);
+    EXPECT_TRUE(fampool::heap::DataRanges(path, 0, 4 * kMiB).empty());
 }
 
 }  // namespace

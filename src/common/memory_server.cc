@@ -28,5 +28,9 @@ std::string MemoryServer::Stripe(const StripeCall &, std::chrono::milliseconds) 
 void MemoryServer::Resync(const ResyncCall &, std::chrono::milliseconds) {
     NoRedundancy(id(), "Resync");
 }
+void MemoryServer::Populate(ExtentRef, uint64_t,
+                            const std::vector<std::pair<uint64_t, uint64_t>> &) {
+    NoRedundancy(id(), "Populate");
+}
 
 }  // namespace fampool

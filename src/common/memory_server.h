@@ -140,7 +140,8 @@ struct StripeCall {
     uint64_t first = 0, end = 0;
     uint64_t lease_owner = 0;
     uint32_t lease_ms = 0, wait_ms = 0;
-    bool incomplete = false;  // kRelease: the transfers to the stripes did not all end well
+    bool incomplete = false;    // kRelease: the transfers to the stripes did not all end well
+    bool target_empty = false;  // kRebuild: the lost member's extent as created at its marking
 };
 
 // RAID1 rebuild: the server holding a healthy member copies bytes [begin, end) of it to the
@@ -278,6 +279,10 @@ class MemoryServer {
     virtual std::string Stripe(const StripeCall &call,
                                std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
     virtual void Resync(const ResyncCall &call, std::chrono::milliseconds timeout);
+    // Makes the pages of `extent` for `ranges` ([first, last) pairs) present ahead of a
+    // rebuild's writes there, in the background; returns once `key` is checked.
+    virtual void Populate(ExtentRef extent, uint64_t key,
+                          const std::vector<std::pair<uint64_t, uint64_t>> &ranges);
     // A stripe call whose reply the caller does not need (a release of leases it held
     // throughout): sent without waiting for the reply where the client can, else as Stripe.
     virtual void StripeUnanswered(const StripeCall &call) { Stripe(call); }

@@ -90,6 +90,21 @@ std::vector<std::pair<uint64_t, uint64_t>> DataRanges(const std::string &path, u
     return ranges;
 }
 
+void PopulateForWrite(char *at, uint64_t length) {
+#ifndef MADV_POPULATE_WRITE
+    constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14
+#endif
+    uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    uint64_t first = reinterpret_cast<uint64_t>(at) / page * page;
+    uint64_t end = reinterpret_cast<uint64_t>(at) + length;
+    constexpr uint64_t kStep = 16 << 20;
+    for (uint64_t p = first; p < end; p += kStep) {
+        if (madvise(reinterpret_cast<void *>(p), std::min(kStep, end - p), MADV_POPULATE_WRITE)) {
+            return;  // EINVAL: an older kernel; ENOMEM, EFAULT: leave the pages to the writes
+        }
+    }
+}
+
 void Extend(const std::string &path, uint64_t size) {
     Fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
     if (fd.get() < 0) FailErrno("open", path);

@@ -54,6 +54,10 @@ void Remove(const std::string &path);
 // file system cannot tell (no SEEK_DATA) or the file cannot be opened.
 std::vector<std::pair<uint64_t, uint64_t>> DataRanges(const std::string &path, uint64_t begin,
                                                       uint64_t end);
+// Makes the pages of [at, at + length) of a mapping present and writable (MADV_POPULATE_WRITE,
+// 16 MiB at a time), so that writes into them take no page fault; their bytes stay as they are.
+// Does nothing where the kernel cannot (before Linux 5.14) or memory is short.
+void PopulateForWrite(char *at, uint64_t length);
 // Maps the whole file (shared, no swap reservation).
 std::shared_ptr<HeapMapping> Map(const std::string &path);
 

@@ -376,4 +376,12 @@ grpc::Status MemoryServerService::Resync(grpc::ServerContext *context,
     });
 }
 
+grpc::Status MemoryServerService::Populate(grpc::ServerContext *context,
+                                           const rpc::PopulateRequest *request, rpc::Empty *) {
+    return Serve([&] {
+        Identify(TokenOf(context), rpc::Caller(), "MemoryServer.Populate");
+        Redundant().Populate(*request);  // with the member's key
+    });
+}
+
 }  // namespace fampool

@@ -80,6 +80,8 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
     grpc::Status Stripe(grpc::ServerContext *, const rpc::StripeRequest *,
                         rpc::StripeReply *) override;
     grpc::Status Resync(grpc::ServerContext *, const rpc::ResyncRequest *, rpc::Empty *) override;
+    grpc::Status Populate(grpc::ServerContext *, const rpc::PopulateRequest *,
+                          rpc::Empty *) override;
     grpc::Status EndSession(grpc::ServerContext *, const rpc::Empty *, rpc::Empty *) override;
 
   private:

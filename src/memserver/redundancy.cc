@@ -1,8 +1,11 @@
 #include "memserver/redundancy.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <memory>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "common/atomic_apply.h"
@@ -24,14 +27,36 @@ constexpr uint64_t kResyncChunk = 1 << 20;
 constexpr int kResyncAttempts = 1000;
 // Stripes a rebuild request recomputes under one set of locks.
 constexpr uint64_t kRebuildBatch = 256;
+// Ranges a populate request may name (a rebuild names its first ones only).
+constexpr int kMostPopulateRanges = 65536;
 // Bounds of a client's stripe lease and of its wait for one. A lease covers transfers that
 // each end within kMemberTimeoutMs of no progress (transport/redundant/redundant_transport.h);
 // a request on a stripe whose client died waits for the lease to end, so it is short.
 constexpr std::chrono::milliseconds kLongestLease{5000};
 constexpr std::chrono::milliseconds kLongestLeaseWait{1000};
 
-void XorInto(char *to, const char *from, uint64_t n) {
-    for (uint64_t i = 0; i < n; ++i) to[i] ^= from[i];
+void XorInto(char *__restrict to, const char *__restrict from, uint64_t n) {
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8) {  // words: a byte at a time took 1 cycle per byte
+        uint64_t a, b;
+        std::memcpy(&a, to + i, 8);
+        std::memcpy(&b, from + i, 8);
+        a ^= b;
+        std::memcpy(to + i, &a, 8);
+    }
+    for (; i < n; ++i) to[i] ^= from[i];
+}
+
+bool AllZero(const char *bytes, uint64_t n) {
+    uint64_t any = 0;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t word;
+        std::memcpy(&word, bytes + i, 8);
+        any |= word;
+    }
+    for (; i < n; ++i) any |= static_cast<unsigned char>(bytes[i]);
+    return any == 0;
 }
 
 uint64_t Mix(uint64_t a, uint64_t b) {
@@ -182,48 +207,99 @@ void RedundancyService::Resync(const rpc::ResyncRequest &request) {
     *members.add_members() = request.target();
     members.set_self(1);
     members.add_members();
-    std::vector<char> snapshot(kResyncBatch);
     // Only what holds data: the target's extent is new, and its holes read as zeros already.
     // Copying the holes too cost a page fault per 4 KiB read and filled the target with pages
     // of zeros (a rebuilt member held more memory than the one it replaced).
-    for (auto [begin, end] :
-         heap::DataRanges(local_->HeapPath(extent), request.begin(), request.end())) {
-        ResyncRange(extent, *mapping, members, begin, end, snapshot);
+    std::vector<std::pair<uint64_t, uint64_t>> ranges =
+        heap::DataRanges(local_->HeapPath(extent), request.begin(), request.end());
+    // The target's pages for them made at once, ahead of the writes, by its server: a write
+    // into pages not yet there took 1.5-3x as long (a page fault per 4 KiB on its receive).
+    try {
+        std::vector<std::pair<uint64_t, uint64_t>> first(
+            ranges.begin(), ranges.begin() + std::min<size_t>(ranges.size(), kMostPopulateRanges));
+        peer_(request.target().server_id())
+            .Populate(FromProto(request.target().extent()), request.target().key(), first);
+    } catch (const Failure &) {
+        // Only speed is lost (an older server); the writes below say if the target is gone.
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> batches;  // (first byte, size)
+    for (auto [begin, end] : ranges) {
+        for (uint64_t at = begin; at < end; at += kResyncBatch) {
+            batches.emplace_back(at, std::min(kResyncBatch, end - at));
+        }
+    }
+    // Two batches at a time: a batch's snapshot is taken and its write posted while the one
+    // before is on its way; then the one before is checked while this one is.
+    std::array<std::vector<char>, 2> snapshots;
+    std::array<std::unique_ptr<MemberIo>, 2> writes;  // after the buffers they send
+    for (size_t i = 0; i <= batches.size(); ++i) {
+        if (i < batches.size()) {
+            auto [at, size] = batches[i];
+            std::vector<char> &snapshot = snapshots[i % 2];
+            snapshot.resize(size);
+            CopyFamBytes(snapshot.data(), mapping->base() + at, size);
+            writes[i % 2] = std::make_unique<MemberIo>(*this, members);
+            writes[i % 2]->Write(0, at, snapshot.data(), size);
+        }
+        if (i > 0) {
+            auto [at, size] = batches[i - 1];
+            writes[(i - 1) % 2]->Finish();
+            writes[(i - 1) % 2].reset();
+            RecopyChanged(extent, *mapping, members, at, snapshots[(i - 1) % 2]);
+        }
     }
 }
 
-void RedundancyService::ResyncRange(ExtentRef extent, const HeapMapping &mapping,
-                                    const rpc::StripeRequest &members, uint64_t begin, uint64_t end,
-                                    std::vector<char> &snapshot) {
-    for (uint64_t batch = begin; batch < end;) {
-        uint64_t size = std::min(kResyncBatch, end - batch);
-        CopyFamBytes(snapshot.data(), mapping.base() + batch, size);
-        {
+void RedundancyService::RecopyChanged(ExtentRef extent, const HeapMapping &mapping,
+                                      const rpc::StripeRequest &members, uint64_t batch,
+                                      std::vector<char> &snapshot) {
+    // A client writes this copy first, then the rebuilding one: if a chunk here did not
+    // change since the snapshot, no client write the snapshot missed has reached the target
+    // before the snapshot's bytes did. A chunk that changed is copied again.
+    uint64_t size = snapshot.size();
+    for (uint64_t at = batch; at < batch + size; at += kResyncChunk) {
+        uint64_t n = std::min(kResyncChunk, batch + size - at);
+        char *copied = snapshot.data() + (at - batch);
+        const char *here = mapping.base() + at;
+        for (int attempt = 0; std::memcmp(copied, here, n) != 0; ++attempt) {
+            if (attempt == kResyncAttempts) {
+                Fail(openfam::FAM_ERR_RESOURCE,
+                     "resync of region {}: bytes [{}, {}) changed under {} copies in a row",
+                     extent.region_id, at, at + n, kResyncAttempts);
+            }
+            CopyFamBytes(copied, here, n);
             MemberIo io(*this, members);
-            io.Write(0, batch, snapshot.data(), size);
+            io.Write(0, at, copied, n);
             io.Finish();
         }
-        // A client writes this copy first, then the rebuilding one: if a chunk here did not
-        // change since the snapshot, no client write the snapshot missed has reached the
-        // target before the snapshot's bytes did. A chunk that changed is copied again.
-        for (uint64_t at = batch; at < batch + size; at += kResyncChunk) {
-            uint64_t n = std::min(kResyncChunk, batch + size - at);
-            char *copied = snapshot.data() + (at - batch);
-            const char *here = mapping.base() + at;
-            for (int attempt = 0; std::memcmp(copied, here, n) != 0; ++attempt) {
-                if (attempt == kResyncAttempts) {
-                    Fail(openfam::FAM_ERR_RESOURCE,
-                         "resync of region {}: bytes [{}, {}) changed under {} copies in a row",
-                         extent.region_id, at, at + n, kResyncAttempts);
-                }
-                CopyFamBytes(copied, here, n);
-                MemberIo io(*this, members);
-                io.Write(0, at, copied, n);
-                io.Finish();
-            }
-        }
-        batch += size;
     }
+}
+
+void RedundancyService::Populate(const rpc::PopulateRequest &request) {
+    if (request.begin_size() != request.end_size() || request.begin_size() > kMostPopulateRanges) {
+        Fail(openfam::FAM_ERR_INVALID, "populate request of {} starts and {} ends (at most {})",
+             request.begin_size(), request.end_size(), kMostPopulateRanges);
+    }
+    // Reached now, with the caller's key (refused here if it is wrong); made in the background.
+    struct Range {
+        char *at;
+        uint64_t length;
+    };
+    auto holds = std::make_shared<std::vector<std::shared_ptr<HeapMapping>>>();
+    std::vector<Range> ranges;
+    for (int i = 0; i < request.begin_size(); ++i) {
+        uint64_t begin = request.begin(i), end = request.end(i);
+        if (end <= begin) continue;
+        std::shared_ptr<HeapMapping> hold;
+        char *at = local_->Reach(FromProto(request.extent()), request.key(), begin, end - begin,
+                                 true, "a rebuild's pages", &hold);
+        holds->push_back(std::move(hold));
+        ranges.push_back({at, end - begin});
+    }
+    if (ranges.empty()) return;
+    std::thread([holds, ranges] {
+        for (const Range &range : ranges) heap::PopulateForWrite(range.at, range.length);
+    }).detach();
 }
 
 void RedundancyService::Stripe(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
@@ -437,6 +513,7 @@ void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
     if (lost >= n || request.end() < request.first()) {
         Fail(openfam::FAM_ERR_INVALID, "rebuild request of member {} of {}", lost, n);
     }
+    std::vector<char> scratch;  // the units read, kept for the next batch (no new pages)
     for (uint64_t first = request.first(); first < request.end(); first += kRebuildBatch) {
         std::vector<uint64_t> stripes;
         for (uint64_t s = first; s < std::min(request.end(), first + kRebuildBatch); ++s) {
@@ -444,31 +521,38 @@ void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
         }
         if (stripes.empty()) continue;
         StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), stripes);
-        RecomputeUnits(request, stripes, lost);
+        RecomputeUnits(request, stripes, lost, &scratch);
         if (lost == self) held.Repaired();  // the parity, from the data
     }
 }
 
 void RedundancyService::RecomputeUnits(const rpc::StripeRequest &request,
-                                       const std::vector<uint64_t> &stripes, uint64_t lost) {
+                                       const std::vector<uint64_t> &stripes, uint64_t lost,
+                                       std::vector<char> *scratch) {
     uint64_t n = request.members_size(), unit = request.interleave();
-    // Every member's unit but `lost`'s; their XOR is lost's unit.
-    std::vector<std::vector<char>> units(stripes.size() * (n - 1), std::vector<char>(unit));
-    std::vector<std::vector<char>> rebuilt(stripes.size(), std::vector<char>(unit, 0));
+    // Every member's unit but `lost`'s, n - 1 per stripe in a row: their XOR (made in the
+    // first of them) is lost's unit.
+    std::vector<char> own;
+    std::vector<char> &units = scratch ? *scratch : own;
+    if (units.size() < stripes.size() * (n - 1) * unit)
+        units.resize(stripes.size() * (n - 1) * unit);
+    auto unit_of = [&](size_t i, size_t k) { return units.data() + (i * (n - 1) + k) * unit; };
     MemberIo io(*this, request);  // after the buffers it uses (see StripeReadOrWrite)
     for (size_t i = 0; i < stripes.size(); ++i) {
         size_t k = 0;
         for (uint64_t m = 0; m < n; ++m) {
-            if (m == lost) continue;
-            io.Read(m, stripes[i] * unit, units[i * (n - 1) + k++].data(), unit);
+            if (m != lost) io.Read(m, stripes[i] * unit, unit_of(i, k++), unit);
         }
     }
     io.Finish();
     for (size_t i = 0; i < stripes.size(); ++i) {
-        for (size_t k = 0; k < n - 1; ++k) {
-            XorInto(rebuilt[i].data(), units[i * (n - 1) + k].data(), unit);
+        for (size_t k = 1; k < n - 1; ++k) XorInto(unit_of(i, 0), unit_of(i, k), unit);
+        // A rebuild's target is created empty when the member is marked, and writes since
+        // reached it under the stripes' locks (or are made again by their clients): units of
+        // zeros are there already (the holes of the extent, often half of it), not sent.
+        if (!(request.target_empty() && AllZero(unit_of(i, 0), unit))) {
+            io.Write(lost, stripes[i] * unit, unit_of(i, 0), unit);
         }
-        io.Write(lost, stripes[i] * unit, rebuilt[i].data(), unit);
     }
     io.Finish();
 }

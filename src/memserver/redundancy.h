@@ -38,6 +38,9 @@ class RedundancyService {
     // An atomic with an op_id (RAID1): applied once, mirrored, remembered.
     void Atomic(const rpc::AtomicRequest &request, rpc::AtomicReply *reply);
     void Mirror(const rpc::MirrorRequest &request);
+    // Makes the member's pages for the request's ranges present, in the background (heap.h,
+    // PopulateForWrite), once the key let them be reached.
+    void Populate(const rpc::PopulateRequest &request);
     void Resync(const rpc::ResyncRequest &request);
     void Stripe(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     StripeGate::Counts stripe_leases() const { return stripes_.counts(); }
@@ -50,18 +53,20 @@ class RedundancyService {
     // The lock of a word: `mirrored` for copies written by Mirror (never held while calling
     // out, so two servers mirroring to each other cannot wait on each other).
     std::mutex &WordLock(const rpc::Extent &extent, uint64_t offset, bool mirrored = false);
-    // Resync's copy of [begin, end) of the extent, which holds data, to the target.
-    void ResyncRange(ExtentRef extent, const HeapMapping &mapping,
-                     const rpc::StripeRequest &members, uint64_t begin, uint64_t end,
-                     std::vector<char> &snapshot);
+    // Resync's check of the batch of the extent at `batch` that `snapshot` was written from:
+    // the chunks that changed since are copied again.
+    void RecopyChanged(ExtentRef extent, const HeapMapping &mapping,
+                       const rpc::StripeRequest &members, uint64_t batch,
+                       std::vector<char> &snapshot);
     void StripeReadOrWrite(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     void StripeAtomic(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     void StripeRebuild(const rpc::StripeRequest &request);
     void StripeLease(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     // Of `stripes`, whose locks the caller holds: member `lost`'s units recomputed from the
     // others' and written there.
+    // `scratch`: a buffer to read into, kept by the caller between calls.
     void RecomputeUnits(const rpc::StripeRequest &request, const std::vector<uint64_t> &stripes,
-                        uint64_t lost);
+                        uint64_t lost, std::vector<char> *scratch = nullptr);
     // The held stripes that are suspect (stripe_gate.h) get parity from their data, when every
     // member is healthy.
     void RepairParity(const rpc::StripeRequest &request, StripeGate::Hold &held);

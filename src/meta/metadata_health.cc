@@ -388,6 +388,7 @@ void MetadataRpcService::RebuildMember(uint64_t region_id, const Caller &caller,
         base.lost = static_cast<uint32_t>(member);
         base.first = 0;
         base.end = extent / region.interleave_size;
+        base.target_empty = true;  // StartRebuild created it
         std::vector<std::future<void>> done;
         for (size_t m = 0; m < MemberCount(region); ++m) {
             done.push_back(std::async(std::launch::async, [this, &region, &base, m, timeout] {

@@ -224,6 +224,7 @@ void ToProto(const StripeCall &in, rpc::StripeRequest *out) {
     out->set_lease_ms(in.lease_ms);
     out->set_wait_ms(in.wait_ms);
     out->set_incomplete(in.incomplete);
+    out->set_target_empty(in.target_empty);
 }
 
 void ToProto(const ResyncCall &in, rpc::ResyncRequest *out) {

@@ -361,4 +361,17 @@ void MemoryServerClient::Resync(const ResyncCall &call, std::chrono::millisecond
     Call(&rpc::MemoryServer::Stub::Resync, "MemoryServer.Resync", request, &reply, timeout);
 }
 
+void MemoryServerClient::Populate(ExtentRef extent, uint64_t key,
+                                  const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
+    rpc::PopulateRequest request;
+    ToProto(extent, request.mutable_extent());
+    request.set_key(key);
+    for (auto [first, last] : ranges) {
+        request.add_begin(first);
+        request.add_end(last);
+    }
+    rpc::Empty reply;
+    Call(&rpc::MemoryServer::Stub::Populate, "MemoryServer.Populate", request, &reply, timeout_);
+}
+
 }  // namespace fampool

@@ -80,6 +80,8 @@ class MemoryServerClient : public MemoryServer {
     std::string Stripe(const StripeCall &call,
                        std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) override;
     void Resync(const ResyncCall &call, std::chrono::milliseconds timeout) override;
+    void Populate(ExtentRef extent, uint64_t key,
+                  const std::vector<std::pair<uint64_t, uint64_t>> &ranges) override;
 
   protected:
     // The token to send now (a session is opened when none is); `stale`: the token the server

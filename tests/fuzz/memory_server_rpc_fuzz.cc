@@ -1,6 +1,6 @@
 // Fuzz target: every gRPC handler of the memory server (extents, zeroing, copy, backup and
-// restore, atomics, element operations, keys, and the RAID1/RAID5 calls Mirror, Stripe and
-// Resync), and the calls it takes as fabric messages (ServeFabric: atomics, mirror writes,
+// restore, atomics, element operations, keys, and the RAID1/RAID5 calls Mirror, Stripe, Resync
+// and Populate), and the calls it takes as fabric messages (ServeFabric: atomics, mirror writes,
 // stripe atomics), on three in-process memory servers with real fabric endpoints
 // (fuzz_support.h).
 //
@@ -37,6 +37,7 @@ enum CallIndex : size_t {
     kMirror,
     kStripe,
     kResync,
+    kPopulate,
     kFabric,
     kCallsPerServer,
 };
@@ -66,6 +67,7 @@ CallTable Calls(Cluster &cluster) {
         table.Add(service, &Service::Mirror);
         table.Add(service, &Service::Stripe);
         table.Add(service, &Service::Resync);
+        table.Add(service, &Service::Populate);
         table.AddFabric(service);
     }
     return table;

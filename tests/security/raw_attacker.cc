@@ -313,6 +313,7 @@ int MemoryServerCalls(const std::string &file) {
         server->ApplyElements(extent, t.key, ElementOp::kGather, 8, {t.physical},
                               reinterpret_cast<char *>(&value));
     });
+    Try("Populate", [&] { server->Populate(extent, t.key, {{t.physical, t.physical + 4096}}); });
     Try("Mirror", [&] {
         MirrorWrite call;
         call.extent = extent;

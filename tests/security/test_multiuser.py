@@ -266,7 +266,7 @@ def test_tcp_memory_server_and_metadata_calls_of_another_user(tcp_data, scratch)
     for call in ("CreateExtent", "ResizeExtent", "Zero", "ZeroExtents", "GrantKey", "RevokeKeys",
                  "Resync", "DestroyExtent"):
         assert results[call][0] == NOPERM and "only from uid" in results[call][1], (call, results)
-    for call in ("Copy", "Backup", "Atomic", "ApplyElements", "Mirror", "Stripe"):
+    for call in ("Copy", "Backup", "Atomic", "ApplyElements", "Mirror", "Stripe", "Populate"):
         assert results[call][0] != 0, (call, results)
     assert worker(alice, env, "get", "secret", "item", "12") == ("ok", "alice secret")
     # The owner's own key works for the calls clients make (a copy within her item).
