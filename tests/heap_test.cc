@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "test_support.h"
 

@@ -10,6 +10,7 @@
 
 #include "common/atomic_apply.h"
 #include "common/error.h"
+#include "common/parity.h"
 #include "rpc/convert.h"
 
 namespace fampool {
@@ -34,18 +35,6 @@ constexpr int kMostPopulateRanges = 65536;
 // a request on a stripe whose client died waits for the lease to end, so it is short.
 constexpr std::chrono::milliseconds kLongestLease{5000};
 constexpr std::chrono::milliseconds kLongestLeaseWait{1000};
-
-void XorInto(char *__restrict to, const char *__restrict from, uint64_t n) {
-    uint64_t i = 0;
-    for (; i + 8 <= n; i += 8) {  // words: a byte at a time took 1 cycle per byte
-        uint64_t a, b;
-        std::memcpy(&a, to + i, 8);
-        std::memcpy(&b, from + i, 8);
-        a ^= b;
-        std::memcpy(to + i, &a, 8);
-    }
-    for (; i < n; ++i) to[i] ^= from[i];
-}
 
 bool AllZero(const char *bytes, uint64_t n) {
     uint64_t any = 0;

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/parity.h"
 #include "transport/redundant/redundant_channel.h"
 
 namespace fampool {
@@ -38,18 +39,6 @@ void GiveBack(RedundantTransport &transport,
             // ends by time (at most 5 s)
         }
     }
-}
-
-void XorUnit(char *to, const char *from, uint64_t n) {
-    uint64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t a, b;
-        std::memcpy(&a, to + i, 8);
-        std::memcpy(&b, from + i, 8);
-        a ^= b;
-        std::memcpy(to + i, &a, 8);
-    }
-    for (; i < n; ++i) to[i] ^= from[i];
 }
 
 }  // namespace
@@ -265,7 +254,7 @@ void RedundantChannel::WriteUnderLeases(const RedundantBinding::View &view, uint
     std::vector<std::vector<char>> sums(whole.size(), std::vector<char>(unit, 0));
     for (size_t w = 0; w < whole.size(); ++w) {
         for (size_t k = whole[w].first; k < whole[w].first + whole[w].count; ++k) {
-            XorUnit(sums[w].data(), from(pieces[k]), unit);
+            XorInto(sums[w].data(), from(pieces[k]), unit);
         }
         Raid().Write(parity(pieces[whole[w].first].stripe), pieces[whole[w].first].stripe * unit,
                      sums[w].data(), unit, false);
@@ -277,8 +266,8 @@ void RedundantChannel::WriteUnderLeases(const RedundantBinding::View &view, uint
             for (size_t k = part.run.first; k < part.run.first + part.run.count; ++k) {
                 const StripePiece &piece = pieces[k];
                 char *delta = part.old.data() + at;  // old ^ new
-                XorUnit(delta, from(piece), piece.length);
-                XorUnit(part.parity.data() + (piece.within - part.low), delta, piece.length);
+                XorInto(delta, from(piece), piece.length);
+                XorInto(part.parity.data() + (piece.within - part.low), delta, piece.length);
                 Raid().Write(column(piece), s * unit + piece.within, from(piece), piece.length,
                              false);
                 at += piece.length;
