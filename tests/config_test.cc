@@ -14,6 +14,7 @@
 
 #include "common/cluster_config.h"
 #include "common/config_keys.h"
+#include "common/did_you_mean.h"
 #include "common/openfam_config.h"
 #include "test_support.h"
 
@@ -204,6 +205,26 @@ TEST_F(ConfigTest, MisspeltKeyNamesTheKeyAndTheFile) {
     Set("FAMPOOL_CONFIG", path);
     EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, "FamThreadMode");
     EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID, path.c_str());
+    EXPECT_FAM_ERROR(fampool::LoadConfig(nullptr), openfam::FAM_ERR_INVALID,
+                     "did you mean \"FamThreadModel\"?");
+    // No suggestion where nothing is close.
+    Set("FAMPOOL_CONFIG", File("far.yaml", "zzzzzzzzzz: 1\n"));
+    try {
+        fampool::LoadConfig(nullptr);
+        ADD_FAILURE() << "an unknown key was taken";
+    } catch (const Fam_Exception &e) {
+        EXPECT_EQ(std::string(e.fam_error_msg()).find("did you mean"), std::string::npos);
+    }
+}
+
+TEST(ClosestNameTest, NamesTheKnownNameWithinTwoEditsAndNothingFurther) {
+    std::set<std::string> known = {"provider", "fabric_timeout_ms", "rpc_timeout_ms"};
+    EXPECT_EQ(fampool::ClosestName("provder", known), "provider");   // one missing
+    EXPECT_EQ(fampool::ClosestName("porvider", known), "provider");  // two swapped
+    EXPECT_EQ(fampool::ClosestName("Provider", known), "provider");  // case aside
+    EXPECT_EQ(fampool::ClosestName("rpc_timeot_ms", known), "rpc_timeout_ms");
+    EXPECT_EQ(fampool::ClosestName("pro", known), "");  // too far
+    EXPECT_EQ(fampool::ClosestName("abc", known), "");
 }
 
 TEST_F(ConfigTest, OpenFamKeyWithAValueFampoolDoesNotTakeIsRefused) {

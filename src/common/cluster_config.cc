@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "common/config_keys.h"
+#include "common/did_you_mean.h"
 #include "common/error.h"
 #include "common/memory_kind.h"
 #include "common/network.h"
@@ -51,8 +52,8 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
         std::string key = entry.first.as<std::string>();
         if (!kServerKeys.count(key)) {
             Bad(path,
-                which + ": unknown key \"" + key +
-                    "\" (known: id, rpc_interface, "
+                which + ": unknown key \"" + key + "\"" + DidYouMean(key, kServerKeys) +
+                    " (known: id, rpc_interface, "
                     "libfabric_port, fabric_host, if_device, fam_path, shm_path, memory_type, "
                     "failure_domain, spare, capacity, kind, bandwidth, latency)");
         }
@@ -125,7 +126,9 @@ ClusterConfig ReadClusterFile(const std::string &path) {
     config.path = path;
     for (const auto &entry : root) {
         std::string key = entry.first.as<std::string>();
-        if (!IsConfigKey(key)) Bad(path, "unknown key \"" + key + "\"");
+        if (!IsConfigKey(key)) {
+            Bad(path, "unknown key \"" + key + "\"" + DidYouMean(key, ConfigKeyTable()));
+        }
         const YAML::Node &value = entry.second;
         CheckOpenFamValue(path, key, value);
         if (key == "provider") config.provider = Read<std::string>(value, key, path);
@@ -242,6 +245,7 @@ std::string ShardFabricPort(const ClusterConfig &config, uint32_t shard) {
 }
 
 ClusterConfig LoadClusterConfig(const std::string &path) {
+    WarnMisspeltVariables();
     return ReadingConfigFile(path, [&] { return ReadClusterFile(path); });
 }
 

@@ -8,6 +8,7 @@
 #include <initializer_list>
 
 #include "common/config_keys.h"
+#include "common/did_you_mean.h"
 #include "common/error.h"
 #include "common/memory_kind.h"
 
@@ -107,8 +108,9 @@ std::vector<Config::MemoryTier> ReadMemoryTiers(const YAML::Node &list, const st
             } else if (key == "latency") {
                 tier.latency_ns = ParseLatency(what, value);
             } else {
-                bad(which + ": unknown key \"" + key +
-                    "\" (known: kind, dir, capacity, bandwidth, latency)");
+                bad(which + ": unknown key \"" + key + "\"" +
+                    DidYouMean(key, {"kind", "dir", "capacity", "bandwidth", "latency"}) +
+                    " (known: kind, dir, capacity, bandwidth, latency)");
             }
         }
         if (!IsMemoryKind(tier.kind)) {
@@ -348,6 +350,7 @@ Config ReadConfig(const Fam_Options *options) {
 }  // namespace
 
 Config LoadConfig(const Fam_Options *options) {
+    WarnMisspeltVariables();
     std::string path = "(the configuration)";
     if (const char *explicit_path = Env("FAMPOOL_CONFIG")) {
         path = explicit_path;

@@ -2,10 +2,15 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
 #include <initializer_list>
+#include <mutex>
 #include <set>
 
+#include "common/did_you_mean.h"
 #include "common/error.h"
+
+extern char **environ;
 
 namespace fampool {
 namespace {
@@ -42,6 +47,69 @@ const std::set<std::string> &Keys() {
 
 bool IsConfigKey(const std::string &key) { return Keys().count(key) > 0; }
 
+const std::set<std::string> &EnvironmentVariables() {
+    static const std::set<std::string> names = {"FAMPOOL_AGGREGATION",
+                                                "FAMPOOL_AGGREGATION_THRESHOLD",
+                                                "FAMPOOL_ARCHIVE_DIR",
+                                                "FAMPOOL_ATL_DATA_SIZE",
+                                                "FAMPOOL_ATL_QUEUE_SIZE",
+                                                "FAMPOOL_AUTHENTICATION",
+                                                "FAMPOOL_BUILD_DIR",
+                                                "FAMPOOL_CIS_INTERFACE",
+                                                "FAMPOOL_CIS_SERVER",
+                                                "FAMPOOL_CONFIG",
+                                                "FAMPOOL_CONNECT_TIMEOUT_MS",
+                                                "FAMPOOL_CONTEXT_MODEL",
+                                                "FAMPOOL_DEFAULT_MEMORY_TYPE",
+                                                "FAMPOOL_DEFAULT_REGION",
+                                                "FAMPOOL_DEFAULT_REGION_SIZE",
+                                                "FAMPOOL_FABRIC_CHECKED_READS",
+                                                "FAMPOOL_FABRIC_DIRECT",
+                                                "FAMPOOL_FABRIC_MEMORY_SIDE_ELEMENTS",
+                                                "FAMPOOL_FABRIC_TIMEOUT_MS",
+                                                "FAMPOOL_GRPC_PORT",
+                                                "FAMPOOL_HOME",
+                                                "FAMPOOL_IF_DEVICE",
+                                                "FAMPOOL_INTERLEAVE_SIZE",
+                                                "FAMPOOL_MEMSERVER_FABRIC",
+                                                "FAMPOOL_METADATA_ADDRESS",
+                                                "FAMPOOL_METADATA_FABRIC",
+                                                "FAMPOOL_META_SYNC",
+                                                "FAMPOOL_MODEL",
+                                                "FAMPOOL_MUNGE_SOCKET",
+                                                "FAMPOOL_NUM_CONSUMER",
+                                                "FAMPOOL_PMI2_LIBRARY",
+                                                "FAMPOOL_PROVIDER",
+                                                "FAMPOOL_RPC_TIMEOUT_MS",
+                                                "FAMPOOL_RUNTIME",
+                                                "FAMPOOL_RUN_DIR",
+                                                "FAMPOOL_SHARING_GROUP",
+                                                "FAMPOOL_SHM_DIR",
+                                                "FAMPOOL_THREAD_MODEL",
+                                                "FAMPOOL_TLS_CA",
+                                                "FAMPOOL_TLS_CLIENT_CERTIFICATE",
+                                                "FAMPOOL_TLS_CLIENT_KEY",
+                                                "FAMPOOL_TLS_SERVER_NAME"};
+    return names;
+}
+
+void WarnMisspeltVariables() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        for (char **entry = environ; entry && *entry; ++entry) {
+            std::string variable = *entry;
+            std::string name = variable.substr(0, variable.find('='));
+            if (!name.starts_with("FAMPOOL_") || EnvironmentVariables().count(name)) continue;
+            std::string closest = ClosestName(name, EnvironmentVariables());
+            if (closest.empty()) continue;  // another program's (a test harness's, say)
+            std::fprintf(stderr,
+                         "fampool: the environment sets %s, which fampool does not read "
+                         "(ignored); did you mean %s? (docs/configuration.md lists them)\n",
+                         name.c_str(), closest.c_str());
+        }
+    });
+}
+
 const std::set<std::string> &ConfigKeyTable() { return Keys(); }
 
 void CheckConfigKeys(const std::string &path, const YAML::Node &root) {
@@ -50,9 +118,9 @@ void CheckConfigKeys(const std::string &path, const YAML::Node &root) {
         std::string key = entry.first.as<std::string>();
         if (!IsConfigKey(key)) {
             Fail(openfam::FAM_ERR_INVALID,
-                 "configuration file {}: unknown key \"{}\" (docs/configuration.md lists the "
-                 "keys)",
-                 path, key);
+                 "configuration file {}: unknown key \"{}\"{} (docs/configuration.md lists "
+                 "the keys)",
+                 path, key, DidYouMean(key, Keys()));
         }
         CheckOpenFamValue(path, key, entry.second);
     }

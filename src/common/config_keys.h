@@ -25,8 +25,15 @@ bool IsConfigKey(const std::string &key);
 // Every such key (docs/configuration.md must list each: config_test checks it).
 const std::set<std::string> &ConfigKeyTable();
 
-// Throws Failure(FAM_ERR_INVALID) naming the file and the first key that is not one, or whose
-// value CheckOpenFamValue refuses.
+// Every FAMPOOL_* environment variable a fampool program or library reads
+// (docs/configuration.md; tests/scripts checks the sources name no other).
+const std::set<std::string> &EnvironmentVariables();
+// Once per process: a line on stderr for each FAMPOOL_* variable of the environment that is
+// not one of those but close to one (a misspelling, ignored otherwise), naming the closest.
+void WarnMisspeltVariables();
+
+// Throws Failure(FAM_ERR_INVALID) naming the file and the first key that is not one (and the
+// closest key, when one is close), or whose value CheckOpenFamValue refuses.
 void CheckConfigKeys(const std::string &path, const YAML::Node &root);
 
 // For a key of OpenFAM's own files that tunes OpenFAM's internals (rpc_framework_type,

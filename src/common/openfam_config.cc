@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/config_keys.h"
+#include "common/did_you_mean.h"
 #include "common/error.h"
 
 namespace fampool {
@@ -51,7 +52,7 @@ YamlFile Open(const std::string &dir, const char *name, const std::set<std::stri
     if (!file.root.IsMap()) Bad(file.path, "expected a map of keys at the top");
     for (const auto &entry : file.root) {
         std::string key = entry.first.as<std::string>();
-        if (!keys.count(key)) Bad(file.path, "unknown key \"" + key + "\"");
+        if (!keys.count(key)) Bad(file.path, "unknown key \"" + key + "\"" + DidYouMean(key, keys));
         CheckOpenFamValue(file.path, key, entry.second);
     }
     return file;

@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "common/config.h"
+#include "common/config_keys.h"
 #include "common/error.h"
 
 namespace fampool::cli {
@@ -401,6 +402,7 @@ int Main(int argc, char **argv) {
 }  // namespace fampool::cli
 
 int main(int argc, char **argv) {
+    fampool::WarnMisspeltVariables();
     try {
         return fampool::cli::Main(argc, argv);
     } catch (const fampool::cli::CliError &e) {

@@ -62,6 +62,37 @@ void WriteKey(const std::string &path) {
     }
 }
 
+// munged checks every directory above its socket and key: each must be searchable by all
+// (others reach the socket) and written only by its owner or root, unless sticky (/tmp). Said
+// here with the fix, before munged says it in its own words (its "execute permissions for all
+// required" for a run directory below one `mktemp -d` made, mode 0700).
+void CheckMungedDirectories(const std::string &dir) {
+    std::error_code ec;
+    fs::path path = fs::absolute(dir, ec);
+    for (fs::path at = path.parent_path(); !at.empty(); at = at.parent_path()) {
+        struct stat st;
+        if (stat(at.c_str(), &st) != 0) continue;  // not made yet: `up` makes it below
+        unsigned mode = st.st_mode & 07777;
+        if (!(st.st_mode & S_IXOTH)) {
+            Die(1,
+                "fampool up: munged needs every directory above its socket {} to be "
+                "searchable by all users, and {} is mode {:04o} (as `mktemp -d` makes them): "
+                "`chmod 755 {}` (or `chmod o+x`), or choose another --run-dir; or "
+                "--authentication none, or a site's munged (--munge-socket)",
+                dir, at.string(), mode, at.string());
+        }
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+            Die(1,
+                "fampool up: munged refuses a socket and key below {}, mode {:04o}: others may "
+                "write there (munged calls that insecure: they could replace them); `chmod go-w "
+                "{}`, or choose a --run-dir below directories only you or root can write; or "
+                "--authentication none, or a site's munged (--munge-socket)",
+                at.string(), mode, at.string());
+        }
+        if (at == at.root_path()) break;
+    }
+}
+
 }  // namespace
 
 MungedFiles MungedFilesOf(const std::string &run_dir) {
@@ -78,6 +109,7 @@ std::vector<std::string> PrepareMunged(const MungedFiles &files) {
             "socket takes ({}): choose a shorter --run-dir",
             files.socket, files.socket.size(), sizeof(sockaddr_un{}.sun_path) - 1);
     }
+    CheckMungedDirectories(files.dir);
     std::error_code ec;
     fs::create_directories(files.dir, ec);
     if (ec) Die(1, "fampool up: cannot create directory {}: {}", files.dir, ec.message());

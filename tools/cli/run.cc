@@ -110,7 +110,9 @@ int Run(const RunOptions &options) {
     }
     argv.insert(argv.end(), command.begin(), command.end());
     std::fprintf(stderr, "fampool run: %s\n", Joined(argv).c_str());
-    argv[0] = mpirun;
+    // By name, found on PATH, never by absolute path: Open MPI takes /usr/bin/mpirun as
+    // `--prefix /usr` and puts /usr/bin first in the PEs' PATH, so a `python3` of the caller's
+    // venv or pyenv became the system's (and its packages vanished).
     Exec(argv);
 }
 

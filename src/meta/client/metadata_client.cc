@@ -4,6 +4,7 @@
 #include <random>
 #include <thread>
 
+#include "common/network.h"
 #include "meta/client/metadata_client_calls.h"
 #include "rpc/convert.h"
 
@@ -160,6 +161,8 @@ rpc::ServerList MetadataClient::Servers(std::chrono::milliseconds within) {
     const auto start = Clock::now(), deadline = start + within;
     std::minstd_rand random(std::random_device{}());
     auto pause = milliseconds(20);
+    bool refusing = false;  // every attempt since refused_since refused at connect
+    Clock::time_point refused_since = start;
     for (int attempt = 1;; ++attempt) {
         auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
         rpc::Empty request;
@@ -171,17 +174,29 @@ rpc::ServerList MetadataClient::Servers(std::chrono::milliseconds within) {
         grpc::Status status = stub_->Servers(context.get(), request, &reply);
         bool transient = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+        // Nothing listens there: a cluster not started, or stopped. A service starting or
+        // restarting listens within seconds; a slow or busy one is not refused.
+        bool refused = status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                       PortRefuses(address_, milliseconds(200));
+        if (refused && !refusing) refused_since = Clock::now();
+        refusing = refused;
+        bool nobody = refusing && Clock::now() - refused_since >= kRefusedBound;
         left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-        if (status.ok() || !transient || left.count() <= 0) {
+        if (status.ok() || !transient || nobody || left.count() <= 0) {
             try {
                 CheckStatus(status, "Metadata.Servers", address_);
             } catch (const Failure &failure) {
                 if (!transient) throw;
                 auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
                 Fail(openfam::FAM_ERR_RPC,
-                     "{} (tried {} times in {} ms; connect_timeout_ms bounds the wait){}",
+                     "{} (tried {} times in {} ms; connect_timeout_ms bounds the wait){}{}",
                      failure.fam_error_msg(), attempt, waited.count(),
-                     TlsHint(status.error_message()));
+                     refused ? std::string() : TlsHint(status.error_message()),
+                     refused ? ". Nothing listens at " + address_ +
+                                   ": is the cluster up? `fampool up` starts one (and prints "
+                                   "the FAMPOOL_CONFIG to export); FAMPOOL_CONFIG names the "
+                                   "cluster file of a running one"
+                             : std::string());
             }
             return reply;
         }

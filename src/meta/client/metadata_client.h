@@ -70,8 +70,11 @@ class MetadataClient : public MetadataService {
     // Ends the session opened with the service, if any: its token is refused from then on.
     void EndSession() override;
     // The memory servers, asked again while the service is unreachable or slow to answer (a
-    // job's PEs connecting at once), with growing pauses, until `within` has passed.
+    // job's PEs connecting at once), with growing pauses, until `within` has passed; but only
+    // kRefusedBound while every attempt is refused at connect (nothing listens: a cluster not
+    // up), and then the error says to start one.
     rpc::ServerList Servers(std::chrono::milliseconds within);
+    static constexpr std::chrono::milliseconds kRefusedBound{5000};
     std::vector<ItemInfo> ListItems(uint64_t region_id, const Caller &caller);
     const std::string &address() const { return address_; }
 
