@@ -150,6 +150,33 @@ TEST_F(FailureTest, RestartedServicesKeepPersistentRegionsAndReleaseVolatileOnes
     EXPECT_NE(reused, nullptr);
 }
 
+// A program's call made while the metadata service restarts (under systemd, say) waits for
+// it and succeeds (metadata_client_calls.h: wait-for-ready, and repeatable calls made again).
+TEST_F(FailureTest, ACallMadeWhileTheMetadataServiceRestartsWaitsForIt) {
+    Fam_Region_Attributes persistent{};
+    persistent.memoryType = PERSISTENT;
+    auto region = CreateRegion("kept", 4 << 20, 0777, &persistent);
+    cluster()->Kill(0, SIGKILL);
+    // The call goes out first on the dead connection (the channel has not read its close), is
+    // refused there, and is made again (a permission change to a given mode is repeatable).
+    std::thread restart([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        cluster()->Restart(0);
+    });
+    auto start = std::chrono::steady_clock::now();
+    CaughtError caught = CatchFamError([&] { fam()->fam_change_permissions(region.get(), 0750); });
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    restart.join();
+    EXPECT_EQ(caught.code, 0) << caught.message;
+    EXPECT_GE(seconds, 0.9) << "the call did not wait for the service";
+    ASSERT_NO_FATAL_FAILURE(WaitForCluster());
+    std::unique_ptr<Fam_Region_Descriptor> again(fam()->fam_lookup_region("kept"));
+    Fam_Stat stat{};
+    fam()->fam_stat(again.get(), &stat);
+    EXPECT_EQ(stat.perm, 0750u);
+}
+
 TEST_F(FailureTest, SigtermShutsDownCleanlyAndPersistentDataIsBack) {
     Fam_Region_Attributes persistent{};
     persistent.memoryType = PERSISTENT;

@@ -132,6 +132,8 @@ void OpenCluster(Session &session) {
                                        : config.metadata_shards,
         timeout, tls);
     rpc::ServerList list = metadata->Servers(std::chrono::milliseconds(config.connect_timeout_ms));
+    // From now on a call made while the service restarts waits for it (within rpc_timeout_ms).
+    metadata->WaitForService();
     session.host = SourceAddressToward(HostOf(config.metadata_address));
     for (const rpc::ServerState &server : list.servers()) {
         if (server.id() != session.servers.size()) {

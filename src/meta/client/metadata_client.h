@@ -32,6 +32,11 @@ class MetadataClient : public MetadataService {
     // From the next call on, makes the frequent calls over the fabric endpoint the service
     // names in its status, when it has one on config.provider.
     void UseFabric(const FabricConfig &config);
+    // From the next call on, a call over gRPC that finds the service unreachable (not sent:
+    // the service restarting, say under systemd) waits for it within the call's timeout
+    // instead of failing at once (gRPC's wait-for-ready). A program's calls do; the CLI's,
+    // which report a stopped cluster, do not.
+    void WaitForService() { wait_for_service_ = true; }
     // Calls made over the fabric by the current fabric client.
     uint64_t fabric_calls();
     // From the next call on, proves who calls with MUNGE credentials from the munged on
@@ -123,6 +128,7 @@ class MetadataClient : public MetadataService {
     bool session_open_ = false;
 
     MessageRoute fabric_{"metadata service"};
+    bool wait_for_service_ = false;
 };
 
 }  // namespace fampool

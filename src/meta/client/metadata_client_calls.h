@@ -6,6 +6,7 @@
 #define FAMPOOL_META_CLIENT_METADATA_CLIENT_CALLS_H_
 
 #include <optional>
+#include <set>
 #include <string>
 
 #include "meta/client/metadata_client.h"
@@ -38,6 +39,22 @@ inline rpc::LookupRequest LookupRequest(const std::string &name, const std::stri
     return request;
 }
 
+// Calls that leave the service as one call would when made twice: reads, and permission
+// changes to a given mode. (Not creations, allocations, deallocations or destructions.)
+inline bool RepeatableCall(const char *name) {
+    static const std::set<std::string> repeatable = {"Metadata.GetItem",
+                                                     "Metadata.GetRegion",
+                                                     "Metadata.ListItems",
+                                                     "Metadata.LookupItem",
+                                                     "Metadata.LookupRegion",
+                                                     "Metadata.Status",
+                                                     "Metadata.ReportFailure",
+                                                     "Metadata.ChangeItemPermissions",
+                                                     "Metadata.ChangeRegionPermissions",
+                                                     "Metadata.MetadataEndpoint"};
+    return repeatable.count(name) > 0;
+}
+
 }  // namespace metadata_requests
 
 template <typename Request, typename Reply>
@@ -49,6 +66,7 @@ void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::Clie
         std::optional<std::string> token;  // the session token the call carried, if any
         grpc::Status status;
         auto context = CallContext(timeout.count() ? timeout : timeout_);
+        if (wait_for_service_) context->set_wait_for_ready(true);
         if constexpr (requires(Request r) { r.mutable_caller(); }) {
             if (munge_) {
                 Request stamped = request;
@@ -58,6 +76,14 @@ void MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::Clie
         }
         if (!token) status = ((*stub_).*method)(context.get(), request, reply);
         if (attempt == 0 && token && Reauthenticated(status, *token)) continue;
+        // The first call after the service died goes out on the dead connection (the channel
+        // has not read its close yet) and fails at once; one that changes nothing when made
+        // twice is made again, waiting for the service.
+        if (attempt == 0 && wait_for_service_ &&
+            status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+            metadata_requests::RepeatableCall(name)) {
+            continue;
+        }
         CheckStatus(status, name, address_);
         return;
     }

@@ -25,6 +25,7 @@ void ShardedMetadata::Connect(const std::vector<std::string> &addresses) {
         auto client = std::make_unique<MetadataClient>(addresses[k], timeout_, tls_);
         if (munge_socket_) client->UseMunge(*munge_socket_);
         if (fabric_) client->UseFabric(*fabric_);
+        if (wait_for_service_) client->WaitForService();
         clients.push_back(std::move(client));
     }
     shards_ = std::move(clients);
@@ -54,6 +55,11 @@ void ShardedMetadata::UseFabric(const FabricConfig &config) {
 void ShardedMetadata::UseMunge(const std::string &socket) {
     munge_socket_ = socket;
     for (auto &shard : shards_) shard->UseMunge(socket);
+}
+
+void ShardedMetadata::WaitForService() {
+    wait_for_service_ = true;
+    for (auto &shard : shards_) shard->WaitForService();
 }
 
 bool ShardedMetadata::Authenticate() {

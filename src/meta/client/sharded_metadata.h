@@ -36,6 +36,7 @@ class ShardedMetadata : public MetadataService {
     // As MetadataClient's, for every shard (and shards learnt later).
     void UseFabric(const FabricConfig &config);
     void UseMunge(const std::string &socket);
+    void WaitForService();
     // Opens a session with every shard; true when the service authenticates its callers.
     bool Authenticate();
     uint64_t fabric_calls();
@@ -85,6 +86,7 @@ class ShardedMetadata : public MetadataService {
     std::vector<std::unique_ptr<MetadataClient>> shards_;
     std::optional<FabricConfig> fabric_;
     std::optional<std::string> munge_socket_;
+    bool wait_for_service_ = false;
 };
 
 // `statuses` (one per shard, shard 0 first) as one cluster's status: see Status.
