@@ -213,6 +213,8 @@ int Backup(const BackupOptions &options);
 int Restore(const BackupOptions &options);
 int Bench(const BenchOptions &options);
 int Run(const RunOptions &options);
+// Checks what a run on the cluster needs from this node (doctor.cc); 0 when all pass.
+int Doctor(const QueryOptions &options);
 int Exec(const ExecOptions &options);
 
 }  // namespace fampool::cli

@@ -336,6 +336,14 @@ int Main(int argc, char **argv) {
         "Usage: fampool run -n N [--run-dir DIR | --config FILE] PROGRAM [ARGS...]\n"
         "The command it runs is printed on stderr first.");
 
+    QueryOptions doctor;
+    CLI::App *doctor_command = app.add_subcommand(
+        "doctor",
+        "check what a run on the cluster needs from this node: the cluster file, the provider "
+        "offered, the metadata service and memory servers listening, MUNGE, /dev/shm, the "
+        "locked-memory limit; each failure with its fix; exit status 0 only when all pass");
+    AddClusterChoice(doctor_command, doctor.cluster);
+
     ExecOptions exec;
     CLI::App *exec_command = app.add_subcommand(
         "exec",
@@ -390,6 +398,7 @@ int Main(int argc, char **argv) {
         }
         return Bench(bench);
     }
+    if (doctor_command->parsed()) return Doctor(doctor);
     if (exec_command->parsed()) {
         exec.command = exec_command->remaining();
         return Exec(exec);
