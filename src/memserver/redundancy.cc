@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -30,6 +31,8 @@ constexpr int kResyncAttempts = 1000;
 constexpr uint64_t kRebuildBatch = 256;
 // Ranges a populate request may name (a rebuild names its first ones only).
 constexpr int kMostPopulateRanges = 65536;
+// Populate requests whose pages are being made at once, at most.
+constexpr int kPopulating = 2;
 // Bounds of a client's stripe lease and of its wait for one. A lease covers transfers that
 // each end within kMemberTimeoutMs of no progress (transport/redundant/redundant_transport.h);
 // a request on a stripe whose client died waits for the lease to end, so it is short.
@@ -285,9 +288,16 @@ void RedundancyService::Populate(const rpc::PopulateRequest &request) {
         holds->push_back(std::move(hold));
         ranges.push_back({at, end - begin});
     }
-    if (ranges.empty()) return;
+    // At most kPopulating at a time (it only saves time; callers are not told): a caller
+    // repeating the call makes no more threads.
+    static std::atomic<int> running{0};
+    if (ranges.empty() || running.fetch_add(1) >= kPopulating) {
+        running.fetch_sub(1);
+        return;
+    }
     std::thread([holds, ranges] {
         for (const Range &range : ranges) heap::PopulateForWrite(range.at, range.length);
+        running.fetch_sub(1);
     }).detach();
 }
 

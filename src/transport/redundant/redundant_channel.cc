@@ -162,6 +162,7 @@ bool RedundantChannel::Issue(const Logged &op) {
         try {
             Skipped skipped;
             bool done = Post(op, &skipped);
+            if (skipped.empty() && op.skipped.empty()) return done;  // nothing to note
             std::lock_guard<std::mutex> lock(log_mutex_);
             if (Logged *logged = Find(op.sequence)) logged->skipped = std::move(skipped);
             return done;
