@@ -55,6 +55,7 @@ void DataPath::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t 
     DescriptorState &state = descriptors_.Access(session, item, kRead, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
+    if (session.usage) session.usage->Count(UsageReporter::kGet, nbytes);
     if (!blocking) return channel_->Read(state.binding(), offset, local, nbytes, false);
     Transfer(session, state, kRead, /*repeatable=*/true,
              [&](const std::shared_ptr<Binding> &binding) {
@@ -68,6 +69,7 @@ void DataPath::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t 
     DescriptorState &state = descriptors_.Access(session, item, kWrite, offset, nbytes);
     if (nbytes == 0) return;
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
+    if (session.usage) session.usage->Count(UsageReporter::kPut, nbytes);
     // On a cluster, a plain region's item: FabricChannel::Write (transport/fabric/
     // fabric_channel.cc) posts fi_writemsg per server piece; a RAID item: RedundantChannel
     // (transport/redundant/redundant_channel.cc); embedded: ShmChannel, a memcpy.
@@ -122,6 +124,10 @@ void DataPath::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint6
     }
     unsigned access = to_fam ? kWrite : kRead;
     CheckPermission(info, access);
+    if (session.usage) {
+        session.usage->Count(to_fam ? UsageReporter::kScatter : UsageReporter::kGather,
+                             count * element_size);
+    }
     if (!blocking) {
         return channel_->Elements(state.binding(), std::move(plan), static_cast<char *>(local),
                                   count, element_size, to_fam, false);
@@ -176,6 +182,7 @@ void DataPath::AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t siz
     }
     // Done twice, these leave what once does (a fetch, or a non-fetching set, min, max, and,
     // or); the others are not made again after a failure, whatever the keys.
+    if (session.usage) session.usage->Count(UsageReporter::kAtomic, size);
     bool repeatable =
         op == AtomicOp::kFetch ||
         (!fetching && (op == AtomicOp::kSet || op == AtomicOp::kMin || op == AtomicOp::kMax ||

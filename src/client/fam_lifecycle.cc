@@ -120,6 +120,7 @@ void FamImpl::Finalize(const char * /*group*/) {
     queues_.ShipAll("fam_finalize");
     data_.channel()->Drain();
     session.finalized.store(true, std::memory_order_release);
+    if (session.usage) session.usage->Stop();  // its last report, while the session is open
     session.metadata->Sync();
     // The sessions this process opened end now: their tokens are refused from here on, not
     // an hour after the last call (docs/security.md).

@@ -196,7 +196,16 @@ void OpenCluster(Session &session) {
             static_cast<FabricMemoryServerClient &>(*server).UseFabric(fabric);
         }
     }
+    ShardedMetadata *service = metadata.get();
     session.metadata = std::move(metadata);
+    if (list.usage_report_ms() > 0) {
+        auto period = std::chrono::milliseconds(list.usage_report_ms());
+        session.usage = std::make_unique<UsageReporter>(
+            [service, period](const rpc::UsageReport &report) {
+                service->ReportUsage(report, period);
+            },
+            period);
+    }
     session.transport = ClusterDataPath(session, fabric);
 }
 

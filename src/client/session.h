@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "client/usage_reporter.h"
 #include "common/config.h"
 #include "memserver/local_memory_server.h"
 #include "meta/client/metadata_service.h"
@@ -45,6 +46,9 @@ struct Session {
     // FabricChannel (transport/fabric/fabric_channel.cc) for items of plain regions.
     std::unique_ptr<Transport> transport;
     std::unique_ptr<Runtime> runtime;
+    // Counts the data path and reports it to the metadata service, when it asks for that (it
+    // serves metrics); null otherwise. Declared after `metadata`, so it goes first.
+    std::unique_ptr<UsageReporter> usage;
     std::atomic<bool> finalized{false};
 };
 

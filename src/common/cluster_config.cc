@@ -23,7 +23,7 @@ namespace {
 const std::set<std::string> kServerKeys = {
     "id",       "rpc_interface", "rpc_address", "libfabric_port", "fabric_host", "fam_path",
     "heap_dir", "shm_path",      "shm_dir",     "memory_type",    "if_device",   "failure_domain",
-    "spare",    "capacity",      "kind",        "bandwidth",      "latency"};
+    "spare",    "capacity",      "kind",        "bandwidth",      "latency",     "metrics_port"};
 
 [[noreturn]] void Bad(const std::string &path, const std::string &what) {
     Fail(openfam::FAM_ERR_INVALID, "configuration file {}: {}", path, what);
@@ -55,7 +55,7 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
                 which + ": unknown key \"" + key + "\"" + DidYouMean(key, kServerKeys) +
                     " (known: id, rpc_interface, "
                     "libfabric_port, fabric_host, if_device, fam_path, shm_path, memory_type, "
-                    "failure_domain, spare, capacity, kind, bandwidth, latency)");
+                    "failure_domain, spare, capacity, kind, bandwidth, latency, metrics_port)");
         }
         const YAML::Node &value = entry.second;
         if (!value.IsScalar()) Bad(path, which + ": " + key + " must be a single value");
@@ -80,6 +80,7 @@ MemoryServerConfig ReadMemoryServer(const YAML::Node &node, uint64_t id, const s
             server.capacity = ParseSize("capacity", Read<std::string>(value, key, path));
         }
         if (key == "kind") server.kind = Read<std::string>(value, key, path);
+        if (key == "metrics_port") server.metrics_port = Read<int>(value, key, path);
         if (key == "bandwidth") {
             server.bandwidth = ParseBandwidth(path + ": " + which + ": bandwidth",
                                               Read<std::string>(value, key, path));
@@ -168,6 +169,9 @@ ClusterConfig ReadClusterFile(const std::string &path) {
         if (key == "memserver_fabric") config.memserver_fabric = Read<bool>(value, key, path);
         if (key == "metadata_fabric_port") {
             config.metadata_fabric_port = Read<std::string>(value, key, path);
+        }
+        if (key == "metadata_metrics_port") {
+            config.metadata_metrics_port = Read<int>(value, key, path);
         }
         if (key == "delayed_free_threads") {
             config.delayed_free_threads = Read<int>(value, key, path);
@@ -305,6 +309,18 @@ void CheckClusterConfig(const ClusterConfig &config) {
     if (config.rpc_timeout_ms < 1 || config.fabric_timeout_ms < 1) {
         Bad(path, "rpc_timeout_ms and fabric_timeout_ms must be at least 1");
     }
+    auto bad_port = [](int port) { return port < 0 || port > 65535; };
+    if (bad_port(config.metadata_metrics_port)) {
+        Bad(path, "metadata_metrics_port " + std::to_string(config.metadata_metrics_port) +
+                      " is not a port (0 to 65535; 0: no metrics endpoint)");
+    }
+    for (const MemoryServerConfig &server : config.memservers) {
+        if (bad_port(server.metrics_port)) {
+            Bad(path, "memory server " + std::to_string(server.id) + ": metrics_port " +
+                          std::to_string(server.metrics_port) +
+                          " is not a port (0 to 65535; 0: no metrics endpoint)");
+        }
+    }
     if (config.delayed_free_threads < 0) {
         Bad(path,
             "delayed_free_threads " + std::to_string(config.delayed_free_threads) + " is negative");
@@ -394,6 +410,9 @@ std::string ClusterFileText(const ClusterConfig &c) {
     if (!c.metadata_fabric_port.empty()) {
         text += fmt::format("metadata_fabric_port: {}\n", YamlQuoted(c.metadata_fabric_port));
     }
+    if (c.metadata_metrics_port) {
+        text += fmt::format("metadata_metrics_port: {}\n", c.metadata_metrics_port);
+    }
     text += "memservers:\n";
     for (const MemoryServerConfig &m : c.memservers) {
         text += fmt::format(
@@ -415,6 +434,7 @@ std::string ClusterFileText(const ClusterConfig &c) {
         if (!m.kind.empty()) text += fmt::format("    kind: {}\n", m.kind);
         if (m.bandwidth) text += fmt::format("    bandwidth: {}B/s\n", m.bandwidth);
         if (m.latency_ns) text += fmt::format("    latency: {}ns\n", m.latency_ns);
+        if (m.metrics_port) text += fmt::format("    metrics_port: {}\n", m.metrics_port);
     }
     return text;
 }

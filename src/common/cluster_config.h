@@ -47,6 +47,9 @@ struct MemoryServerConfig {
     // server measures its memory at start. The emulated fabric sets them from its links.
     uint64_t bandwidth = 0;
     uint64_t latency_ns = 0;
+    // The port its Prometheus endpoint listens on, at the host of rpc_address (docs/
+    // operations.md); 0: no endpoint.
+    int metrics_port = 0;
 };
 
 struct ClusterConfig {
@@ -76,6 +79,9 @@ struct ClusterConfig {
     // clients learn it from the service).
     bool metadata_fabric = true;
     std::string metadata_fabric_port;
+    // The port of the metadata service's Prometheus endpoint, at the host of its address;
+    // shard k listens on this port + k. 0: no endpoint.
+    int metadata_metrics_port = 0;
     // Whether each memory server also takes its redundant-region calls (RAID1 and RAID5
     // atomics, RAID1 mirror writes) over the fabric, on an endpoint of `provider` at its fabric
     // host (any free port; clients learn it from the server).

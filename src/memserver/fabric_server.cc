@@ -69,8 +69,8 @@ bool FabricServer::Served() {
     bool served = Reap(endpoint_.queue.get());
     if (endpoint_.counter) {
         uint64_t count = fi_cntr_read(endpoint_.counter.get());
-        served |= count != remote_operations_;
-        remote_operations_ = count;
+        served |= count != remote_operations_.load(std::memory_order_relaxed);
+        remote_operations_.store(count, std::memory_order_relaxed);
     }
     return served;
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -43,6 +44,14 @@ class FabricServer : public Registrar {
     // longer touches the range.
     void Deregister(uint64_t handle) override;
 
+    // Reads and writes (RMA and atomics) clients applied to this server's memory so far, where
+    // the provider counts them (FI_RMA_EVENT: shm) and the progress thread drives it; else
+    // nullopt (tcp and verbs apply them without telling the server).
+    std::optional<uint64_t> remote_operations() const {
+        if (!endpoint_.counter || !progress_.joinable()) return std::nullopt;
+        return remote_operations_.load(std::memory_order_relaxed);
+    }
+
   private:
     // Drives the endpoint once; true when it did work (served an operation, reaped an entry).
     bool Served();
@@ -51,8 +60,8 @@ class FabricServer : public Registrar {
     FabricDomain domain_;
     FidPtr<fid_av> av_;
     FabricEndpoint endpoint_;
-    int queue_fd_ = -1;               // the queue's wait descriptor, where it has one
-    uint64_t remote_operations_ = 0;  // last count of operations served (FI_RMA_EVENT)
+    int queue_fd_ = -1;                           // the queue's wait descriptor, where it has one
+    std::atomic<uint64_t> remote_operations_{0};  // operations served so far (FI_RMA_EVENT)
     std::string address_;
     Progress mode_;
 

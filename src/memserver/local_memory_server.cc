@@ -155,20 +155,24 @@ std::string LocalMemoryServer::HeapPath(ExtentRef extent) const {
            location_.prefix + ".r" + std::to_string(extent.region_id) + (extent.copy ? "c" : "");
 }
 
-uint64_t LocalMemoryServer::WrittenBytes() const {
+uint64_t LocalMemoryServer::WrittenBytes() const { return Usage().written; }
+
+LocalMemoryServer::HeapUsage LocalMemoryServer::Usage() const {
     std::set<std::string> dirs = {location_.volatile_dir, location_.persistent_dir};
-    uint64_t bytes = 0;
+    HeapUsage usage;
     for (const std::string &dir : dirs) {
         std::error_code ec;
         for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
             if (!entry.path().filename().string().starts_with(location_.prefix + ".r")) continue;
             struct stat status {};
             if (stat(entry.path().c_str(), &status) == 0) {
-                bytes += static_cast<uint64_t>(status.st_blocks) * 512;  // st_blocks: 512 B units
+                usage.heaps += 1;
+                usage.written += static_cast<uint64_t>(status.st_blocks) * 512;  // 512 B units
+                usage.length += static_cast<uint64_t>(status.st_size);
             }
         }
     }
-    return bytes;
+    return usage;
 }
 
 void LocalMemoryServer::SetProfile(const MemoryProfile &profile) {

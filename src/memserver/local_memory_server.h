@@ -70,6 +70,11 @@ class LocalMemoryServer : public MemoryServer {
     MemoryProfile Profile() override;
     // Bytes its heaps hold now: their written pages (heaps are sparse; not their lengths).
     uint64_t WrittenBytes() const;
+    // Its heaps (one per extent) now: how many, their written pages and their lengths.
+    struct HeapUsage {
+        uint64_t heaps = 0, written = 0, length = 0;
+    };
+    HeapUsage Usage() const;
 
     // The same-node socket (memserver/heap_socket.h) grants name from now on.
     void SetSocket(std::string path) { socket_ = std::move(path); }

@@ -45,6 +45,8 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
     // call with the other members).
     static bool CallsOut(const rpc::FabricCall &call);
     uint64_t fabric_calls() const { return messages_ ? messages_->answered() : 0; }
+    // This run of the server (differs at every start): what Info tells the metadata service.
+    const std::string &incarnation() const { return incarnation_; }
 
     grpc::Status Authenticate(grpc::ServerContext *, const rpc::Credential *,
                               rpc::Session *) override;

@@ -12,6 +12,7 @@
 #include "common/atomic_apply.h"
 #include "common/error.h"
 #include "common/parity.h"
+#include "memserver/memory_server_metrics.h"
 #include "rpc/convert.h"
 
 namespace fampool {
@@ -27,6 +28,7 @@ constexpr size_t kRecalled = 1 << 16;
 constexpr uint64_t kResyncBatch = 16 << 20;
 constexpr uint64_t kResyncChunk = 1 << 20;
 constexpr int kResyncAttempts = 1000;
+
 // Stripes a rebuild request recomputes under one set of locks.
 constexpr uint64_t kRebuildBatch = 256;
 // Ranges a populate request may name (a rebuild names its first ones only).
@@ -220,6 +222,12 @@ void RedundancyService::Resync(const rpc::ResyncRequest &request) {
             batches.emplace_back(at, std::min(kResyncBatch, end - at));
         }
     }
+    int64_t total = 0;
+    for (const auto &batch : batches) total += static_cast<int64_t>(batch.second);
+    RebuildWorkCounts &progress = RebuildWork();
+    progress.bytes_left += total;
+    int64_t left = total;  // what this resync still counts in bytes_left
+    RebuildWorkLeft uncount{progress.bytes_left, left};
     // Two batches at a time: a batch's snapshot is taken and its write posted while the one
     // before is on its way; then the one before is checked while this one is.
     std::array<std::vector<char>, 2> snapshots;
@@ -238,6 +246,9 @@ void RedundancyService::Resync(const rpc::ResyncRequest &request) {
             writes[(i - 1) % 2]->Finish();
             writes[(i - 1) % 2].reset();
             RecopyChanged(extent, *mapping, members, at, snapshots[(i - 1) % 2]);
+            progress.copied.Add(size);
+            progress.bytes_left -= static_cast<int64_t>(size);
+            left -= static_cast<int64_t>(size);
         }
     }
 }
@@ -512,6 +523,12 @@ void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
     if (lost >= n || request.end() < request.first()) {
         Fail(openfam::FAM_ERR_INVALID, "rebuild request of member {} of {}", lost, n);
     }
+    RebuildWorkCounts &progress = RebuildWork();
+    int64_t left = 0;  // this server's stripes of the range: those whose parity it keeps
+    for (uint64_t s = request.first(); s < request.end(); ++s)
+        left += Raid5ParityMember(s, n) == self;
+    progress.stripes_left += left;
+    RebuildWorkLeft uncount{progress.stripes_left, left};
     std::vector<char> scratch;  // the units read, kept for the next batch (no new pages)
     for (uint64_t first = request.first(); first < request.end(); first += kRebuildBatch) {
         std::vector<uint64_t> stripes;
@@ -522,6 +539,9 @@ void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
         StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), stripes);
         RecomputeUnits(request, stripes, lost, &scratch);
         if (lost == self) held.Repaired();  // the parity, from the data
+        progress.stripes.Add(stripes.size());
+        progress.stripes_left -= static_cast<int64_t>(stripes.size());
+        left -= static_cast<int64_t>(stripes.size());
     }
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -217,7 +218,7 @@ void FabricMessageService::RunWorker() {
             // would give up on the fabric soon, not knowing whether the call was made).
             work.reply.set_use_grpc(true);
         } else {
-            handler_.dispatch(work.call, &work.reply);
+            Dispatch(work.call, &work.reply);
         }
         lock.lock();
         done_.push_back(std::move(work));
@@ -292,8 +293,26 @@ void FabricMessageService::Answer(size_t receive, size_t length) {
         return;
     }
     rpc::FabricReply reply;
-    handler_.dispatch(call, &reply);
+    Dispatch(call, &reply);
     Send(call, peer, &reply);
+}
+
+void FabricMessageService::Dispatch(const rpc::FabricCall &call, rpc::FabricReply *reply) {
+    if (!metrics::Enabled()) return handler_.dispatch(call, reply);
+    auto start = Clock::now();
+    handler_.dispatch(call, reply);
+    size_t kind = static_cast<size_t>(call.request_case());
+    if (kind >= calls_.size()) return;
+    metrics::Calls *calls = calls_[kind].load(std::memory_order_acquire);
+    if (!calls) {
+        const auto *field = rpc::FabricCall::descriptor()->FindFieldByNumber(call.request_case());
+        std::string method = field ? field->camelcase_name() : "unknown";
+        if (!method.empty()) method[0] = static_cast<char>(std::toupper(method[0]));
+        calls = &metrics::CallsOf(
+            "fabric", who_.rfind("metadata", 0) == 0 ? "Metadata" : "MemoryServer", method);
+        calls_[kind].store(calls, std::memory_order_release);
+    }
+    calls->Record(reply->code() == 0, std::chrono::duration<double>(Clock::now() - start).count());
 }
 
 void FabricMessageService::Send(const rpc::FabricCall &call, fi_addr_t peer,

@@ -5,6 +5,7 @@
 #ifndef FAMPOOL_MESSAGES_MESSAGE_SERVICE_H_
 #define FAMPOOL_MESSAGES_MESSAGE_SERVICE_H_
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/metrics.h"
 #include "fabric/fabric.h"
 #include "messages/fabric_messages.h"
 #include "rpc/fampool.pb.h"
@@ -98,6 +100,8 @@ class FabricMessageService {
     // Puts `reply` to `call` into a free send slot and offers it to the provider.
     void Send(const rpc::FabricCall &call, fi_addr_t peer, rpc::FabricReply *reply);
     void RunWorker();
+    // Runs the handler's dispatch, counted and timed in fampool_calls_total (common/metrics.h).
+    void Dispatch(const rpc::FabricCall &call, rpc::FabricReply *reply);
     void Post(size_t receive);
     bool Flush();        // offers the replies waiting to the provider; true when it took one
     void PostWaiting();  // posts again the receives the provider refused before
@@ -126,6 +130,8 @@ class FabricMessageService {
     fi_addr_t last_peer_ = FI_ADDR_UNSPEC;
     std::chrono::steady_clock::time_point last_answered_;
     std::atomic<uint64_t> answered_{0};
+    // Each kind of call's metrics (by the number of its field in FabricCall), found once.
+    std::array<std::atomic<metrics::Calls *>, 64> calls_{};
     std::atomic<bool> stopping_{false};
     // Calls handed to the worker, and its answers; finished_ counts the answers not sent yet.
     std::mutex work_mutex_;

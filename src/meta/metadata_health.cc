@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/metrics.h"
 #include "common/network.h"
 #include "meta/metadata_rpc_service.h"
 #include "meta/store_internals.h"
@@ -101,6 +102,7 @@ void MetadataRpcService::CheckServers() {
             std::lock_guard<std::mutex> lock(health_mutex_);
             missed_[id] = 0;
             answered_.insert(id);
+            last_heartbeat_[id] = std::chrono::steady_clock::now();
             back = dead_.erase(id) != 0;
         }
         if (back) {
@@ -408,6 +410,12 @@ void MetadataRpcService::RebuildMember(uint64_t region_id, const Caller &caller,
         if (failure) throw *failure;
     }
     store_->Members().FinishRebuild(region.id, member, target);
+    static metrics::Counter &members = metrics::Process().Counter(
+        "fampool_rebuilt_members_total", "Members of redundant regions rebuilt by this shard");
+    static metrics::Counter &bytes = metrics::Process().Counter(
+        "fampool_rebuilt_bytes_total", "Bytes of the members of redundant regions rebuilt");
+    members.Add();
+    bytes.Add(extent);
     result->set_bytes(extent);
     result->set_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -238,6 +238,15 @@ grpc::Status MetadataRpcService::Servers(grpc::ServerContext *, const rpc::Empty
         reply->set_authentication(sessions_ ? "munge" : "none");
         for (const std::string &shard : shards_) reply->add_metadata_shards(shard);
         reply->set_provider(provider_);
+        reply->set_usage_report_ms(usage_report_ms_.load());
+    });
+}
+
+grpc::Status MetadataRpcService::ReportUsage(grpc::ServerContext *, const rpc::UsageReport *request,
+                                             rpc::Empty *) {
+    return Serve([&] {
+        Identify(request->caller(), "Metadata.ReportUsage");
+        usage_.Add(*request);
     });
 }
 

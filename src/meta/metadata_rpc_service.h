@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "meta/client_usage.h"
 #include "meta/metadata_store.h"
 #include "rpc/authentication.h"
 #include "rpc/fampool.grpc.pb.h"
@@ -98,6 +99,14 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     grpc::Status Authenticate(grpc::ServerContext *, const rpc::Credential *,
                               rpc::Session *) override;
     grpc::Status EndSession(grpc::ServerContext *, const rpc::Caller *, rpc::Empty *) override;
+    grpc::Status ReportUsage(grpc::ServerContext *, const rpc::UsageReport *,
+                             rpc::Empty *) override;
+
+    // Reports this shard's gauges (memory servers' health and heartbeats, capacity and use,
+    // regions and their members, sessions, clients) at every scrape until the handle is
+    // dropped, which must happen before the service goes (metadata_metrics.cc); and asks
+    // clients to report their data path every `usage_report` (shard 0 only).
+    std::shared_ptr<void> CollectMetrics(std::chrono::milliseconds usage_report);
 
   private:
     // The user that runs the cluster (this process's): it sees every region in Status and may
@@ -149,7 +158,11 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     // Answered a heartbeat of this service at least once: until then a refused heartbeat
     // counts as a missed one (a server started beside the service may not listen yet).
     std::set<uint64_t> answered_;
-    std::mutex rebuild_mutex_;  // one rebuild at a time
+    // When each server last answered a heartbeat (for the metrics).
+    std::map<uint64_t, std::chrono::steady_clock::time_point> last_heartbeat_;
+    ClientUsage usage_;                         // what clients report of their data path
+    std::atomic<uint32_t> usage_report_ms_{0};  // asked of clients in Servers; 0: no reports
+    std::mutex rebuild_mutex_;                  // one rebuild at a time
     std::atomic<bool> rebuilding_{false};
     std::thread rebuilder_;
 };

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/error.h"
+#include "common/metrics.h"
 #include "rpc/munge.h"
 
 namespace fampool {
@@ -63,14 +65,37 @@ int64_t SessionTable::Now() {
         .count();
 }
 
+namespace {
+
+// fampool_authentication_failures_total{reason}: credentials refused (undecodable, expired,
+// replayed, or meant for another service) and calls whose session token is unknown.
+void CountRefusal(const char *reason) {
+    static metrics::Counter &credentials = metrics::Process().Counter(
+        "fampool_authentication_failures_total", "Callers refused by authentication, by reason",
+        {{"reason", "credential"}});
+    static metrics::Counter &tokens = metrics::Process().Counter(
+        "fampool_authentication_failures_total", "Callers refused by authentication, by reason",
+        {{"reason", "session"}});
+    (std::string(reason) == "credential" ? credentials : tokens).Add();
+}
+
+}  // namespace
+
 SessionTable::Opened SessionTable::Open(const std::string &credential, const char *call) {
-    MungeIdentity identity = MungeDecode(munge_socket_, credential, call);
+    MungeIdentity identity;
+    try {
+        identity = MungeDecode(munge_socket_, credential, call);
+    } catch (const Failure &) {
+        CountRefusal("credential");
+        throw;
+    }
     std::string expected = kPayloadPrefix + audience_ + "\n";
     if (identity.payload.compare(0, expected.size(), expected) != 0) {
         std::string named = identity.payload.rfind(kPayloadPrefix, 0) == 0
                                 ? identity.payload.substr(sizeof kPayloadPrefix - 1)
                                 : std::string("not fampool's");
         named = named.substr(0, named.find('\n'));
+        CountRefusal("credential");
         Fail(openfam::FAM_ERR_NOPERM,
              "{}: refused: the MUNGE credential of uid {} is meant for \"{}\", not for the {}",
              call, identity.uid, named, service_);
@@ -87,6 +112,7 @@ SessionTable::Opened SessionTable::Open(const std::string &credential, const cha
 
 Caller SessionTable::Resolve(const std::string &token, const char *call) {
     if (token.empty()) {
+        CountRefusal("session");
         throw Unauthenticated(fmt::format(
             "{}: the {} authenticates callers with MUNGE (authentication: munge) and this call "
             "carries no session token",
@@ -98,6 +124,7 @@ Caller SessionTable::Resolve(const std::string &token, const char *call) {
     // An idle session has ended even before a sweep removes it.
     if (found == sessions_.end() ||
         now - found->second.last_used.load(std::memory_order_relaxed) > idle_limit_) {
+        CountRefusal("session");
         throw Unauthenticated(fmt::format(
             "{}: the {} does not know this caller's session (it ended after {} s unused, or "
             "the service restarted)",

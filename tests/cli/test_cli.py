@@ -51,12 +51,14 @@ def pids_of(run_dir):
 
 def free_base_port(servers=2):
     """A base port P in 20000-29000 with the ports `up` takes for that many memory servers
-    (P..P+servers and P+100..P+100+servers-1) free right now."""
+    (P..P+servers, P+100..P+100+servers-1, and the metrics endpoints P+300 and
+    P+400..P+400+servers-1) free right now."""
     import socket
     for _ in range(50):
         base = random.randint(20000, 29000)
         ok = True
-        ports = list(range(base, base + servers + 1)) + list(range(base + 100, base + 100 + servers))
+        ports = (list(range(base, base + servers + 1)) + list(range(base + 100, base + 100 + servers))
+                 + [base + 300] + list(range(base + 400, base + 400 + servers)))
         for port in ports:
             with socket.socket() as s:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

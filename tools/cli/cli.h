@@ -130,6 +130,9 @@ struct UpOptions {
     // require client certificates ("require": `up` makes one for its user).
     bool tls = false;
     std::string tls_client_certificates = "none";
+    // Whether each server serves Prometheus metrics (docs/operations.md): metadata shard k on
+    // P+300+k, memory server i on P+400+i.
+    bool metrics = true;
     std::string config;
     double timeout_s = 30;
     // An emulated fabric (emulate.h): from a topology file, or from the options below.

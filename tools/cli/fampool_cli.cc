@@ -149,6 +149,13 @@ int Main(int argc, char **argv) {
         ->check(CLI::IsMember({"none", "require"}))
         ->needs(tls_flag)
         ->capture_default_str();
+    up_command
+        ->add_option_function<std::string>(
+            "--metrics", [&up](const std::string &value) { up.metrics = value == "on"; },
+            "on: every server serves Prometheus metrics over HTTP at /metrics (metadata shard k "
+            "on P+300+k, memory server i on P+400+i; docs/operations.md); off: none")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->default_str("on");
     auto *config_option = up_command->add_option(
         "--config", up.config,
         "use this cluster file instead of writing one from the options above (it is copied to "
@@ -159,7 +166,7 @@ int Main(int argc, char **argv) {
     for (const char *generated :
          {"--memservers", "--metadata-shards", "--provider", "--base-port", "--interleave",
           "--placement", "--region-span", "--progress", "--authentication", "--munge-socket",
-          "--tls", "--tls-client-certificates"}) {
+          "--tls", "--tls-client-certificates", "--metrics"}) {
         config_option->excludes(up_command->get_option(generated));
     }
     auto *emulate_flag = up_command->add_flag(

@@ -54,6 +54,7 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
                      : topology        ? UpOptions().base_port
                                        : FreeBasePort(servers, shards);
     int last_port = base + 100 + static_cast<int>(servers) - 1;
+    if (o.metrics) last_port = std::max(last_port, MetricsPort(base, false, servers - 1));
     if (shards > 1) last_port = std::max(last_port, ShardPort(base, shards - 1));
     if (base < 1 || last_port > 65535) {
         Die(1,
@@ -89,6 +90,7 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
         text += "metadata_shards:\n";
         for (unsigned k = 0; k < shards; ++k) text += fmt::format("  - {}\n", shard_address(k));
     }
+    if (o.metrics) text += fmt::format("metadata_metrics_port: {}\n", MetricsPort(base, true, 0));
     if (o.authentication == "munge") {
         // A site's munged, or the one `up` starts for the cluster.
         std::string socket = o.munge_socket.empty() ? MungedFilesOf(dir).socket : o.munge_socket;
@@ -102,6 +104,7 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
             i, server_host(i), base + 1 + i, base + 100 + i,
             YamlQuoted(dir + "/heaps" + std::to_string(i)),
             YamlQuoted(ShmBase(dir) + "/ms" + std::to_string(i)));
+        if (o.metrics) text += fmt::format("    metrics_port: {}\n", MetricsPort(base, false, i));
         if (!topology) continue;
         text += fmt::format("    fabric_host: {}\n", server_host(i));
         text += TopologyServerKeys(topology->memservers[i]);

@@ -222,14 +222,22 @@ int ShardPort(int base, unsigned shard) {
     return shard == 0 ? base : base + 200 + static_cast<int>(shard);
 }
 
+int MetricsPort(int base, bool metadata, unsigned index) {
+    return base + (metadata ? 300 : 400) + static_cast<int>(index);
+}
+
 // Every port a cluster of `servers` memory servers and `shards` metadata shards takes on one
-// host from base port `base`.
+// host from base port `base` (their metrics endpoints' too).
 std::vector<int> PortsFrom(int base, unsigned servers, unsigned shards) {
     std::vector<int> ports;
-    for (unsigned k = 0; k < shards; ++k) ports.push_back(ShardPort(base, k));
+    for (unsigned k = 0; k < shards; ++k) {
+        ports.push_back(ShardPort(base, k));
+        ports.push_back(MetricsPort(base, true, k));
+    }
     for (unsigned i = 0; i < servers; ++i) {
         ports.push_back(base + 1 + static_cast<int>(i));
         ports.push_back(base + 100 + static_cast<int>(i));
+        ports.push_back(MetricsPort(base, false, i));
     }
     return ports;
 }
@@ -251,7 +259,7 @@ std::pair<int, int> EphemeralPorts() {
 // Linux's default range), else below them, in 20000 and up; the test suite's own clusters use
 // 20000-32000.
 int FreeBasePort(unsigned servers, unsigned shards) {
-    constexpr int kRoom = 400, kLowest = 20000, kEnough = 1000, kStep = 317;
+    constexpr int kRoom = 500, kLowest = 20000, kEnough = 1000, kStep = 317;
     auto [low, high] = EphemeralPorts();
     int first = high + 1, last = 65535 - kRoom;
     if (last - first < kEnough) first = kLowest, last = low - 1 - kRoom;

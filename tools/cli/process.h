@@ -50,6 +50,9 @@ void WritePidFile(const std::string &path, pid_t pid);
 
 // The port of metadata shard `shard` in a cluster file `up` writes from base port `base`.
 int ShardPort(int base, unsigned shard);
+// The port of the metrics endpoint of metadata shard `index` (`metadata`) or memory server
+// `index` in a cluster file `up` writes: base + 300 + k, base + 400 + i.
+int MetricsPort(int base, bool metadata, unsigned index);
 // Every port a cluster of `servers` memory servers and `shards` metadata shards takes on one
 // host from base port `base`.
 std::vector<int> PortsFrom(int base, unsigned servers, unsigned shards);

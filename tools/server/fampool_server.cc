@@ -22,17 +22,20 @@
 #include "common/cluster_config.h"
 #include "common/error.h"
 #include "common/file_access.h"
+#include "common/metrics.h"
 #include "common/network.h"
 #include "memserver/fabric_server.h"
 #include "memserver/heap_guard.h"
 #include "memserver/heap_socket.h"
 #include "memserver/local_memory_server.h"
+#include "memserver/memory_server_metrics.h"
 #include "memserver/memory_server_service.h"
 #include "messages/memory_server_messages.h"
 #include "meta/lmdb.h"
 #include "meta/metadata_fabric.h"
 #include "meta/metadata_rpc_service.h"
 #include "meta/metadata_store.h"
+#include "metrics_endpoint.h"
 #include "rpc/authentication.h"
 #include "rpc/convert.h"
 #include "rpc/memory_server_client.h"
@@ -44,6 +47,8 @@ namespace {
 
 // Longest a shutdown may take before the process exits anyway.
 constexpr std::chrono::seconds kShutdownLimit(20);
+// How often clients report their data path to a metadata service that serves metrics.
+constexpr std::chrono::milliseconds kUsageReport(1000);
 
 std::string NewIncarnation() {
     std::random_device random;
@@ -82,6 +87,7 @@ struct MemoryRole {
     std::unique_ptr<MemoryServerService> service;
     // Hands heap descriptors to permitted clients of this node (memserver/heap_socket.h).
     std::unique_ptr<HeapSocketServer> socket;
+    std::shared_ptr<void> metrics;  // its gauges, while it serves metrics (dropped first)
 };
 
 MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
@@ -196,6 +202,7 @@ struct MetadataRole {
     std::unique_ptr<MetadataStore> store;
     std::unique_ptr<MetadataRpcService> service;
     std::unique_ptr<FabricMessageService> fabric;  // lookups and allocations over the fabric
+    std::shared_ptr<void> metrics;  // its gauges, while it serves metrics (dropped first)
 };
 
 // `colocated`: the memory server running in this process (role all), called directly rather
@@ -295,6 +302,7 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
 std::unique_ptr<grpc::Server> Listen(const std::string &address, grpc::Service *service,
                                      const TlsSettings &tls) {
     grpc::ServerBuilder builder;
+    if (metrics::Enabled()) CountCalls(builder);
     int port = 0;
     builder.AddListeningPort(address, ServerCredentials(tls), &port);
     builder.SetMaxReceiveMessageSize(64 << 20);
@@ -310,6 +318,29 @@ std::unique_ptr<grpc::Server> Listen(const std::string &address, grpc::Service *
              address);
     }
     return server;
+}
+
+// The process's metrics endpoint (docs/operations.md), when the cluster file gives the role a
+// port: the metadata shard's (metadata_metrics_port + shard, at the shard's host), else the
+// memory server's (its metrics_port, at the host of its rpc_address). Null: none.
+std::unique_ptr<MetricsEndpoint> ServeMetrics(const ClusterConfig &cluster, const std::string &role,
+                                              uint64_t id, uint32_t shard) {
+    std::string host;
+    int port = 0;
+    const std::vector<std::string> shards = MetadataShards(cluster);
+    if (role != "memory" && cluster.metadata_metrics_port && shard < shards.size()) {
+        host = HostOf(shards[shard]);
+        port = cluster.metadata_metrics_port + static_cast<int>(shard);
+    } else if (role != "metadata" && id < cluster.memservers.size() &&
+               cluster.memservers[id].metrics_port) {
+        host = HostOf(cluster.memservers[id].rpc_address);
+        port = cluster.memservers[id].metrics_port;
+    }
+    if (port == 0) return nullptr;
+    metrics::Enable();
+    auto endpoint = std::make_unique<MetricsEndpoint>(host, port);
+    std::printf("fampool-server: metrics at http://%s/metrics\n", endpoint->address().c_str());
+    return endpoint;
 }
 
 int Run(int argc, char **argv) {
@@ -341,11 +372,16 @@ int Run(int argc, char **argv) {
     // end this server (memserver/heap_guard.h).
     GuardHeapMappings();
     ClusterConfig cluster = LoadClusterConfig(config_path);
+    std::unique_ptr<MetricsEndpoint> metrics_endpoint = ServeMetrics(cluster, role, id, shard);
     MemoryRole memory;
     MetadataRole metadata;
     std::vector<std::unique_ptr<grpc::Server>> servers;
     if (role == "memory" || role == "all") {
         memory = StartMemoryRole(cluster, id);
+        if (metrics_endpoint) {
+            memory.metrics = CollectMemoryServerMetrics(memory.heaps.get(), memory.fabric.get(),
+                                                        memory.service->incarnation());
+        }
         servers.push_back(
             Listen(cluster.memservers[id].rpc_address, memory.service.get(), ServerTls(cluster)));
         std::printf("fampool-server: memory server %llu on %s (fabric %s port %s)\n",
@@ -360,6 +396,7 @@ int Run(int argc, char **argv) {
                  shard);
         }
         metadata = StartMetadataRole(cluster, memory.heaps.get(), shard);
+        if (metrics_endpoint) metadata.metrics = metadata.service->CollectMetrics(kUsageReport);
         const std::vector<std::string> shards = MetadataShards(cluster);
         servers.push_back(Listen(shards[shard], metadata.service.get(), ServerTls(cluster)));
         metadata.service->StartMonitor(std::chrono::milliseconds(100));
@@ -397,6 +434,9 @@ int Run(int argc, char **argv) {
     auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(5);
     for (auto &server : servers) server->Shutdown(deadline);
     if (metadata.store) metadata.store->Sync();
+    metrics_endpoint.reset();  // no scrape reads the roles from here on
+    memory.metrics.reset();
+    metadata.metrics.reset();
     metadata.fabric.reset();   // stops taking fabric calls before the service goes
     metadata.service.reset();  // stops the monitor before the store goes
     if (metadata.store) metadata.store->Sync();

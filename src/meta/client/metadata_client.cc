@@ -129,6 +129,12 @@ void MetadataClient::ReportFailure(const std::vector<uint64_t> &servers) {
     Call(&rpc::Metadata::Stub::ReportFailure, "Metadata.ReportFailure", request, &reply);
 }
 
+void MetadataClient::ReportUsage(rpc::UsageReport report, std::chrono::milliseconds timeout) {
+    ToProto(ThisProcess(), report.mutable_caller());
+    rpc::Empty reply;
+    Call(&rpc::Metadata::Stub::ReportUsage, "Metadata.ReportUsage", report, &reply, timeout);
+}
+
 rpc::RebuildReply MetadataClient::Rebuild(const std::string &region,
                                           std::chrono::milliseconds timeout, const Caller &caller) {
     rpc::RebuildRequest request;

@@ -69,6 +69,8 @@ class MetadataClient : public MetadataService {
     // The servers, and the regions `caller` may look up (all of them for the cluster user).
     rpc::ClusterStatus Status(const Caller &caller = ThisProcess());
     void ReportFailure(const std::vector<uint64_t> &servers) override;
+    // Sends what this process did on its data path (rpc UsageReport), within `timeout`.
+    void ReportUsage(rpc::UsageReport report, std::chrono::milliseconds timeout);
     // The cluster user's call (or the owner's, for the one region it names).
     rpc::RebuildReply Rebuild(const std::string &region, std::chrono::milliseconds timeout,
                               const Caller &caller = ThisProcess());

@@ -77,6 +77,10 @@ class ShardedMetadata : public MetadataService {
     // Every shard checks the servers (each keeps the members of its own regions); fails only
     // when no shard could be told.
     void ReportFailure(const std::vector<uint64_t> &servers) override;
+    // To shard 0, which counts every client's data path (rpc UsageReport).
+    void ReportUsage(const rpc::UsageReport &report, std::chrono::milliseconds timeout) {
+        shards_.front()->ReportUsage(report, timeout);
+    }
 
   private:
     void Connect(const std::vector<std::string> &addresses);

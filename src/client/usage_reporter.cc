@@ -1,0 +1,74 @@
+// UsageReporter (usage_reporter.h).
+#include "client/usage_reporter.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "common/error.h"
+
+namespace fampool {
+namespace {
+
+constexpr std::array<const char *, UsageReporter::kKinds> kKindNames = {"get", "put", "gather",
+                                                                        "scatter", "atomic"};
+
+}  // namespace
+
+UsageReporter::UsageReporter(Send send, std::chrono::milliseconds period)
+    : send_(std::move(send)), period_(period) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    std::random_device random;
+    client_ = fmt::format("{}:{}:{:08x}", host, getpid(), random());
+    thread_ = std::thread([this] {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!wake_.wait_for(lock, period_, [this] { return stopping_; })) {
+            lock.unlock();
+            Report(false);
+            lock.lock();
+        }
+    });
+}
+
+UsageReporter::~UsageReporter() { Stop(); }
+
+void UsageReporter::Stop() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopping_) return;
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+    Report(true);
+}
+
+void UsageReporter::Report(bool last) {
+    rpc::UsageReport report;
+    report.set_client(client_);
+    report.set_last(last);
+    std::array<uint64_t, kKinds> operations{}, bytes{};
+    bool any = false;
+    for (int k = 0; k < kKinds; ++k) {
+        operations[k] = operations_[k].load(std::memory_order_relaxed);
+        bytes[k] = bytes_[k].load(std::memory_order_relaxed);
+        if (operations[k] == sent_operations_[k]) continue;
+        rpc::UsageCount *count = report.add_counts();
+        count->set_kind(kKindNames[k]);
+        count->set_operations(operations[k] - sent_operations_[k]);
+        count->set_bytes(bytes[k] - sent_bytes_[k]);
+        any = true;
+    }
+    if (!any && !last) return;
+    try {
+        send_(report);
+    } catch (const Failure &) {
+        return;  // the service is away: this goes with the next report
+    }
+    sent_operations_ = operations;
+    sent_bytes_ = bytes;
+}
+
+}  // namespace fampool
