@@ -171,6 +171,71 @@ std::string Registry::Render() const {
     return out;
 }
 
+std::string Sample::Label(const std::string &label) const {
+    for (const auto &[name, value] : labels) {
+        if (name == label) return value;
+    }
+    return "";
+}
+
+namespace {
+
+// Parses `{a="x",b="y"}` from `line` at `at` (just past the '{'); false when it does not.
+bool ParseLabels(const std::string &line, size_t &at, Labels *labels) {
+    while (at < line.size() && line[at] != '}') {
+        size_t equals = line.find('=', at);
+        if (equals == std::string::npos || equals + 1 >= line.size() || line[equals + 1] != '"') {
+            return false;
+        }
+        std::string name = line.substr(at, equals - at), value;
+        size_t i = equals + 2;
+        for (; i < line.size() && line[i] != '"'; ++i) {
+            if (line[i] == '\\' && i + 1 < line.size()) {
+                ++i;
+                value += line[i] == 'n' ? '\n' : line[i];
+            } else {
+                value += line[i];
+            }
+        }
+        if (i >= line.size()) return false;
+        labels->emplace_back(name, value);
+        at = i + 1;
+        if (at < line.size() && line[at] == ',') ++at;
+    }
+    if (at >= line.size()) return false;
+    ++at;  // the '}'
+    return true;
+}
+
+}  // namespace
+
+std::vector<Sample> ParseText(const std::string &text) {
+    std::vector<Sample> samples;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        std::string line = text.substr(start, end - start);
+        start = end + 1;
+        if (line.empty() || line[0] == '#') continue;
+        Sample sample;
+        size_t at = line.find_first_of("{ ");
+        if (at == std::string::npos) continue;
+        sample.name = line.substr(0, at);
+        if (line[at] == '{') {
+            ++at;
+            if (!ParseLabels(line, at, &sample.labels)) continue;
+        }
+        try {
+            sample.value = std::stod(line.substr(at));
+        } catch (const std::exception &) {
+            continue;  // not a number (+Inf and NaN parse; anything else is not a sample)
+        }
+        samples.push_back(std::move(sample));
+    }
+    return samples;
+}
+
 Registry &Process() {
     static Registry *registry = new Registry();  // never destroyed: threads may still count
     return *registry;

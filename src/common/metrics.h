@@ -128,6 +128,18 @@ struct Calls {
 // at the first use; the reference stays valid.
 Calls &CallsOf(const std::string &transport, const std::string &service, const std::string &method);
 
+// One sample of a scrape: its metric's name, labels and value.
+struct Sample {
+    std::string name;
+    Labels labels;
+    double value = 0;
+    // The value of label `label`, or "" without one.
+    std::string Label(const std::string &label) const;
+};
+// The samples of a text-format exposition (what Render gives); comments and lines that do not
+// parse are skipped.
+std::vector<Sample> ParseText(const std::string &text);
+
 // `labels` as Prometheus prints them: {a="x",b="y"} (empty labels: ""), values escaped.
 std::string LabelText(const Labels &labels);
 

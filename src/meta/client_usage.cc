@@ -11,6 +11,11 @@ bool KnownKind(const std::string &kind) {
            kind == "atomic";
 }
 
+// Clients remembered at most, and the longest name kept: reports from callers that invent names
+// cannot grow the service's memory without bound (beyond these, they are counted, not named).
+constexpr size_t kMostClients = 1 << 16;
+constexpr size_t kLongestName = 128;
+
 }  // namespace
 
 void ClientUsage::Add(const rpc::UsageReport &report) {
@@ -29,10 +34,11 @@ void ClientUsage::Add(const rpc::UsageReport &report) {
     auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(mutex_);
     ForgetIdle(now);
+    std::string name = report.client().substr(0, kLongestName);
     if (report.last()) {
-        clients_.erase(report.client());
-    } else {
-        clients_[report.client()] = now;
+        clients_.erase(name);
+    } else if (clients_.size() < kMostClients || clients_.count(name)) {
+        clients_[name] = now;
     }
 }
 

@@ -30,6 +30,7 @@ enum CallIndex : size_t {
     kReportFailure,
     kRebuild,
     kAuthenticate,
+    kReportUsage,
 };
 
 CallTable Calls(Service *service) {
@@ -52,6 +53,7 @@ CallTable Calls(Service *service) {
     table.Add(service, &Service::ReportFailure);
     table.Add(service, &Service::Rebuild);
     table.Add(service, &Service::Authenticate);
+    table.Add(service, &Service::ReportUsage);
     return table;
 }
 

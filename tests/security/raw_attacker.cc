@@ -346,6 +346,18 @@ int MetadataCalls(const std::string &region, uint64_t live_server) {
     Try("RebuildAll", [&] { metadata->Rebuild("", kTimeout); });
     Try("RebuildRegion", [&] { metadata->Rebuild(region, kTimeout); });
     Try("ReportFailure", [&] { metadata->ReportFailure({live_server}); });
+    // A report of kinds the service does not count, and of huge numbers: only counters move.
+    Try("ReportUsage", [&] {
+        rpc::UsageReport report;
+        report.set_client(std::string(4096, 'x'));
+        for (const char *kind : {"put", "no-such-kind", ""}) {
+            rpc::UsageCount *count = report.add_counts();
+            count->set_kind(kind);
+            count->set_operations(~uint64_t{0});
+            count->set_bytes(~uint64_t{0});
+        }
+        metadata->ReportUsage(report, kTimeout);
+    });
     rpc::ClusterStatus status = metadata->Status();
     bool listed = false, lost = false;
     for (const auto &usage : status.regions()) listed |= usage.region().name() == region;

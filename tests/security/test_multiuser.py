@@ -278,6 +278,7 @@ def test_tcp_memory_server_and_metadata_calls_of_another_user(tcp_data, scratch)
     assert metadata["RebuildAll"][0] == NOPERM, metadata
     assert metadata["RebuildRegion"][0] == NOPERM, metadata
     assert metadata["ReportFailure"][0] == 0, "a report only makes the service probe"
+    assert metadata["ReportUsage"][0] == 0, "a usage report only adds to the known kinds' counters"
     assert metadata["ServerLost"][0] == 1, "a live server is not declared dead on bob's word"
     assert metadata["StatusListsRegion"][0] == 1, "bob's status does not list alice's region"
     assert attacker(alice, env, "metadata", "secret", "0")["StatusListsRegion"][0] == 0

@@ -155,6 +155,12 @@ struct QueryOptions {
     std::string item;    // stat
 };
 
+struct TopOptions {
+    ClusterChoice cluster;
+    double interval = 1;  // seconds between screens
+    int screens = 0;      // 0: until q or Ctrl-C; N: N screens, printed one after the other
+};
+
 struct RemoveOptions {
     ClusterChoice cluster;
     std::string region;
@@ -219,6 +225,8 @@ int Run(const RunOptions &options);
 // Checks what a run on the cluster needs from this node (doctor.cc); 0 when all pass.
 int Doctor(const QueryOptions &options);
 int Exec(const ExecOptions &options);
+// A live view of the cluster from its metrics endpoints (top.cc).
+int Top(const TopOptions &options);
 
 }  // namespace fampool::cli
 

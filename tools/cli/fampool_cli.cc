@@ -351,6 +351,23 @@ int Main(int argc, char **argv) {
         "locked-memory limit; each failure with its fix; exit status 0 only when all pass");
     AddClusterChoice(doctor_command, doctor.cluster);
 
+    TopOptions top;
+    CLI::App *top_command = app.add_subcommand(
+        "top",
+        "a live view of the cluster from its servers' metrics endpoints, refreshed every "
+        "--interval: the clients' operations and bytes per second by kind, each server's "
+        "state, heartbeat, heaps, memory in use, capacity and calls per second, and the "
+        "regions with lost or rebuilding members; q or Ctrl-C quits");
+    AddClusterChoice(top_command, top.cluster);
+    top_command->add_option("--interval", top.interval, "seconds between screens (0.1 to 60)")
+        ->capture_default_str();
+    top_command
+        ->add_option("--screens", top.screens,
+                     "print this many screens one after the other, without clearing the "
+                     "terminal, and end (for scripts and logs); 0: until q or Ctrl-C")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+
     ExecOptions exec;
     CLI::App *exec_command = app.add_subcommand(
         "exec",
@@ -406,6 +423,7 @@ int Main(int argc, char **argv) {
         return Bench(bench);
     }
     if (doctor_command->parsed()) return Doctor(doctor);
+    if (top_command->parsed()) return Top(top);
     if (exec_command->parsed()) {
         exec.command = exec_command->remaining();
         return Exec(exec);
