@@ -333,6 +333,19 @@ def python(r, out):
         r.down(run_dir)
 
 
+def metrics(r, out):
+    """metrics_bench on two one-server tcp clusters alike but for `fampool up --metrics`."""
+    off = r.up("metrics-off", "--memservers", "1", "--provider", "tcp", "--metrics", "off")
+    on = r.up("metrics-on", "--memservers", "1", "--provider", "tcp", "--metrics", "on")
+    try:
+        r.run([r.bench("metrics_bench"), "--off", r.config(off), "--on", r.config(on),
+               "--seconds", "0.2" if r.smoke else "1", "--rounds", "1" if r.smoke else "7",
+               "--csv", os.path.join(out, "cost.csv")])
+    finally:
+        r.down(on)
+        r.down(off)
+
+
 def apps(r, out):
     """scripts/apps --bench: the seed applications at benchmark sizes (apps.json)."""
     if r.smoke:

@@ -20,20 +20,26 @@ const char *Env(const char *name) {
     return (value && *value) ? value : nullptr;
 }
 
+// The sources of the settings read while ReadConfig runs on this thread (Config::sources).
+thread_local std::vector<Config::Source> *recording = nullptr;
+
 // Sets `field` from the YAML key (first of `keys` present), then the environment variable, then
 // the option, so that the last one present wins.
 void Layer(std::string &field, const YAML::Node &yaml, std::initializer_list<const char *> keys,
            const char *env, const char *option) {
+    std::string from = "default";
     if (yaml && yaml.IsMap()) {
         for (const char *key : keys) {
             if (yaml[key] && yaml[key].IsScalar()) {
                 field = yaml[key].as<std::string>();
+                from = std::string("file key ") + key;
                 break;
             }
         }
     }
-    if (env && Env(env)) field = Env(env);
-    if (option) field = option;
+    if (env && Env(env)) field = Env(env), from = env;
+    if (option) field = option, from = "Fam_Options";
+    if (recording) recording->push_back({*keys.begin(), field, from});
 }
 
 void RequireOneOf(const char *what, const std::string &value,
@@ -157,6 +163,10 @@ Config ReadConfig(const Fam_Options *options) {
     Fam_Options none{};
     const Fam_Options &o = options ? *options : none;
     Config c;
+    recording = &c.sources;
+    struct StopRecording {
+        ~StopRecording() { recording = nullptr; }
+    } stop;
     YAML::Node yaml = ReadConfigFile(c.config_file);
 
     // A configuration that names a cluster makes the memory-server model the default.

@@ -87,6 +87,14 @@ struct Config {
     // client's certificate and key where the servers require one.
     std::string tls_ca, tls_server_name, tls_client_certificate, tls_client_key;
     std::string config_file;  // the YAML file that was read, if any
+    // Where each setting read from a file key, a variable or an option came from, in the
+    // order they were read (`fampool doctor` shows those not left at their default).
+    struct Source {
+        std::string setting;  // its first key name
+        std::string value;
+        std::string from;  // "Fam_Options", "FAMPOOL_X", "file key K", or "default"
+    };
+    std::vector<Source> sources;
 };
 
 // A size or count: a number (decimal, or 0x...) with an optional unit k/K/KiB, m/M/MiB, g/G/GiB,

@@ -4,6 +4,7 @@
 
 #include "common/data_path.h"
 #include "rpc/convert.h"
+#include "rpc/version.h"
 
 namespace fampool {
 
@@ -67,6 +68,8 @@ grpc::Status MemoryServerService::Info(grpc::ServerContext *, const rpc::Empty *
     return Serve([&] {
         reply->set_id(server_->id());
         reply->set_incarnation(incarnation_);
+        reply->set_version(FampoolVersion());
+        reply->set_unix_time_us(UnixTimeMicros());
         reply->set_fabric_address(server_->fabric_address());
         reply->set_provider(server_->fabric_provider());
         reply->set_capacity(server_->capacity());

@@ -7,6 +7,7 @@
 #include "meta/metadata_fabric.h"
 #include "meta/store_internals.h"
 #include "rpc/convert.h"
+#include "rpc/version.h"
 
 namespace fampool {
 
@@ -239,6 +240,8 @@ grpc::Status MetadataRpcService::Servers(grpc::ServerContext *, const rpc::Empty
         for (const std::string &shard : shards_) reply->add_metadata_shards(shard);
         reply->set_provider(provider_);
         reply->set_usage_report_ms(usage_report_ms_.load());
+        reply->set_version(FampoolVersion());
+        reply->set_unix_time_us(UnixTimeMicros());
     });
 }
 

@@ -1,9 +1,15 @@
 // `fampool doctor`: checks, from this node, what a run on a cluster needs, and says for each
 // what is wrong and what to do. Exit status 0 only when every check passes.
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netdb.h>
 #include <rdma/fabric.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -12,8 +18,11 @@
 
 #include "cli.h"
 #include "common/cluster_config.h"
+#include "common/config.h"
 #include "common/network.h"
+#include "rpc/convert.h"
 #include "rpc/munge.h"
+#include "rpc/version.h"
 
 namespace fampool::cli {
 namespace {
@@ -23,6 +32,9 @@ constexpr std::chrono::milliseconds kProbe{500};
 constexpr uint64_t kLeastShmBytes = uint64_t{256} << 20;
 // What verbs needs pinned for a server's registrations and a client's buffers, at least.
 constexpr uint64_t kLeastLockedBytes = uint64_t{64} << 20;
+// Clocks further apart than this are named: logs and timings no longer line up, and MUNGE
+// refuses credentials from a clock 5 minutes off (its default time to live).
+constexpr double kMostClockOffsetS = 1.0;
 
 struct Finding {
     bool ok;
@@ -78,6 +90,216 @@ Finding CheckListening(const std::string &who, const std::string &address,
         return {false, fmt::format("{}: nothing listens at {}", who, address), start};
     }
     return {true, fmt::format("{} listens at {}", who, address), ""};
+}
+
+// A service's answer to the doctor: its fampool and its clock's offset from this node's (the
+// reply's time against the middle of the call), or why it did not answer.
+struct Answer {
+    bool answered = false;
+    std::string version, error;
+    double offset_s = 0;
+};
+
+template <typename Stub, typename Request, typename Reply>
+Answer Ask(const ClusterConfig &config, const std::string &address,
+           grpc::Status (Stub::*call)(grpc::ClientContext *, const Request &, Reply *)) {
+    auto stub = std::make_unique<Stub>(OpenChannel(address, ClientTls(config)));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    Request request;
+    Reply reply;
+    int64_t before = UnixTimeMicros();
+    grpc::Status status = (stub.get()->*call)(&context, request, &reply);
+    int64_t after = UnixTimeMicros();
+    Answer answer;
+    if (!status.ok()) {
+        answer.error = status.error_message();
+        return answer;
+    }
+    answer.answered = true;
+    answer.version = reply.version();
+    answer.offset_s =
+        reply.unix_time_us() ? (reply.unix_time_us() - (before + after) / 2) / 1e6 : 0;
+    return answer;
+}
+
+// The service at `address` answers as fampool of this fampool's version, with a clock within
+// kMostClockOffsetS of this node's. Appends its findings.
+void CheckService(const std::string &who, const std::string &address, const Answer &answer,
+                  std::vector<Finding> *findings) {
+    if (!answer.answered) {
+        findings->push_back(
+            {false,
+             fmt::format("{}: something listens at {} but does not answer as fampool ({})", who,
+                         address, answer.error),
+             fmt::format("another program holds the port (`ss -ltnp 'sport = :{}'` names it): "
+                         "stop it, or give the service another port in the cluster file; a "
+                         "fampool service that is starting answers within seconds",
+                         address.substr(address.rfind(':') + 1))});
+        return;
+    }
+    if (answer.version.empty() || answer.version != FampoolVersion()) {
+        findings->push_back(
+            {false,
+             fmt::format("{} runs fampool {}, this node's is {}", who,
+                         answer.version.empty()
+                             ? std::string("an older fampool that does not name its version")
+                             : answer.version,
+                         FampoolVersion()),
+             "install the same fampool on every node and restart the services: calls between "
+             "different protocols fail in the middle of a run"});
+    } else {
+        findings->push_back(
+            {true, fmt::format("{} runs this node's fampool, {}", who, answer.version), ""});
+    }
+    std::string clock =
+        fmt::format("{}'s clock is {:+.3f} s from this node's", who, answer.offset_s);
+    if (std::fabs(answer.offset_s) <= kMostClockOffsetS) {
+        findings->push_back({true, clock, ""});
+    } else {
+        findings->push_back({false, clock,
+                             "synchronize the nodes' clocks (chrony or ntpd): MUNGE refuses "
+                             "credentials 5 minutes off, and logs no longer line up"});
+    }
+}
+
+// Whether `host` is an address of this node (it can be bound).
+bool IsLocal(const std::string &host) {
+    addrinfo hints{}, *found = nullptr;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host.c_str(), "0", &hints, &found) != 0) return false;
+    bool local = false;
+    for (addrinfo *a = found; a && !local; a = a->ai_next) {
+        int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) continue;
+        local = bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+        close(fd);
+    }
+    freeaddrinfo(found);
+    return local;
+}
+
+// The cluster's other ports on this node: with the cluster down, one that something holds
+// stops `fampool up` (fabric ports, metrics endpoints); with it up, each metrics endpoint
+// must answer with fampool's metrics.
+void CheckOtherPorts(const ClusterConfig &config, bool cluster_up, std::vector<Finding> *findings) {
+    struct Port {
+        std::string what, host;
+        int port;
+        bool metrics;
+    };
+    std::vector<Port> ports;
+    const std::vector<std::string> shards = MetadataShards(config);
+    for (size_t k = 0; k < shards.size() && config.metadata_metrics_port; ++k) {
+        ports.push_back({fmt::format("metadata shard {}'s metrics endpoint", k), HostOf(shards[k]),
+                         config.metadata_metrics_port + static_cast<int>(k), true});
+    }
+    for (const MemoryServerConfig &server : config.memservers) {
+        std::string host = HostOf(server.rpc_address);
+        if (server.metrics_port) {
+            ports.push_back({fmt::format("memory server {}'s metrics endpoint", server.id), host,
+                             server.metrics_port, true});
+        }
+        std::string fabric_host = server.fabric_host.empty() ? host : server.fabric_host;
+        if (!cluster_up && !server.fabric_port.empty() &&
+            server.fabric_port.find_first_not_of("0123456789") == std::string::npos) {
+            ports.push_back({fmt::format("memory server {}'s fabric port", server.id), fabric_host,
+                             std::stoi(server.fabric_port), false});
+        }
+    }
+    for (const Port &port : ports) {
+        if (!IsLocal(port.host)) continue;  // another node's: its own doctor checks it
+        std::string address = fmt::format("{}:{}", port.host, port.port);
+        bool listens = !PortRefuses(address, kProbe);
+        if (!cluster_up) {
+            if (!listens) continue;
+            findings->push_back(
+                {false, fmt::format("{}: {} is held by another program", port.what, address),
+                 fmt::format("`ss -ltnp 'sport = :{}'` names it: stop it, or choose other ports "
+                             "(`fampool up --base-port auto`, or the cluster file)",
+                             port.port)});
+            continue;
+        }
+        if (!port.metrics) continue;
+        httplib::Client client(port.host, port.port);
+        client.set_connection_timeout(0, 500000);
+        client.set_read_timeout(2, 0);
+        httplib::Result got = client.Get("/metrics");
+        if (got && got->status == 200 && got->body.find("fampool_") != std::string::npos) {
+            findings->push_back({true, fmt::format("{} answers at {}", port.what, address), ""});
+        } else {
+            findings->push_back(
+                {false,
+                 fmt::format(
+                     "{}: {} {}", port.what, address,
+                     listens ? "answers, but not with fampool's metrics" : "does not answer"),
+                 listens ? fmt::format("another program holds the port (`ss -ltnp 'sport = "
+                                       ":{}'`): stop it, or set another port in {}",
+                                       port.port, config.path)
+                         : "the server runs without it: restart it with the cluster file "
+                           "(an older fampool-server serves no metrics)"});
+        }
+    }
+}
+
+// What a program started here would read (its configuration's sources, by precedence:
+// Fam_Options, then FAMPOOL_* variables, then the file), against the cluster checked.
+void CheckProgramSettings(const ClusterConfig &cluster, std::vector<Finding> *findings) {
+    Config program;
+    try {
+        program = LoadConfig(nullptr);
+    } catch (const Fam_Exception &e) {
+        findings->push_back({false,
+                             fmt::format("a program started here cannot read its configuration: "
+                                         "{}",
+                                         e.fam_error_msg()),
+                             "fix the file or variable it names (docs/configuration.md)"});
+        return;
+    }
+    std::string overrides;
+    for (const Config::Source &source : program.sources) {
+        if (source.from == "default" || source.from.rfind("file key", 0) == 0) continue;
+        overrides += fmt::format("{}{}={} ({})", overrides.empty() ? "" : ", ", source.setting,
+                                 source.value, source.from);
+    }
+    std::string file =
+        program.config_file.empty() ? std::string("no configuration file") : program.config_file;
+    findings->push_back(
+        {true,
+         fmt::format("a program started here reads {}: model {}{}; set by the environment "
+                     "over the file: {}",
+                     file, program.model,
+                     program.model == "memory_server"
+                         ? ", metadata service " + program.metadata_address
+                         : std::string(),
+                     overrides.empty() ? "nothing" : overrides),
+         ""});
+    if (program.model != "memory_server") {
+        findings->back().what += fmt::format(
+            " (a program uses this cluster when started by `fampool run --config {}`, or with "
+            "FAMPOOL_CONFIG={})",
+            cluster.path, cluster.path);
+        return;
+    }
+    if (program.metadata_address != cluster.metadata_address) {
+        findings->push_back(
+            {false,
+             fmt::format("a program started here would call the metadata service at {}, not "
+                         "this cluster's {}",
+                         program.metadata_address, cluster.metadata_address),
+             fmt::format("export FAMPOOL_CONFIG={} (or unset the variable that names the other "
+                         "address)",
+                         cluster.path)});
+    }
+    if (program.libfabric_provider_set && program.libfabric_provider != cluster.provider) {
+        findings->push_back(
+            {false,
+             fmt::format("a program started here would ask for provider {}, and the cluster "
+                         "serves over {}: fam_initialize refuses that",
+                         program.libfabric_provider, cluster.provider),
+             "unset FAMPOOL_PROVIDER (or the provider key of the program's file): a program "
+             "that names none takes the cluster's"});
+    }
 }
 
 Finding CheckMunge(const ClusterConfig &config) {
@@ -168,12 +390,26 @@ int Doctor(const QueryOptions &options) {
                        fmt::format("start the cluster ({}), or the service (`systemctl start "
                                    "fampool-metadata@0`); if it runs, check the address in {}",
                                    up, path)));
+    bool cluster_up = findings.back().ok;
+    if (cluster_up) {
+        CheckService("the metadata service", config.metadata_address,
+                     Ask(config, config.metadata_address, &rpc::Metadata::Stub::Servers),
+                     &findings);
+    }
     for (const MemoryServerConfig &server : config.memservers) {
+        std::string who = fmt::format("memory server {}", server.id);
         findings.push_back(CheckListening(
-            fmt::format("memory server {}", server.id), server.rpc_address,
+            who, server.rpc_address,
             fmt::format("start it ({}, or `systemctl start fampool-memory@{}` on its node)", up,
                         server.id)));
+        if (findings.back().ok) {
+            CheckService(who, server.rpc_address,
+                         Ask(config, server.rpc_address, &rpc::MemoryServer::Stub::Info),
+                         &findings);
+        }
     }
+    CheckOtherPorts(config, cluster_up, &findings);
+    CheckProgramSettings(config, &findings);
     if (config.authentication == "munge") findings.push_back(CheckMunge(config));
     findings.push_back(CheckShm(config));
     findings.push_back(CheckLockedMemory(config));
