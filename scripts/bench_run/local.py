@@ -339,7 +339,7 @@ def metrics(r, out):
     on = r.up("metrics-on", "--memservers", "1", "--provider", "tcp", "--metrics", "on")
     try:
         r.run([r.bench("metrics_bench"), "--off", r.config(off), "--on", r.config(on),
-               "--seconds", "0.2" if r.smoke else "1", "--rounds", "1" if r.smoke else "7",
+               "--seconds", "0.2" if r.smoke else "1", "--rounds", "1" if r.smoke else "15",
                "--csv", os.path.join(out, "cost.csv")])
     finally:
         r.down(on)
