@@ -55,6 +55,21 @@ TEST(MetricsTest, AHistogramHasCumulativeBucketsASumAndACount) {
     EXPECT_NEAR(Find(samples, "test_seconds_sum", {})->value, 100.50002, 1e-6);
 }
 
+TEST(MetricsTest, AHistogramMergesBucketsCountedElsewhere) {
+    Histogram here, there;
+    there.Observe(3e-5);
+    there.Observe(3e-5);
+    there.Observe(2);
+    EXPECT_TRUE(here.Merge(there.Counts(), there.sum()));
+    EXPECT_EQ(here.Cumulative(), there.Cumulative());
+    EXPECT_NEAR(here.sum(), 2.00006, 1e-6);
+    EXPECT_FALSE(here.Merge({1, 2, 3}, 1)) << "a count per bucket, or nothing";
+    std::vector<uint64_t> one(Histogram::kBounds.size() + 1, 1);
+    EXPECT_FALSE(here.Merge(one, std::nan(""))) << "NaN seconds";
+    EXPECT_FALSE(here.Merge(one, -1)) << "negative seconds";
+    EXPECT_EQ(here.Cumulative().back(), 3u) << "a refused merge adds nothing";
+}
+
 TEST(MetricsTest, LabelValuesAreEscapedAndReadBack) {
     Registry registry;
     std::string odd = "a \"quoted\" back\\slash\nnew line";

@@ -3,6 +3,7 @@
 #include "client/fam_data.h"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "common/error.h"
@@ -10,6 +11,24 @@
 namespace fampool {
 
 namespace {
+
+// Times a blocking call for the session's usage reports, when it makes them (from here to the
+// end of the scope: the transfer and its completion; a call that fails is timed too).
+class UsageTimer {
+  public:
+    UsageTimer(Session &session, UsageReporter::Kind kind)
+        : usage_(session.usage.get()), kind_(kind) {
+        if (usage_) start_ = std::chrono::steady_clock::now();
+    }
+    ~UsageTimer() {
+        if (usage_) usage_->Took(kind_, std::chrono::steady_clock::now() - start_);
+    }
+
+  private:
+    UsageReporter *usage_;
+    UsageReporter::Kind kind_;
+    std::chrono::steady_clock::time_point start_;
+};
 
 // A transfer whose keys were revoked is made again with the keys granted since, while the
 // caller keeps its rights; at most this many times, so that a program changing the item's
@@ -57,6 +76,7 @@ void DataPath::Get(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t 
     if (!local) Fail(openfam::FAM_ERR_NULLPTR, "local buffer is NULL for {} bytes", nbytes);
     if (session.usage) session.usage->Count(UsageReporter::kGet, nbytes);
     if (!blocking) return channel_->Read(state.binding(), offset, local, nbytes, false);
+    UsageTimer timed(session, UsageReporter::kGet);
     Transfer(session, state, kRead, /*repeatable=*/true,
              [&](const std::shared_ptr<Binding> &binding) {
                  channel_->Read(binding, offset, local, nbytes, true);
@@ -74,6 +94,7 @@ void DataPath::Put(void *local, Fam_Descriptor *item, uint64_t offset, uint64_t 
     // fabric_channel.cc) posts fi_writemsg per server piece; a RAID item: RedundantChannel
     // (transport/redundant/redundant_channel.cc); embedded: ShmChannel, a memcpy.
     if (!blocking) return channel_->Write(state.binding(), offset, local, nbytes, false);
+    UsageTimer timed(session, UsageReporter::kPut);
     Transfer(session, state, kWrite, /*repeatable=*/true,
              [&](const std::shared_ptr<Binding> &binding) {
                  channel_->Write(binding, offset, local, nbytes, true);
@@ -132,6 +153,7 @@ void DataPath::Elements(void *local, Fam_Descriptor *item, uint64_t count, uint6
         return channel_->Elements(state.binding(), std::move(plan), static_cast<char *>(local),
                                   count, element_size, to_fam, false);
     }
+    UsageTimer timed(session, to_fam ? UsageReporter::kScatter : UsageReporter::kGather);
     Transfer(session, state, access, /*repeatable=*/true,
              [&](const std::shared_ptr<Binding> &binding) {
                  channel_->Elements(binding, plan, static_cast<char *>(local), count, element_size,
@@ -187,6 +209,7 @@ void DataPath::AtomicBytes(AtomicOp op, bool fetching, DataType type, size_t siz
         op == AtomicOp::kFetch ||
         (!fetching && (op == AtomicOp::kSet || op == AtomicOp::kMin || op == AtomicOp::kMax ||
                        op == AtomicOp::kAnd || op == AtomicOp::kOr));
+    UsageTimer timed(session, UsageReporter::kAtomic);
     Transfer(session, state, access, repeatable, [&](const std::shared_ptr<Binding> &binding) {
         channel_->Atomic(*binding, offset, op, type, operand, compare, fetching ? result : nullptr);
     });

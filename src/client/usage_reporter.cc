@@ -42,7 +42,8 @@ void UsageReporter::Stop() {
     }
     wake_.notify_all();
     thread_.join();
-    Report(true);
+    // A service that did not take the last report would keep fam_finalize waiting for nothing.
+    if (!failed_) Report(true);
 }
 
 void UsageReporter::Report(bool last) {
@@ -50,25 +51,38 @@ void UsageReporter::Report(bool last) {
     report.set_client(client_);
     report.set_last(last);
     std::array<uint64_t, kKinds> operations{}, bytes{};
+    std::array<std::vector<uint64_t>, kKinds> buckets;
+    std::array<double, kKinds> seconds{};
     bool any = false;
     for (int k = 0; k < kKinds; ++k) {
         operations[k] = operations_[k].load(std::memory_order_relaxed);
         bytes[k] = bytes_[k].load(std::memory_order_relaxed);
+        buckets[k] = latency_[k].Counts();
+        seconds[k] = latency_[k].sum();
         if (operations[k] == sent_operations_[k]) continue;
         rpc::UsageCount *count = report.add_counts();
         count->set_kind(kKindNames[k]);
         count->set_operations(operations[k] - sent_operations_[k]);
         count->set_bytes(bytes[k] - sent_bytes_[k]);
+        sent_buckets_[k].resize(buckets[k].size());
+        for (size_t b = 0; b < buckets[k].size(); ++b) {
+            count->add_latency_buckets(buckets[k][b] - sent_buckets_[k][b]);
+        }
+        count->set_latency_seconds(seconds[k] - sent_seconds_[k]);
         any = true;
     }
     if (!any && !last) return;
     try {
         send_(report);
     } catch (const Failure &) {
+        failed_ = true;
         return;  // the service is away: this goes with the next report
     }
+    failed_ = false;
     sent_operations_ = operations;
     sent_bytes_ = bytes;
+    sent_buckets_ = buckets;
+    sent_seconds_ = seconds;
 }
 
 }  // namespace fampool

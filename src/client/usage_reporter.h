@@ -15,7 +15,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "common/metrics.h"
 #include "rpc/fampool.pb.h"
 
 namespace fampool {
@@ -35,6 +37,10 @@ class UsageReporter {
         operations_[kind].fetch_add(1, std::memory_order_relaxed);
         bytes_[kind].fetch_add(bytes, std::memory_order_relaxed);
     }
+    // A blocking call of `kind` took this long (from its checks to its completion).
+    void Took(Kind kind, std::chrono::steady_clock::duration time) {
+        latency_[kind].Observe(std::chrono::duration<double>(time).count());
+    }
     // Sends the last report and ends the thread (fam_finalize); later counts are not reported.
     void Stop();
 
@@ -46,6 +52,10 @@ class UsageReporter {
     std::string client_;
     std::array<std::atomic<uint64_t>, kKinds> operations_{}, bytes_{};
     std::array<uint64_t, kKinds> sent_operations_{}, sent_bytes_{};  // reported so far
+    std::array<metrics::Histogram, kKinds> latency_;
+    std::array<std::vector<uint64_t>, kKinds> sent_buckets_;  // reported so far
+    std::array<double, kKinds> sent_seconds_{};
+    bool failed_ = false;  // the last report failed
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;

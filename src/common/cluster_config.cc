@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -173,6 +174,9 @@ ClusterConfig ReadClusterFile(const std::string &path) {
         if (key == "metadata_metrics_port") {
             config.metadata_metrics_port = Read<int>(value, key, path);
         }
+        if (key == "metrics_per_region") {
+            config.metrics_per_region = Read<bool>(value, key, path);
+        }
         if (key == "delayed_free_threads") {
             config.delayed_free_threads = Read<int>(value, key, path);
         }
@@ -310,9 +314,12 @@ void CheckClusterConfig(const ClusterConfig &config) {
         Bad(path, "rpc_timeout_ms and fabric_timeout_ms must be at least 1");
     }
     auto bad_port = [](int port) { return port < 0 || port > 65535; };
-    if (bad_port(config.metadata_metrics_port)) {
+    int shard_count = static_cast<int>(std::max<size_t>(config.metadata_shards.size(), 1));
+    if (bad_port(config.metadata_metrics_port) ||
+        (config.metadata_metrics_port && config.metadata_metrics_port + shard_count - 1 > 65535)) {
         Bad(path, "metadata_metrics_port " + std::to_string(config.metadata_metrics_port) +
-                      " is not a port (0 to 65535; 0: no metrics endpoint)");
+                      " is not a port for each of the " + std::to_string(shard_count) +
+                      " shard(s) (shard k takes it + k; at most 65535; 0: no metrics endpoint)");
     }
     for (const MemoryServerConfig &server : config.memservers) {
         if (bad_port(server.metrics_port)) {
@@ -413,6 +420,7 @@ std::string ClusterFileText(const ClusterConfig &c) {
     if (c.metadata_metrics_port) {
         text += fmt::format("metadata_metrics_port: {}\n", c.metadata_metrics_port);
     }
+    if (c.metrics_per_region) text += "metrics_per_region: true\n";
     text += "memservers:\n";
     for (const MemoryServerConfig &m : c.memservers) {
         text += fmt::format(

@@ -82,6 +82,10 @@ struct ClusterConfig {
     // The port of the metadata service's Prometheus endpoint, at the host of its address;
     // shard k listens on this port + k. 0: no endpoint.
     int metadata_metrics_port = 0;
+    // Whether the metadata service's metrics also have a series per region, labelled with its
+    // name: whoever reaches the endpoint then sees every region's name and size. False: the
+    // regions' totals only.
+    bool metrics_per_region = false;
     // Whether each memory server also takes its redundant-region calls (RAID1 and RAID5
     // atomics, RAID1 mirror writes) over the fabric, on an endpoint of `provider` at its fabric
     // host (any free port; clients learn it from the server).

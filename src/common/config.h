@@ -92,7 +92,7 @@ struct Config {
     struct Source {
         std::string setting;  // its first key name
         std::string value;
-        std::string from;  // "Fam_Options", "FAMPOOL_X", "file key K", or "default"
+        std::string from;  // "Fam_Options", a variable (FAMPOOL_PROVIDER), "file key K", "default"
     };
     std::vector<Source> sources;
 };

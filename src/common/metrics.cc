@@ -63,6 +63,22 @@ void Histogram::Observe(double seconds) {
     sum_ns_.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
 }
 
+bool Histogram::Merge(const std::vector<uint64_t> &counts, double seconds) {
+    // NaN, negative and absurd sums are refused too (the cast below would be undefined).
+    if (counts.size() != buckets_.size() || !(seconds >= 0 && seconds < 1e9)) return false;
+    for (size_t i = 0; i < counts.size(); ++i) {
+        buckets_[i].fetch_add(counts[i], std::memory_order_relaxed);
+    }
+    sum_ns_.fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
+    return true;
+}
+
+std::vector<uint64_t> Histogram::Counts() const {
+    std::vector<uint64_t> counts;
+    for (const auto &bucket : buckets_) counts.push_back(bucket.load(std::memory_order_relaxed));
+    return counts;
+}
+
 std::vector<uint64_t> Histogram::Cumulative() const {
     std::vector<uint64_t> counts;
     uint64_t total = 0;
@@ -118,22 +134,25 @@ Histogram &Registry::Histogram(const std::string &name, const std::string &help,
 }
 
 std::shared_ptr<void> Registry::AddCollector(Collect collect) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(collect_mutex_);
     uint64_t id = next_collector_++;
     collectors_.emplace(id, std::move(collect));
     // The handle's end removes the collector under the lock Render holds while collecting:
     // once it is gone, no scrape still reads its owner.
     return std::shared_ptr<void>(nullptr, [this, id](void *) {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<std::mutex> lock(collect_mutex_);
         collectors_.erase(id);
     });
 }
 
 std::string Registry::Render() const {
     std::string out;
-    std::lock_guard<std::mutex> lock(mutex_);
     Sink sink;
-    for (const auto &[id, collect] : collectors_) collect(sink);
+    {
+        std::lock_guard<std::mutex> collecting(collect_mutex_);
+        for (const auto &[id, collect] : collectors_) collect(sink);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
     // One list sorted by name: the registry's families and the collectors' together.
     std::map<std::string, std::string> blocks;
     for (const auto &[name, family] : families_) {

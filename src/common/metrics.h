@@ -39,8 +39,14 @@ class Histogram {
                                                        1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1,
                                                        0.25, 1,      2.5,  10};
     void Observe(double seconds);
+    // Adds observations made elsewhere: `counts` per bucket (not cumulative: kBounds.size() + 1
+    // of them, the last past every bound) and their sum. False, adding nothing, when the
+    // number of counts is not that.
+    bool Merge(const std::vector<uint64_t> &counts, double seconds);
     // Cumulative counts per bound, then the count of all (+Inf); the sum in seconds.
     std::vector<uint64_t> Cumulative() const;
+    // The count of each bucket alone (what Merge takes).
+    std::vector<uint64_t> Counts() const;
     double sum() const;
 
   private:
@@ -78,7 +84,8 @@ class Registry {
     metrics::Histogram &Histogram(const std::string &name, const std::string &help,
                                   const Labels &labels = {});
     // Runs `collect` at every scrape, until the returned handle is destroyed (the owner of
-    // what it reads must drop the handle before it goes).
+    // what it reads must drop the handle before it goes). A collector must not add or remove
+    // collectors.
     using Collect = std::function<void(Sink &)>;
     std::shared_ptr<void> AddCollector(Collect collect);
 
@@ -94,8 +101,12 @@ class Registry {
     };
     Family &FamilyOf(const std::string &name, const std::string &help, bool histogram);
 
-    mutable std::mutex mutex_;
+    mutable std::mutex mutex_;  // the families
     std::map<std::string, Family> families_;
+    // The collectors, and the scrapes running them: a scrape holds it while they run (not
+    // mutex_, so that code counting meanwhile does not wait for the store's reads), and a
+    // collector's removal waits for the scrape.
+    mutable std::mutex collect_mutex_;
     std::map<uint64_t, Collect> collectors_;
     uint64_t next_collector_ = 0;
 };

@@ -1,6 +1,8 @@
 // CollectMemoryServerMetrics (memory_server_metrics.h).
 #include "memserver/memory_server_metrics.h"
 
+#include <chrono>
+
 #include "common/metrics.h"
 
 namespace fampool {
@@ -8,6 +10,9 @@ namespace fampool {
 std::shared_ptr<void> CollectMemoryServerMetrics(const LocalMemoryServer *heaps,
                                                  const FabricServer *fabric,
                                                  std::string incarnation) {
+    RebuildWork();  // its counters at 0 from the start, not from the first rebuild
+    const double started =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     return metrics::Process().AddCollector([=](metrics::Sink &sink) {
         metrics::Labels server = {{"server", std::to_string(heaps->id())}};
         metrics::Labels info = server;
@@ -17,6 +22,10 @@ std::shared_ptr<void> CollectMemoryServerMetrics(const LocalMemoryServer *heaps,
                    "1, labelled with the memory server's provider and its life (changes at "
                    "every restart)",
                    info, 1);
+        sink.Gauge("fampool_memserver_start_time_seconds",
+                   "When the memory server started, in seconds since the Unix epoch (a restart "
+                   "changes it)",
+                   server, started);
         sink.Gauge("fampool_memserver_capacity_bytes",
                    "Bytes of extents the memory server may hold (its capacity key); 0: no limit",
                    server, static_cast<double>(heaps->capacity()));

@@ -27,7 +27,10 @@ class ClientUsage {
     size_t ActiveClients();
 
   private:
-    void ForgetIdle(std::chrono::steady_clock::time_point now);  // mutex_ held
+    // Forgets the clients idle past kActiveWithin (mutex_ held); a report sweeps at most once
+    // a second, so that each costs little however many clients report.
+    void ForgetIdle(std::chrono::steady_clock::time_point now);
+    std::chrono::steady_clock::time_point last_sweep_{};
 
     std::mutex mutex_;
     std::map<std::string, std::chrono::steady_clock::time_point> clients_;  // -> last report

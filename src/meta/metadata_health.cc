@@ -5,7 +5,6 @@
 #include <optional>
 
 #include "common/error.h"
-#include "common/metrics.h"
 #include "common/network.h"
 #include "meta/metadata_rpc_service.h"
 #include "meta/store_internals.h"
@@ -410,12 +409,8 @@ void MetadataRpcService::RebuildMember(uint64_t region_id, const Caller &caller,
         if (failure) throw *failure;
     }
     store_->Members().FinishRebuild(region.id, member, target);
-    static metrics::Counter &members = metrics::Process().Counter(
-        "fampool_rebuilt_members_total", "Members of redundant regions rebuilt by this shard");
-    static metrics::Counter &bytes = metrics::Process().Counter(
-        "fampool_rebuilt_bytes_total", "Bytes of the members of redundant regions rebuilt");
-    members.Add();
-    bytes.Add(extent);
+    RebuiltMembers().Add();
+    RebuiltBytes().Add(extent);
     result->set_bytes(extent);
     result->set_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -1,6 +1,7 @@
 // MetadataRpcService::CollectMetrics (metadata_rpc_service.h): a shard's gauges, read at each
 // scrape from what the service keeps anyway (the heartbeats' health, the store's records). No
-// call to a memory server is made for them: a scrape costs the store's reads only.
+// call to a memory server is made for them; the regions' figures (a read of every region's
+// records) are read at most every kRegionsEvery, whatever the scrapes.
 #include "common/metrics.h"
 #include "meta/metadata_rpc_service.h"
 
@@ -17,21 +18,61 @@ const char *MemberStateName(uint8_t state) {
     return state == kLost ? "lost" : state == kRebuilding ? "rebuilding" : "healthy";
 }
 
+// How old the regions' figures may be: a scrape loop (or many `fampool top`) must not make the
+// shard read its whole store again and again.
+constexpr std::chrono::seconds kRegionsEvery{5};
+
+// The regions as last read, and when.
+struct RegionsRead {
+    std::vector<MetadataStore::RegionUsage> regions;
+    std::vector<uint64_t> usage;  // bytes placed on each server (MetadataStore::ServerUsage)
+    std::chrono::steady_clock::time_point at;
+    bool done = false;
+};
+
+// The time this process started, in seconds since the Unix epoch.
+double StartTime() {
+    static const double started =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return started;
+}
+
 }  // namespace
 
-std::shared_ptr<void> MetadataRpcService::CollectMetrics(std::chrono::milliseconds usage_report) {
+metrics::Counter &MetadataRpcService::RebuiltMembers() {
+    static metrics::Counter &counter = metrics::Process().Counter(
+        "fampool_rebuilt_members_total", "Members of redundant regions rebuilt by this shard");
+    return counter;
+}
+
+metrics::Counter &MetadataRpcService::RebuiltBytes() {
+    static metrics::Counter &counter = metrics::Process().Counter(
+        "fampool_rebuilt_bytes_total", "Bytes of the members of redundant regions rebuilt");
+    return counter;
+}
+
+std::shared_ptr<void> MetadataRpcService::CollectMetrics(std::chrono::milliseconds usage_report,
+                                                         bool per_region) {
     // Clients report to shard 0 only: every shard would otherwise count them again.
     if (shard_ == 0) usage_report_ms_ = static_cast<uint32_t>(usage_report.count());
-    return metrics::Process().AddCollector([this](metrics::Sink &sink) {
+    RebuiltMembers(), RebuiltBytes(), StartTime();  // at 0 from the start, not the first rebuild
+    auto read = std::make_shared<RegionsRead>();    // scrapes run one at a time (Registry)
+    return metrics::Process().AddCollector([this, per_region, read](metrics::Sink &sink) {
         const metrics::Labels shard = {{"shard", std::to_string(shard_)}};
         auto with = [&](metrics::Labels more) {
             metrics::Labels labels = shard;
             labels.insert(labels.end(), more.begin(), more.end());
             return labels;
         };
-        std::vector<uint64_t> usage = store_->ServerUsage();
-        std::vector<MemoryProfile> profiles = store_->Profiles();
         auto now = std::chrono::steady_clock::now();
+        if (!read->done || now - read->at > kRegionsEvery) {
+            read->regions = store_->ListRegions();
+            read->usage = store_->ServerUsage();
+            read->at = now;
+            read->done = true;
+        }
+        const std::vector<uint64_t> &usage = read->usage;
+        std::vector<MemoryProfile> profiles = store_->Profiles();
         for (MemoryServerClient *server : servers_) {
             uint64_t id = server->id();
             metrics::Labels labels = with({{"server", std::to_string(id)}});
@@ -69,35 +110,58 @@ std::shared_ptr<void> MetadataRpcService::CollectMetrics(std::chrono::millisecon
                            labels, static_cast<double>(profiles[id].capacity));
             }
         }
-        std::map<std::pair<std::string, std::string>, uint64_t> members;  // (level, state)
-        for (const MetadataStore::RegionUsage &each : store_->ListRegions()) {
+        std::map<std::pair<std::string, std::string>, uint64_t> members;   // (level, state)
+        std::map<std::string, double> count, size, used, items, degraded;  // by redundancy
+        for (const MetadataStore::RegionUsage &each : read->regions) {
             const RegionInfo &region = each.region;
-            metrics::Labels labels =
-                with({{"region", region.name}, {"redundancy", RedundancyName(region)}});
+            std::string level = RedundancyName(region);
+            count[level] += 1;
+            size[level] += static_cast<double>(region.size);
+            used[level] += static_cast<double>(each.used_bytes);
+            items[level] += static_cast<double>(each.items);
+            std::map<std::string, uint64_t> unhealthy;  // state -> members
+            for (size_t m = 0; m < MemberCount(region); ++m) {
+                const char *state = MemberStateName(StateOf(region, m));
+                ++members[{level, state}];
+                if (StateOf(region, m) != kHealthy) ++unhealthy[state];
+            }
+            degraded[level] += unhealthy.empty() ? 0 : 1;
+            if (!per_region) continue;
+            metrics::Labels labels = with({{"region", region.name}, {"redundancy", level}});
             sink.Gauge("fampool_region_size_bytes", "The region's size", labels,
                        static_cast<double>(region.size));
             sink.Gauge("fampool_region_used_bytes", "Bytes the region's items hold", labels,
                        static_cast<double>(each.used_bytes));
             sink.Gauge("fampool_region_items", "Items allocated in the region", labels,
                        static_cast<double>(each.items));
-            std::map<std::string, uint64_t> unhealthy;  // state -> members
-            for (size_t m = 0; m < MemberCount(region); ++m) {
-                const char *state = MemberStateName(StateOf(region, m));
-                ++members[{RedundancyName(region), state}];
-                if (StateOf(region, m) != kHealthy) ++unhealthy[state];
-            }
-            for (const auto &[state, count] : unhealthy) {
+            for (const auto &[state, members_in] : unhealthy) {
                 sink.Gauge("fampool_region_members_degraded",
                            "Members of the region that are lost or being rebuilt, by state",
                            with({{"region", region.name}, {"state", state}}),
-                           static_cast<double>(count));
+                           static_cast<double>(members_in));
             }
         }
-        for (const auto &[key, count] : members) {
+        for (const char *level : {"NONE", "RAID1", "RAID5"}) {
+            metrics::Labels labels = with({{"redundancy", level}});
+            sink.Gauge("fampool_regions", "Regions of this shard", labels, count[level]);
+            sink.Gauge("fampool_regions_size_bytes", "The regions' sizes, summed", labels,
+                       size[level]);
+            sink.Gauge("fampool_regions_used_bytes", "Bytes the regions' items hold, summed",
+                       labels, used[level]);
+            sink.Gauge("fampool_regions_items", "Items allocated in the regions", labels,
+                       items[level]);
+            sink.Gauge("fampool_regions_degraded",
+                       "Redundant regions with a member lost or being rebuilt", labels,
+                       degraded[level]);
+        }
+        for (const auto &[key, value] : members) {
             sink.Gauge("fampool_members", "Members of redundant regions, by redundancy and state",
                        with({{"redundancy", key.first}, {"state", key.second}}),
-                       static_cast<double>(count));
+                       static_cast<double>(value));
         }
+        sink.Gauge("fampool_metadata_start_time_seconds",
+                   "When this shard's process started, in seconds since the Unix epoch", shard,
+                   StartTime());
         sink.Gauge("fampool_rebuild_running", "1 while this shard rebuilds lost members", shard,
                    rebuilding_.load() ? 1 : 0);
         if (sessions_) {

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/metrics.h"
 #include "meta/client_usage.h"
 #include "meta/metadata_store.h"
 #include "rpc/authentication.h"
@@ -105,10 +106,15 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     // Reports this shard's gauges (memory servers' health and heartbeats, capacity and use,
     // regions and their members, sessions, clients) at every scrape until the handle is
     // dropped, which must happen before the service goes (metadata_metrics.cc); and asks
-    // clients to report their data path every `usage_report` (shard 0 only).
-    std::shared_ptr<void> CollectMetrics(std::chrono::milliseconds usage_report);
+    // clients to report their data path every `usage_report` (shard 0 only). `per_region`:
+    // also one series per region, labelled with its name (which anyone reaching the endpoint
+    // then sees); else the regions' totals only.
+    std::shared_ptr<void> CollectMetrics(std::chrono::milliseconds usage_report, bool per_region);
 
   private:
+    // fampool_rebuilt_members_total and fampool_rebuilt_bytes_total (metadata_metrics.cc).
+    static metrics::Counter &RebuiltMembers();
+    static metrics::Counter &RebuiltBytes();
     // The user that runs the cluster (this process's): it sees every region in Status and may
     // rebuild any.
     bool IsClusterUser(const Caller &caller) const { return caller.uid == cluster_user_; }

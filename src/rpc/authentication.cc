@@ -52,34 +52,38 @@ std::string MakeCredential(const std::string &socket, const std::string &audienc
     return MungeEncode(socket, CredentialPayload(audience), call);
 }
 
-SessionTable::SessionTable(std::string munge_socket, std::string audience, std::string service,
-                           std::chrono::seconds idle_limit)
-    : munge_socket_(std::move(munge_socket)),
-      audience_(std::move(audience)),
-      service_(std::move(service)),
-      idle_limit_(idle_limit.count()) {}
-
-int64_t SessionTable::Now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
 namespace {
 
 // fampool_authentication_failures_total{reason}: credentials refused (undecodable, expired,
-// replayed, or meant for another service) and calls whose session token is unknown.
-void CountRefusal(const char *reason) {
+// replayed, or meant for another service) and calls whose session token is unknown. Made when
+// the first SessionTable is, so that no count takes the registry's lock under the table's.
+metrics::Counter &Refusals(bool credential) {
     static metrics::Counter &credentials = metrics::Process().Counter(
         "fampool_authentication_failures_total", "Callers refused by authentication, by reason",
         {{"reason", "credential"}});
     static metrics::Counter &tokens = metrics::Process().Counter(
         "fampool_authentication_failures_total", "Callers refused by authentication, by reason",
         {{"reason", "session"}});
-    (std::string(reason) == "credential" ? credentials : tokens).Add();
+    return credential ? credentials : tokens;
 }
+void CountRefusal(const char *reason) { Refusals(std::string(reason) == "credential").Add(); }
 
 }  // namespace
+
+SessionTable::SessionTable(std::string munge_socket, std::string audience, std::string service,
+                           std::chrono::seconds idle_limit)
+    : munge_socket_(std::move(munge_socket)),
+      audience_(std::move(audience)),
+      service_(std::move(service)),
+      idle_limit_(idle_limit.count()) {
+    Refusals(true), Refusals(false);
+}
+
+int64_t SessionTable::Now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
 
 SessionTable::Opened SessionTable::Open(const std::string &credential, const char *call) {
     MungeIdentity identity;

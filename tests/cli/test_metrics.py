@@ -2,7 +2,8 @@
 second by Debian's Prometheus server, started by the test on loopback with a configuration and
 a store of its own; queries through its HTTP API show a non-zero put rate, the capacity in use,
 a degraded RAID1 member after a SIGKILL of a memory server, then its rebuild once the server is
-started again. Every wait is bounded; Prometheus and the workload are stopped by their PIDs."""
+started again. Every wait is bounded; Prometheus and the workload are stopped by their PIDs.
+Region names appear in the metrics only with `--metrics per-region` (metrics_per_region)."""
 import json
 import os
 import re
@@ -115,7 +116,7 @@ def prometheus_dir():
 def test_prometheus_sees_puts_capacity_a_degraded_member_and_its_rebuild(run_dir, prometheus_dir):
     base = free_base_port(servers=3)
     up = fampool("up", "--memservers", "3", "--provider", "tcp", "--run-dir", run_dir,
-                 "--base-port", str(base), "--interleave", "65536")
+                 "--base-port", str(base), "--interleave", "65536", "--metrics", "per-region")
     assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
     env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
     setup = subprocess.run([SOAK_WORKER, "--setup", PREFIX, "1"], env=env, capture_output=True,
@@ -133,11 +134,17 @@ def test_prometheus_sees_puts_capacity_a_degraded_member_and_its_rebuild(run_dir
         puts = prometheus.wait_for_value('rate(fampool_client_bytes_total{kind="put"}[5s])', 30,
                                          "a put rate")
         assert puts[0][1] > 0
+        prometheus.wait_for_value(
+            'histogram_quantile(0.5, sum by (le) '
+            '(rate(fampool_client_operation_duration_seconds_bucket{kind="put"}[5s])))', 30,
+            "a median blocking put time")
         used = prometheus.wait_for_value("sum(fampool_memserver_used_bytes)", 30,
                                          "memory in use on the memory servers")
         assert used[0][1] > 0
         prometheus.wait_for_value(f'fampool_region_used_bytes{{region="{PREFIX}raid1"}}', 30,
                                   "bytes in use in the RAID1 region")
+        prometheus.wait_for_value('fampool_regions_used_bytes{redundancy="RAID1"}', 30,
+                                  "bytes in use in RAID1 regions")
 
         # A SIGKILL of memory server 1: its members of the RAID1 region are lost.
         name = "memory1"
@@ -148,6 +155,8 @@ def test_prometheus_sees_puts_capacity_a_degraded_member_and_its_rebuild(run_dir
         prometheus.wait_for_value(
             f'fampool_region_members_degraded{{region="{PREFIX}raid1",state="lost"}}', 30,
             "a lost RAID1 member")
+        prometheus.wait_for_value('fampool_regions_degraded{redundancy="RAID1"}', 30,
+                                  "a degraded RAID1 region")
         down = prometheus.query('fampool_memserver_up{server="1"}')
         assert down and down[0][1] == 0, down
 
@@ -159,8 +168,9 @@ def test_prometheus_sees_puts_capacity_a_degraded_member_and_its_rebuild(run_dir
             f.write(f"{restarted.pid}\n")
         prometheus.wait_for_value("fampool_rebuilt_members_total", 60, "a rebuilt member")
         prometheus.wait_for(
-            lambda: not prometheus.query(f'fampool_region_members_degraded{{region="{PREFIX}raid1"}}'),
-            60, "the RAID1 region to be healthy again")
+            lambda: not prometheus.query(f'fampool_region_members_degraded{{region="{PREFIX}raid1"}}')
+            and [v for _, v in prometheus.query('fampool_regions_degraded{redundancy="RAID1"}')]
+            == [0.0], 60, "the RAID1 region to be healthy again")
         prometheus.wait_for_value('fampool_memserver_up{server="1"}', 30, "server 1 up again")
     finally:
         if worker.poll() is None:
@@ -172,3 +182,19 @@ def test_prometheus_sees_puts_capacity_a_degraded_member_and_its_rebuild(run_dir
                 worker.wait()
         worker_log.close()
         prometheus.stop()
+
+
+def test_region_names_stay_out_of_the_metrics_unless_asked_for(run_dir):
+    base = free_base_port(servers=3)
+    up = fampool("up", "--memservers", "3", "--provider", "tcp", "--run-dir", run_dir,
+                 "--base-port", str(base), "--interleave", "65536", "--authentication", "none")
+    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
+    setup = subprocess.run([SOAK_WORKER, "--setup", "secretname", "1"], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    with urllib.request.urlopen(f"http://{metrics_targets(run_dir)[0]}/metrics",
+                                timeout=10) as reply:
+        text = reply.read().decode()
+    assert re.search(r'(?m)^fampool_regions\{shard="0",redundancy="RAID1"\} 2$', text), text
+    assert "secretname" not in text and "fampool_region_size_bytes" not in text, text

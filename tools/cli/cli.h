@@ -133,6 +133,7 @@ struct UpOptions {
     // Whether each server serves Prometheus metrics (docs/operations.md): metadata shard k on
     // P+300+k, memory server i on P+400+i.
     bool metrics = true;
+    bool metrics_per_region = false;  // --metrics per-region: metrics_per_region: true
     std::string config;
     double timeout_s = 30;
     // An emulated fabric (emulate.h): from a topology file, or from the options below.

@@ -179,39 +179,42 @@ bool IsLocal(const std::string &host) {
     return local;
 }
 
-// The cluster's other ports on this node: with the cluster down, one that something holds
-// stops `fampool up` (fabric ports, metrics endpoints); with it up, each metrics endpoint
-// must answer with fampool's metrics.
-void CheckOtherPorts(const ClusterConfig &config, bool cluster_up, std::vector<Finding> *findings) {
+// The cluster's other ports on this node, each by whether its server runs (`up`: its gRPC
+// port answers): a server that does not run must find them free (else `fampool up` fails on
+// the one something holds: fabric ports, metrics endpoints); one that runs must answer on its
+// metrics endpoint with fampool's metrics.
+void CheckOtherPorts(const ClusterConfig &config, bool metadata_up,
+                     const std::set<uint64_t> &servers_up, std::vector<Finding> *findings) {
     struct Port {
         std::string what, host;
         int port;
-        bool metrics;
+        bool metrics, up;
     };
     std::vector<Port> ports;
     const std::vector<std::string> shards = MetadataShards(config);
     for (size_t k = 0; k < shards.size() && config.metadata_metrics_port; ++k) {
         ports.push_back({fmt::format("metadata shard {}'s metrics endpoint", k), HostOf(shards[k]),
-                         config.metadata_metrics_port + static_cast<int>(k), true});
+                         config.metadata_metrics_port + static_cast<int>(k), true, metadata_up});
     }
     for (const MemoryServerConfig &server : config.memservers) {
         std::string host = HostOf(server.rpc_address);
+        bool up = servers_up.count(server.id) != 0;
         if (server.metrics_port) {
             ports.push_back({fmt::format("memory server {}'s metrics endpoint", server.id), host,
-                             server.metrics_port, true});
+                             server.metrics_port, true, up});
         }
         std::string fabric_host = server.fabric_host.empty() ? host : server.fabric_host;
-        if (!cluster_up && !server.fabric_port.empty() &&
+        if (!up && !server.fabric_port.empty() &&
             server.fabric_port.find_first_not_of("0123456789") == std::string::npos) {
             ports.push_back({fmt::format("memory server {}'s fabric port", server.id), fabric_host,
-                             std::stoi(server.fabric_port), false});
+                             std::stoi(server.fabric_port), false, up});
         }
     }
     for (const Port &port : ports) {
         if (!IsLocal(port.host)) continue;  // another node's: its own doctor checks it
         std::string address = fmt::format("{}:{}", port.host, port.port);
         bool listens = !PortRefuses(address, kProbe);
-        if (!cluster_up) {
+        if (!port.up) {
             if (!listens) continue;
             findings->push_back(
                 {false, fmt::format("{}: {} is held by another program", port.what, address),
@@ -390,8 +393,9 @@ int Doctor(const QueryOptions &options) {
                        fmt::format("start the cluster ({}), or the service (`systemctl start "
                                    "fampool-metadata@0`); if it runs, check the address in {}",
                                    up, path)));
-    bool cluster_up = findings.back().ok;
-    if (cluster_up) {
+    bool metadata_up = findings.back().ok;
+    std::set<uint64_t> servers_up;
+    if (metadata_up) {
         CheckService("the metadata service", config.metadata_address,
                      Ask(config, config.metadata_address, &rpc::Metadata::Stub::Servers),
                      &findings);
@@ -403,12 +407,13 @@ int Doctor(const QueryOptions &options) {
             fmt::format("start it ({}, or `systemctl start fampool-memory@{}` on its node)", up,
                         server.id)));
         if (findings.back().ok) {
+            servers_up.insert(server.id);
             CheckService(who, server.rpc_address,
                          Ask(config, server.rpc_address, &rpc::MemoryServer::Stub::Info),
                          &findings);
         }
     }
-    CheckOtherPorts(config, cluster_up, &findings);
+    CheckOtherPorts(config, metadata_up, servers_up, &findings);
     CheckProgramSettings(config, &findings);
     if (config.authentication == "munge") findings.push_back(CheckMunge(config));
     findings.push_back(CheckShm(config));

@@ -151,10 +151,16 @@ int Main(int argc, char **argv) {
         ->capture_default_str();
     up_command
         ->add_option_function<std::string>(
-            "--metrics", [&up](const std::string &value) { up.metrics = value == "on"; },
+            "--metrics",
+            [&up](const std::string &value) {
+                up.metrics = value != "off";
+                up.metrics_per_region = value == "per-region";
+            },
             "on: every server serves Prometheus metrics over HTTP at /metrics (metadata shard k "
-            "on P+300+k, memory server i on P+400+i; docs/operations.md); off: none")
-        ->check(CLI::IsMember({"on", "off"}))
+            "on P+300+k, memory server i on P+400+i; docs/operations.md), the regions' totals "
+            "only; per-region: also a series per region, with its name (anyone reaching the "
+            "endpoint sees every region's name); off: none")
+        ->check(CLI::IsMember({"on", "per-region", "off"}))
         ->default_str("on");
     auto *config_option = up_command->add_option(
         "--config", up.config,

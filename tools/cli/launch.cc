@@ -91,6 +91,7 @@ std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
         for (unsigned k = 0; k < shards; ++k) text += fmt::format("  - {}\n", shard_address(k));
     }
     if (o.metrics) text += fmt::format("metadata_metrics_port: {}\n", MetricsPort(base, true, 0));
+    if (o.metrics_per_region) text += "metrics_per_region: true\n";
     if (o.authentication == "munge") {
         // A site's munged, or the one `up` starts for the cluster.
         std::string socket = o.munge_socket.empty() ? MungedFilesOf(dir).socket : o.munge_socket;

@@ -115,12 +115,27 @@ std::string Screen(const std::string &cluster_file, const std::vector<Endpoint> 
     std::strftime(when, sizeof when, "%H:%M:%S", std::localtime(&clock));
     std::string out =
         fmt::format("fampool top: {}  {}  ({} endpoints)\n\n", cluster_file, when, now.size());
-    out += fmt::format("CLIENTS {:.0f} active (reported in the last 30 s)\n",
-                       Sum(all, "fampool_clients"));
+    // The clients report to shard 0: their rates are its counters' change between two scrapes
+    // that both reached it.
+    auto shard0 = [](const std::vector<Endpoint> &endpoints) -> const std::vector<Sample> * {
+        for (const Endpoint &e : endpoints) {
+            if (e.what == "metadata shard 0" && e.samples) return &*e.samples;
+        }
+        return nullptr;
+    };
+    const std::vector<Sample> *reports = shard0(now);
+    const std::vector<Sample> *reports_before = before ? shard0(*before) : nullptr;
+    out += fmt::format("CLIENTS {} active (reported in the last 30 s)\n",
+                       reports ? fmt::format("{:.0f}", Sum(*reports, "fampool_clients"))
+                               : std::string("? (metadata shard 0 does not answer)"));
     out += fmt::format("  {:<8} {:>12} {:>14}\n", "KIND", "OPS", "BYTES");
     for (const char *kind : {"put", "get", "atomic", "gather", "scatter"}) {
-        auto ops = rate(all, earlier, "fampool_client_operations_total", {{"kind", kind}});
-        auto bytes = rate(all, earlier, "fampool_client_bytes_total", {{"kind", kind}});
+        std::optional<double> ops, bytes;
+        if (reports && reports_before) {
+            ops = rate(*reports, *reports_before, "fampool_client_operations_total",
+                       {{"kind", kind}});
+            bytes = rate(*reports, *reports_before, "fampool_client_bytes_total", {{"kind", kind}});
+        }
         out += fmt::format("  {:<8} {:>12} {:>14}\n", kind, ops ? Rate(*ops, false) : "-",
                            bytes ? Rate(*bytes, true) : "-");
     }
@@ -148,10 +163,10 @@ std::string Screen(const std::string &cluster_file, const std::vector<Endpoint> 
             continue;
         }
         std::string id = endpoint.what.substr(endpoint.what.rfind(' ') + 1);
-        // Health as the metadata service sees it (shard 0's heartbeats).
-        std::string state = "up", heartbeat = "-";
-        for (const Sample &sample : all) {
-            if (sample.Label("server") != id || sample.Label("shard") != "0") continue;
+        // Health as the metadata service sees it (shard 0's heartbeats); "?" without them.
+        std::string state = reports ? "up" : "?", heartbeat = "-";
+        for (const Sample &sample : reports ? *reports : std::vector<Sample>()) {
+            if (sample.Label("server") != id) continue;
             if (sample.name == "fampool_memserver_up" && sample.value == 0) state = "LOST";
             if (sample.name == "fampool_memserver_heartbeat_age_seconds") {
                 heartbeat = fmt::format("{:.1f} s", sample.value);
@@ -165,6 +180,7 @@ std::string Screen(const std::string &cluster_file, const std::vector<Endpoint> 
             capacity > 0 ? Bytes(static_cast<uint64_t>(capacity)) : std::string("no limit"),
             calls_text);
     }
+    // Regions named only where the service has a series per region (metrics_per_region).
     std::map<std::string, std::string> degraded;  // region -> "2 lost, 1 rebuilding"
     for (const Sample &sample : all) {
         if (sample.name != "fampool_region_members_degraded") continue;
@@ -172,14 +188,11 @@ std::string Screen(const std::string &cluster_file, const std::vector<Endpoint> 
         text += fmt::format("{}{:.0f} {}", text.empty() ? "" : ", ", sample.value,
                             sample.Label("state"));
     }
-    std::set<std::string> regions;
-    for (const Sample &sample : all) {
-        if (sample.name == "fampool_region_items") regions.insert(sample.Label("region"));
-    }
     out += fmt::format(
-        "\nREGIONS {} ({} degraded)  members of redundant regions: {:.0f} healthy, "
-        "{:.0f} lost, {:.0f} rebuilding\n",
-        regions.size(), degraded.size(), Sum(all, "fampool_members", {{"state", "healthy"}}),
+        "\nREGIONS {:.0f} ({:.0f} degraded)  members of redundant regions: {:.0f} "
+        "healthy, {:.0f} lost, {:.0f} rebuilding\n",
+        Sum(all, "fampool_regions"), Sum(all, "fampool_regions_degraded"),
+        Sum(all, "fampool_members", {{"state", "healthy"}}),
         Sum(all, "fampool_members", {{"state", "lost"}}),
         Sum(all, "fampool_members", {{"state", "rebuilding"}}));
     for (const auto &[region, text] : degraded) out += fmt::format("  {:<30} {}\n", region, text);
@@ -199,8 +212,8 @@ void RestoreTerminal() {
     if (terminal_changed) tcsetattr(STDIN_FILENO, TCSANOW, &saved_terminal);
 }
 void EndOnSignal(int) {
-    RestoreTerminal();
-    std::fputs("\n", stdout);
+    RestoreTerminal();  // tcsetattr is async-signal-safe
+    (void)!write(STDOUT_FILENO, "\n", 1);
     _exit(0);
 }
 
@@ -236,7 +249,7 @@ int Top(const TopOptions &options) {
             "docs/operations.md)",
             path);
     }
-    if (options.interval < 0.1 || options.interval > 60) {
+    if (!(options.interval >= 0.1 && options.interval <= 60)) {  // NaN too
         Die(1, "fampool top: --interval {} is out of range (0.1 to 60 seconds)", options.interval);
     }
     if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_terminal) == 0) {

@@ -396,7 +396,9 @@ int Run(int argc, char **argv) {
                  shard);
         }
         metadata = StartMetadataRole(cluster, memory.heaps.get(), shard);
-        if (metrics_endpoint) metadata.metrics = metadata.service->CollectMetrics(kUsageReport);
+        if (metrics_endpoint)
+            metadata.metrics =
+                metadata.service->CollectMetrics(kUsageReport, cluster.metrics_per_region);
         const std::vector<std::string> shards = MetadataShards(cluster);
         servers.push_back(Listen(shards[shard], metadata.service.get(), ServerTls(cluster)));
         metadata.service->StartMonitor(std::chrono::milliseconds(100));

@@ -66,7 +66,8 @@ MetricsEndpoint::MetricsEndpoint(const std::string &host, int port)
     address_ = fmt::format("{}:{}", host, port);
     server_->new_task_queue = [] { return new httplib::ThreadPool(kScrapeThreads); };
     server_->Get("/metrics", [](const httplib::Request &, httplib::Response &response) {
-        response.set_content(metrics::Process().Render(), "text/plain; version=0.0.4");
+        response.set_content(metrics::Process().Render(),
+                             "text/plain; version=0.0.4; charset=utf-8");
     });
     server_->Get("/", [](const httplib::Request &, httplib::Response &response) {
         response.set_content("fampool-server: metrics at /metrics\n", "text/plain");
@@ -76,6 +77,11 @@ MetricsEndpoint::MetricsEndpoint(const std::string &host, int port)
              "cannot serve metrics on {} (port taken, or not an address of this host)", address_);
     }
     thread_ = std::thread([this] { server_->listen_after_bind(); });
+    // cpp-httplib's stop() does nothing before the listening thread runs: a server failing
+    // right after this (its roles' start) would wait in the destructor for ever.
+    for (int i = 0; i < 2000 && !server_->is_running(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
 }
 
 MetricsEndpoint::~MetricsEndpoint() {
