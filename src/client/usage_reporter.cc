@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 
 #include "common/error.h"
@@ -22,8 +23,12 @@ UsageReporter::UsageReporter(Send send, std::chrono::milliseconds period)
     gethostname(host, sizeof host - 1);
     std::random_device random;
     client_ = fmt::format("{}:{}:{:08x}", host, getpid(), random());
-    thread_ = std::thread([this] {
+    // The first report at a moment of this process's own within the period: a job's PEs start
+    // together, and reports sent in step would reach the service as a burst each period.
+    auto first = std::chrono::milliseconds(random() % std::max<int64_t>(period_.count(), 1));
+    thread_ = std::thread([this, first] {
         std::unique_lock<std::mutex> lock(mutex_);
+        if (wake_.wait_for(lock, first, [this] { return stopping_; })) return;
         while (!wake_.wait_for(lock, period_, [this] { return stopping_; })) {
             lock.unlock();
             Report(false);

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 
 from test_cli import (COMMAND_TIMEOUT_S, FAMPOOL, fampool, free_base_port, pids_of, run_c_api,
-                      running, cluster, run_dir)  # noqa: F401 (fixtures)
+                      running, cluster, run_dir, up_on_free_ports)  # noqa: F401 (fixtures)
 
 NOBODY = 65534
 
@@ -63,9 +63,7 @@ assert lib.c_fam_create_region(fam, b"private", 1 << 20, 0o700, None)
 
 
 def test_up_with_authentication_none_starts_no_munged(run_dir):
-    up = fampool("up", "--memservers", "1", "--run-dir", run_dir, "--base-port",
-                 str(free_base_port(servers=1)), "--authentication", "none")
-    assert up.returncode == 0, up.stdout + up.stderr
+    up_on_free_ports(run_dir, "--authentication", "none", servers=1)
     assert sorted(pids_of(run_dir)) == ["memory0", "metadata"]
     with open(os.path.join(run_dir, "cluster.yaml")) as f:
         text = f.read()

@@ -90,13 +90,29 @@ def new_run_dir():
     return path
 
 
+# How `fampool up` says a port it was given is taken (a test running beside this one bound it
+# between free_base_port's check and the server's start).
+PORT_TAKEN = re.compile(r"cannot (listen|serve metrics) on|port taken|Address already in use")
+
+
+def up_on_free_ports(run_dir, *options, servers=2):
+    """`fampool up --memservers SERVERS --provider tcp OPTIONS` in RUN_DIR on a free base port,
+    tried again (at most 3 times, each on new ports) when a port was taken meanwhile by another
+    test's cluster: the base port. Fails the test on any other failure."""
+    for attempt in range(3):
+        base = free_base_port(servers=servers)
+        up = fampool("up", "--memservers", str(servers), "--provider", "tcp", "--run-dir",
+                     run_dir, "--base-port", str(base), *options)
+        if up.returncode == 0:
+            return base
+        if not PORT_TAKEN.search(up.stdout + up.stderr) or attempt == 2:
+            break
+    pytest.fail(f"fampool up failed:\n{up.stdout}\n{up.stderr}")
+
+
 def start_cluster(run_dir):
     """`fampool up` of two memory servers over the tcp provider in RUN_DIR: (run_dir, base_port)."""
-    base = free_base_port()
-    up = fampool("up", "--memservers", "2", "--provider", "tcp", "--run-dir", run_dir,
-                 "--base-port", str(base))
-    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
-    return run_dir, base
+    return run_dir, up_on_free_ports(run_dir)
 
 
 @pytest.fixture

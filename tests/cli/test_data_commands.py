@@ -9,7 +9,7 @@ import time
 import pytest
 
 from test_authentication import as_nobody
-from test_cli import fampool, free_base_port, run_c_api, stop_cluster
+from test_cli import fampool, run_c_api, stop_cluster, up_on_free_ports
 
 
 @pytest.fixture(scope="module")
@@ -17,11 +17,8 @@ def run_dir():
     """The run directory of a running cluster (2 memory servers, 4 KiB interleave, munge)."""
     path = tempfile.mkdtemp(prefix="fampool-cli-data-")
     os.chmod(path, 0o755)  # other users' clients read the cluster file and reach munged
-    base = free_base_port()
     try:
-        up = fampool("up", "--memservers", "2", "--interleave", "4096", "--run-dir", path,
-                     "--base-port", str(base))
-        assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+        up_on_free_ports(path, "--interleave", "4096", servers=2)
         yield path
     finally:
         stop_cluster(path)

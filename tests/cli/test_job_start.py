@@ -4,7 +4,7 @@ each must ride out the burst (it asks again, with growing pauses, within connect
 rather than fail."""
 import os
 
-from test_cli import BUILD_DIR, fampool, free_base_port, run_dir  # noqa: F401 (fixture)
+from test_cli import BUILD_DIR, fampool, run_dir, up_on_free_ports  # noqa: F401 (fixture)
 
 WORKER = os.path.join(BUILD_DIR, "tests", "workers", "pmix_worker")
 PES = 128
@@ -12,10 +12,7 @@ JOBS = 3
 
 
 def test_jobs_of_128_pes_start_and_finish_three_times_in_a_row(run_dir):
-    base = free_base_port(servers=2)
-    up = fampool("up", "--memservers", "2", "--provider", "tcp", "--run-dir", run_dir,
-                 "--base-port", str(base))
-    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    up_on_free_ports(run_dir, servers=2)
     for job in range(JOBS):
         run = fampool("run", "-n", str(PES), "--run-dir", run_dir, WORKER, "burst",
                       f"burst{job}", timeout=400)

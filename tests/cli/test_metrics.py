@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from test_cli import BUILD_DIR, fampool, free_base_port, pids_of, run_dir  # noqa: F401 (fixture)
+from test_cli import BUILD_DIR, pids_of, run_dir, up_on_free_ports  # noqa: F401 (fixture)
 
 SOAK_WORKER = os.path.join(BUILD_DIR, "tests", "workers", "soak_worker")
 PREFIX = "metrics"
@@ -114,10 +114,7 @@ def prometheus_dir():
 
 
 def test_prometheus_sees_puts_capacity_a_degraded_member_and_its_rebuild(run_dir, prometheus_dir):
-    base = free_base_port(servers=3)
-    up = fampool("up", "--memservers", "3", "--provider", "tcp", "--run-dir", run_dir,
-                 "--base-port", str(base), "--interleave", "65536", "--metrics", "per-region")
-    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    up_on_free_ports(run_dir, "--interleave", "65536", "--metrics", "per-region", servers=3)
     env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
     setup = subprocess.run([SOAK_WORKER, "--setup", PREFIX, "1"], env=env, capture_output=True,
                            text=True, timeout=60)
@@ -185,10 +182,7 @@ def test_prometheus_sees_puts_capacity_a_degraded_member_and_its_rebuild(run_dir
 
 
 def test_region_names_stay_out_of_the_metrics_unless_asked_for(run_dir):
-    base = free_base_port(servers=3)
-    up = fampool("up", "--memservers", "3", "--provider", "tcp", "--run-dir", run_dir,
-                 "--base-port", str(base), "--interleave", "65536", "--authentication", "none")
-    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    up_on_free_ports(run_dir, "--interleave", "65536", "--authentication", "none", servers=3)
     env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
     setup = subprocess.run([SOAK_WORKER, "--setup", "secretname", "1"], env=env,
                            capture_output=True, text=True, timeout=60)

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from test_cli import (BUILD_DIR, FAMPOOL, fampool, free_base_port,  # noqa: F401 (fixture)
-                      run_dir)
+from test_cli import (BUILD_DIR, FAMPOOL, fampool, run_dir,  # noqa: F401 (fixture)
+                      up_on_free_ports)
 
 SOAK_WORKER = os.path.join(BUILD_DIR, "tests", "workers", "soak_worker")
 PREFIX = "top"
@@ -25,10 +25,7 @@ def tmux(socket, *args, timeout=10):
 
 def test_top_under_tmux_shows_the_servers_and_the_put_rate(run_dir):
     assert shutil.which("tmux"), "tmux is not installed: run scripts/setup"
-    base = free_base_port(servers=3)
-    up = fampool("up", "--memservers", "3", "--provider", "tcp", "--run-dir", run_dir,
-                 "--base-port", str(base), "--interleave", "65536", "--authentication", "none")
-    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    up_on_free_ports(run_dir, "--interleave", "65536", "--authentication", "none", servers=3)
     env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
     setup = subprocess.run([SOAK_WORKER, "--setup", PREFIX, "1"], env=env, capture_output=True,
                            text=True, timeout=60)
@@ -77,20 +74,14 @@ def test_top_under_tmux_shows_the_servers_and_the_put_rate(run_dir):
 
 
 def test_top_says_when_the_cluster_file_names_no_metrics_endpoint(run_dir):
-    base = free_base_port(servers=1)
-    up = fampool("up", "--memservers", "1", "--provider", "tcp", "--run-dir", run_dir,
-                 "--base-port", str(base), "--metrics", "off", "--authentication", "none")
-    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    up_on_free_ports(run_dir, "--metrics", "off", "--authentication", "none", servers=1)
     top = fampool("top", "--run-dir", run_dir, "--screens", "1")
     assert top.returncode == 1, top.stdout + top.stderr
     assert "names no metrics endpoint" in top.stderr and "--metrics off" in top.stderr, top.stderr
 
 
 def test_top_screens_prints_rates_without_a_terminal(run_dir):
-    base = free_base_port(servers=1)
-    up = fampool("up", "--memservers", "1", "--provider", "tcp", "--run-dir", run_dir,
-                 "--base-port", str(base), "--authentication", "none")
-    assert up.returncode == 0, f"fampool up failed:\n{up.stdout}\n{up.stderr}"
+    up_on_free_ports(run_dir, "--authentication", "none", servers=1)
     top = fampool("top", "--run-dir", run_dir, "--screens", "2", "--interval", "0.2")
     assert top.returncode == 0, top.stdout + top.stderr
     assert top.stdout.count("fampool top:") == 2, top.stdout
