@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 namespace fampool::metrics {
 namespace {
@@ -230,12 +231,8 @@ bool ParseLabels(const std::string &line, size_t &at, Labels *labels) {
 
 std::vector<Sample> ParseText(const std::string &text) {
     std::vector<Sample> samples;
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(start, end - start);
-        start = end + 1;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
         if (line.empty() || line[0] == '#') continue;
         Sample sample;
         size_t at = line.find_first_of("{ ");

@@ -10,6 +10,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -70,6 +71,19 @@ def free_base_port(servers=2):
         if ok:
             return base
     pytest.fail("no free base port found in 20000-29000")
+
+
+def stop_process(process, log=None):
+    """Ends a workload the test started (SIGINT, then SIGKILL after 30 s) and closes its log."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if log:
+        log.close()
 
 
 def stop_cluster(run_dir):

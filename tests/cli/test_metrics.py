@@ -18,7 +18,8 @@ import urllib.request
 
 import pytest
 
-from test_cli import BUILD_DIR, pids_of, run_dir, up_on_free_ports  # noqa: F401 (fixture)
+from test_cli import (BUILD_DIR, pids_of, run_dir, stop_process,  # noqa: F401 (fixture)
+                      up_on_free_ports)
 
 SOAK_WORKER = os.path.join(BUILD_DIR, "tests", "workers", "soak_worker")
 PREFIX = "metrics"
@@ -170,14 +171,7 @@ def test_prometheus_sees_puts_capacity_a_degraded_member_and_its_rebuild(run_dir
             == [0.0], 60, "the RAID1 region to be healthy again")
         prometheus.wait_for_value('fampool_memserver_up{server="1"}', 30, "server 1 up again")
     finally:
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGINT)
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
-        worker_log.close()
+        stop_process(worker, worker_log)
         prometheus.stop()
 
 

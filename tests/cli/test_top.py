@@ -5,14 +5,12 @@ endpoints, and the clients' put rate above zero; q ends it. The tmux server is t
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 
-import pytest
 
 from test_cli import (BUILD_DIR, FAMPOOL, fampool, run_dir,  # noqa: F401 (fixture)
-                      up_on_free_ports)
+                      stop_process, up_on_free_ports)
 
 SOAK_WORKER = os.path.join(BUILD_DIR, "tests", "workers", "soak_worker")
 PREFIX = "top"
@@ -63,14 +61,7 @@ def test_top_under_tmux_shows_the_servers_and_the_put_rate(run_dir):
         assert tmux(socket, "has-session", "-t", "top").returncode != 0, "q did not end top"
     finally:
         tmux(socket, "kill-server")
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGINT)
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
-        log.close()
+        stop_process(worker, log)
 
 
 def test_top_says_when_the_cluster_file_names_no_metrics_endpoint(run_dir):

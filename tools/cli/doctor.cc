@@ -100,16 +100,16 @@ struct Answer {
     double offset_s = 0;
 };
 
-template <typename Stub, typename Request, typename Reply>
+template <typename ServiceStub, typename Request, typename Reply>
 Answer Ask(const ClusterConfig &config, const std::string &address,
-           grpc::Status (Stub::*call)(grpc::ClientContext *, const Request &, Reply *)) {
-    auto stub = std::make_unique<Stub>(OpenChannel(address, ClientTls(config)));
+           grpc::Status (ServiceStub::*call)(grpc::ClientContext *, const Request &, Reply *)) {
+    ServiceStub service(OpenChannel(address, ClientTls(config)));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
     Request request;
     Reply reply;
     int64_t before = UnixTimeMicros();
-    grpc::Status status = (stub.get()->*call)(&context, request, &reply);
+    grpc::Status status = (service.*call)(&context, request, &reply);
     int64_t after = UnixTimeMicros();
     Answer answer;
     if (!status.ok()) {
