@@ -1,7 +1,7 @@
 """`fampool top` (issue 33 part 2) under tmux, as an operator would run it: on a cluster of three
-memory servers under a workload, the captured screen shows the metadata shard and every
-memory server up with their endpoints, and the clients' put rate above zero; q ends it. The tmux server is the test's own
-(a socket of its own name), stopped at the end; every wait is bounded."""
+memory servers under a workload, the captured screen shows the metadata shard and every memory
+server up with their endpoints, and the clients' put rate above zero; q ends it. The tmux server
+is the test's own (a socket of its own name), stopped at the end; every wait is bounded."""
 import os
 import re
 import shutil
