@@ -12,6 +12,7 @@
 #include "common/atomic_apply.h"
 #include "common/error.h"
 #include "common/parity.h"
+#include "common/test_hold.h"
 #include "memserver/memory_server_metrics.h"
 #include "rpc/convert.h"
 
@@ -172,6 +173,7 @@ void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicRep
         mirror.value.assign(value, size);
         mirror.op_id = request.op_id();
         mirror.result = result;
+        HoldAt("mirror.applied");
         try {
             peer_(request.mirror().server_id()).Mirror(mirror);
         } catch (const Failure &) {
@@ -408,6 +410,7 @@ void RedundancyService::StripeReadOrWrite(const rpc::StripeRequest &request,
         at += len;
     }
     io.Finish();
+    HoldAt("stripe.write-read");
     for (auto &[position, bytes] : others)
         XorInto(out.data() + position, bytes.data(), bytes.size());
     if (!write) return;
@@ -475,6 +478,7 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
         io.Read(d, p, old, size);
     }
     io.Finish();
+    HoldAt("stripe.atomic-read");
     for (const std::vector<char> &bytes : others) XorInto(old, bytes.data(), size);
     std::memcpy(value, old, size);
     ApplyAtomic(value, static_cast<AtomicOp>(request.atomic_op()), type, request.operand().data(),
@@ -489,6 +493,7 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     CopyFamBytes(mine, parity, size);
     if (request.members(static_cast<int>(d)).state() != kLost) io.Write(d, p, value, size);
     io.Finish();
+    HoldAt("stripe.atomic-applied");
     reply->set_data(result, size);
 }
 

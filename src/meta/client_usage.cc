@@ -40,7 +40,7 @@ constexpr uint64_t kMostBytes = uint64_t{1} << 50;
 // Clients remembered at most, and the longest name kept: reports from callers that invent names
 // cannot grow the service's memory without bound (beyond these, they are counted, not named).
 constexpr size_t kMostClients = 1 << 16;
-constexpr size_t kLongestName = 128;
+constexpr size_t kLongestClientName = 128;
 
 }  // namespace
 
@@ -67,7 +67,7 @@ void ClientUsage::Add(const rpc::UsageReport &report) {
     auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(mutex_);
     if (now - last_sweep_ > std::chrono::seconds(1)) ForgetIdle(now);
-    std::string name = report.client().substr(0, kLongestName);
+    std::string name = report.client().substr(0, kLongestClientName);
     if (report.last()) {
         clients_.erase(name);
     } else if (clients_.size() < kMostClients || clients_.count(name)) {

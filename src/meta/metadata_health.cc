@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/network.h"
+#include "common/test_hold.h"
 #include "meta/metadata_rpc_service.h"
 #include "meta/store_internals.h"
 #include "rpc/convert.h"
@@ -316,6 +317,7 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
             marked.push_back(Marked{region.id, Caller{region.uid, region.gid}, m, *target, result});
         }
     }
+    if (!marked.empty()) HoldAt("rebuild.marked");
     for (const Marked &one : marked) {
         // Twice: a first transfer to a server that restarted may find the connection of its
         // earlier life dead (the channel then opens a new one). The second attempt marks the
@@ -408,6 +410,7 @@ void MetadataRpcService::RebuildMember(uint64_t region_id, const Caller &caller,
         }
         if (failure) throw *failure;
     }
+    HoldAt("rebuild.copied");
     store_->Members().FinishRebuild(region.id, member, target);
     RebuiltMembers().Add();
     RebuiltBytes().Add(extent);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/test_hold.h"
 
 namespace fampool {
 namespace {
@@ -176,6 +177,7 @@ bool RedundantChannel::Issue(const Logged &op) {
 bool RedundantChannel::Post(const Logged &op, Skipped *skipped) {
     std::shared_ptr<const RedundantBinding::View> view =
         transport_.Fresh(Redundant(op.binding), false);
+    if (op.write && Degraded(view->item.region)) HoldAt("client.degraded-write");
     bool raid1 = view->item.region.attributes.redundancyLevel == RAID1;
     if (op.write && raid1 && Raid1Write(*view, op.offset, op.local, op.nbytes, op.blocking)) {
         return true;  // both copies healthy
@@ -418,6 +420,7 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
         std::shared_ptr<const RedundantBinding::View> view =
             transport_.Fresh(binding, applied_without.has_value());
         const ItemInfo &item = view->item;
+        if (Degraded(item.region)) HoldAt("client.degraded-atomic");
         if (applied_without) {
             if (!Rejoined(*applied_without, item)) return;
             // The word copied again by the server holding it, in order with the atomics
@@ -474,6 +477,7 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
     for (;;) {
         std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
         const ItemInfo &item = view->item;
+        if (Degraded(item.region)) HoldAt("client.degraded-atomic");
         uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
         if (op != AtomicOp::kFetch) RequireRaid5Writes(item, offset);
         StripePiece piece = Raid5Pieces(item, offset, size).front();

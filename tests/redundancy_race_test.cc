@@ -1,0 +1,327 @@
+// The windows of redundant regions around a failure and a rebuild (docs/robustness.md,
+// "Redundant regions: the windows"), each held open with test holds (common/test_hold.h) so
+// that a run shows it every time instead of now and then: several threads of one PE make
+// atomics (and puts) while a memory server is stopped, killed, restarted and rebuilt; what was
+// acknowledged must be what the region holds, and no call may fail while one member is
+// unavailable.
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "raid_cluster.h"
+#include "raid_state.h"
+
+namespace fampool_test {
+namespace {
+
+using Level = Fam_Redundancy_Level;
+
+std::string LevelName(Level level) { return level == RAID1 ? "Raid1" : "Raid5"; }
+
+// A cluster of 4 memory servers (server 0 beside the metadata service is never stopped) whose
+// processes, and this one, hold where Holds() says.
+class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Level> {
+  protected:
+    const char *Spec() const override { return "4:4096"; }
+    virtual std::string Holds() const = 0;
+    void PrepareEnvironment() override {
+        RaidClusterTest::PrepareEnvironment();
+        SetEnv("FAMPOOL_TEST_HOLD", Holds());
+    }
+    bool AutoInitialize() const override { return false; }
+    void SetUp() override {
+        RaidClusterTest::SetUp();
+        if (HasFatalFailure()) return;
+        Fam_Options options = EmptyOptions();
+        options.famThreadModel = const_cast<char *>("FAM_THREAD_MULTIPLE");
+        InitializeFam(&options);
+        if (HasFatalFailure()) return;
+        Fam_Region_Attributes attributes = FamAttributes(VOLATILE);
+        attributes.redundancyLevel = GetParam();
+        region_ = CreateRegion("raid", 16 << 20, 0777, &attributes);
+        words_ = Allocate("words", kWords * kStride, region_.get());
+    }
+    void TearDown() override {
+        words_.reset();
+        region_.reset();
+        RaidClusterTest::TearDown();
+    }
+
+    // Memory server index (1 to 3) whose log says it reached `point` since `lines_before`
+    // lines of it, or 0.
+    size_t ServerThatHeld(const char *point, const std::vector<size_t> &lines_before) {
+        for (size_t i = 1; i < 4; ++i) {
+            if (LogLines(i) > lines_before[i] && LastLinesMention(i, lines_before[i], point)) return i;
+        }
+        return 0;
+    }
+    std::vector<size_t> LogLineCounts() {
+        std::vector<size_t> counts;
+        for (size_t i = 0; i < 4; ++i) counts.push_back(LogLines(i));
+        return counts;
+    }
+    size_t LogLines(size_t i) {
+        std::ifstream in(cluster()->dir() + "/server" + std::to_string(i) + ".log");
+        size_t n = 0;
+        for (std::string line; std::getline(in, line);) ++n;
+        return n;
+    }
+    bool LastLinesMention(size_t i, size_t from, const char *point) {
+        std::ifstream in(cluster()->dir() + "/server" + std::to_string(i) + ".log");
+        size_t n = 0;
+        for (std::string line; std::getline(in, line); ++n) {
+            if (n >= from && line.find(std::string("test hold at ") + point) != std::string::npos) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // Threads making fetch_add(1) on the words until `stop`: every result is remembered,
+    // and a result fetched twice, or a failed call, is a failure.
+    struct Adders {
+        std::atomic<bool> stop{false};
+        std::mutex mutex;
+        std::map<uint64_t, std::set<uint64_t>> fetched;  // word -> results
+        std::map<uint64_t, uint64_t> acked;
+        std::vector<std::string> failures;
+        std::atomic<uint64_t> calls{0};
+        std::vector<std::thread> threads;
+    };
+    void StartAdders(Adders &adders, int threads, uint64_t words) {
+        for (int t = 0; t < threads; ++t) {
+            adders.threads.emplace_back([this, &adders, t, words] {
+                for (uint64_t n = 0; !adders.stop.load(); ++n) {
+                    uint64_t word = (n + t) % words;
+                    try {
+                        uint64_t old = fam()->fam_fetch_add(words_.get(), word * kStride, uint64_t{1});
+                        std::lock_guard<std::mutex> lock(adders.mutex);
+                        ++adders.acked[word];
+                        if (!adders.fetched[word].insert(old).second) {
+                            adders.failures.push_back("word " + std::to_string(word) + ": " +
+                                                      std::to_string(old) + " fetched twice");
+                        }
+                    } catch (const Fam_Exception &error) {
+                        std::lock_guard<std::mutex> lock(adders.mutex);
+                        adders.failures.push_back(std::string("fam_fetch_add failed: ") +
+                                                  error.fam_error_msg());
+                    }
+                    adders.calls.fetch_add(1);
+                }
+            });
+        }
+    }
+    void StopAdders(Adders &adders) {
+        adders.stop.store(true);
+        for (std::thread &thread : adders.threads) thread.join();
+    }
+    // The words hold exactly the acknowledged adds; no result came twice; no call failed.
+    void CheckAdders(Adders &adders, const char *when) {
+        for (const std::string &failure : adders.failures) ADD_FAILURE() << failure << ", " << when;
+        for (auto [word, acked] : adders.acked) {
+            uint64_t value = fam()->fam_fetch_uint64(words_.get(), word * kStride);
+            EXPECT_EQ(value, acked) << "word " << word << " (below: an add lost; above: one "
+                                    << "applied twice), " << when;
+        }
+    }
+    bool WaitCalls(Adders &adders, uint64_t more) {
+        uint64_t from = adders.calls.load();
+        auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+        while (adders.calls.load() < from + more && SteadyClock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        return adders.calls.load() >= from + more;
+    }
+
+    static constexpr uint64_t kWords = 8;
+    // 4 KiB + 8 apart: each word on another server, and on RAID5 in another stripe.
+    static constexpr uint64_t kStride = 4096 + 8;
+    std::unique_ptr<Fam_Region_Descriptor> region_;
+    std::unique_ptr<Fam_Descriptor> words_;
+};
+
+// The memory server applying a RAID5 atomic (the parity server of its stripe) dies after it
+// applied it and before it answered: the client makes it again elsewhere, which must not apply
+// it a second time. RAID1: the first copy's server dies after it mirrored the atomic.
+class DiesBeforeItAnswersTest : public RaceTest {
+  protected:
+    std::string Holds() const override {
+        return "stripe.atomic-applied=4000,mirror.applied=4000";
+    }
+};
+
+TEST_P(DiesBeforeItAnswersTest, AnAtomicIsAppliedOnce) {
+    // A word whose applying server is not server 0 (beside the metadata service).
+    for (uint64_t word = 0; word < kWords; ++word) {
+        std::vector<size_t> before = LogLineCounts();
+        uint64_t old = ~uint64_t{0};
+        std::string failure;
+        std::thread adder([&] {
+            try {
+                old = fam()->fam_fetch_add(words_.get(), word * kStride, uint64_t{5});
+            } catch (const Fam_Exception &error) {
+                failure = error.fam_error_msg();
+            }
+        });
+        size_t held = 0;
+        for (int i = 0; i < 300 && !held; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            held = ServerThatHeld(GetParam() == RAID1 ? "mirror.applied" : "stripe.atomic-applied",
+                                  before);
+        }
+        if (!held) {  // server 0 applies this word's atomics: the next word
+            adder.join();
+            continue;
+        }
+        cluster()->Kill(held, SIGKILL);
+        adder.join();
+        EXPECT_EQ(failure, "");
+        EXPECT_EQ(old, 0u);
+        EXPECT_EQ(fam()->fam_fetch_uint64(words_.get(), word * kStride), 5u)
+            << "the add of 5 applied " << fam()->fam_fetch_uint64(words_.get(), word * kStride) / 5
+            << " times (memory server " << held << " killed while it held the answer)";
+        return;
+    }
+    FAIL() << "no word's atomics are applied by a server other than server 0";
+}
+
+// A server that applies atomics is stopped in the middle of one, long enough to be declared
+// dead; the others go on with its members lost; then it continues and finishes what it had
+// begun: nothing it does then may change the region.
+class StoppedMidAtomicTest : public RaceTest {
+  protected:
+    std::string Holds() const override {
+        return "stripe.atomic-read=300x1,mirror.applied=300x1";
+    }
+};
+
+TEST_P(StoppedMidAtomicTest, WhatItFinishesAfterItContinuesChangesNothing) {
+    Adders adders;
+    std::vector<size_t> before = LogLineCounts();
+    StartAdders(adders, 3, kWords);
+    size_t held = 0;
+    const char *point = GetParam() == RAID1 ? "mirror.applied" : "stripe.atomic-read";
+    for (int i = 0; i < 500 && !held; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        held = ServerThatHeld(point, before);
+    }
+    if (!held) {
+        StopAdders(adders);
+        GTEST_SKIP() << "the first held atomic was server 0's (beside the metadata service)";
+    }
+    cluster()->Pause(held);
+    EXPECT_TRUE(WaitDegraded("raid", 15)) << "not declared dead";
+    EXPECT_TRUE(WaitCalls(adders, 200)) << "no atomics while memory server " << held << " is stopped";
+    cluster()->Resume(held);
+    EXPECT_TRUE(WaitHealthy("raid", 60));
+    EXPECT_TRUE(WaitCalls(adders, 200));
+    StopAdders(adders);
+    CheckAdders(adders, "after a server stopped in the middle of an atomic continued");
+}
+
+// Atomics of several threads on the same words while a server is killed, restarted and its
+// members rebuilt (three times), with the threads' views of the region held back while it is
+// degraded: at every step of the rebuild some threads have the old view and some the new.
+class AtomicsAcrossRebuildTest : public RaceTest {
+  protected:
+    std::string Holds() const override { return "client.degraded-atomic=3,rebuild.copied=200"; }
+};
+
+TEST_P(AtomicsAcrossRebuildTest, AreExactlyOnce) {
+    Adders adders;
+    StartAdders(adders, 4, kWords);
+    EXPECT_TRUE(WaitCalls(adders, 100));
+    for (size_t server : {1, 2, 3}) {
+        cluster()->Kill(server, SIGKILL);
+        EXPECT_TRUE(WaitDegraded("raid", 10));
+        EXPECT_TRUE(WaitCalls(adders, 100)) << "no atomics with memory server " << server << " dead";
+        cluster()->Restart(server);
+        cluster()->WaitReady();
+        EXPECT_TRUE(WaitHealthy("raid", 60));
+        EXPECT_TRUE(WaitCalls(adders, 100));
+    }
+    StopAdders(adders);
+    CheckAdders(adders, "after three servers were killed and rebuilt in turn");
+}
+
+// Puts, gets and atomics of several threads while a server is stopped (SIGSTOP) for 4 s, long
+// enough to be declared dead, and continues; then killed and restarted: no call fails, and
+// every slot reads back as last written.
+class OneMemberUnavailableTest : public RaceTest {
+  protected:
+    std::string Holds() const override { return ""; }
+};
+
+TEST_P(OneMemberUnavailableTest, NoCallFails) {
+    constexpr uint64_t kSlot = 12 << 10, kSlots = 64;
+    auto slots = Allocate("slots", kSlot * kSlots, region_.get());
+    Adders adders;
+    StartAdders(adders, 2, kWords);
+    std::atomic<bool> stop{false};
+    std::vector<uint32_t> written(kSlots, 0);
+    std::string failure;
+    std::thread writer([&] {
+        std::vector<uint8_t> bytes(kSlot), back(kSlot);
+        for (uint64_t round = 0; !stop.load() && failure.empty(); ++round) {
+            uint64_t slot = round % kSlots;
+            uint32_t seed = static_cast<uint32_t>(round + 1);
+            for (uint64_t i = 0; i < kSlot; ++i) bytes[i] = RaidPatternByte(i, seed);
+            try {
+                if (round % 2) {
+                    fam()->fam_put_nonblocking(bytes.data(), slots.get(), slot * kSlot, kSlot);
+                    fam()->fam_quiet();
+                } else {
+                    fam()->fam_put_blocking(bytes.data(), slots.get(), slot * kSlot, kSlot);
+                }
+                written[slot] = seed;
+                fam()->fam_get_blocking(back.data(), slots.get(), slot * kSlot, kSlot);
+                if (back != bytes) failure = "slot " + std::to_string(slot) + " read back wrong";
+            } catch (const Fam_Exception &error) {
+                failure = error.fam_error_msg();
+            }
+        }
+    });
+    EXPECT_TRUE(WaitCalls(adders, 100));
+    cluster()->Pause(2);
+    EXPECT_TRUE(WaitDegraded("raid", 15)) << "memory server 2 stopped but not declared dead";
+    EXPECT_TRUE(WaitCalls(adders, 100)) << "no atomics while memory server 2 is stopped";
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    cluster()->Resume(2);
+    EXPECT_TRUE(WaitHealthy("raid", 60));
+    EXPECT_TRUE(WaitCalls(adders, 200));
+    cluster()->Kill(3, SIGKILL);
+    EXPECT_TRUE(WaitDegraded("raid", 10));
+    EXPECT_TRUE(WaitCalls(adders, 100));
+    cluster()->Restart(3);
+    cluster()->WaitReady();
+    EXPECT_TRUE(WaitHealthy("raid", 60));
+    EXPECT_TRUE(WaitCalls(adders, 200));
+    stop.store(true);
+    writer.join();
+    StopAdders(adders);
+    EXPECT_EQ(failure, "");
+    CheckAdders(adders, "after a stop and a kill");
+    std::vector<uint8_t> back(kSlot);
+    for (uint64_t slot = 0; slot < kSlots; ++slot) {
+        if (!written[slot]) continue;
+        fam()->fam_get_blocking(back.data(), slots.get(), slot * kSlot, kSlot);
+        uint64_t wrong = 0;
+        for (uint64_t i = 0; i < kSlot; ++i) wrong += back[i] != RaidPatternByte(i, written[slot]);
+        EXPECT_EQ(wrong, 0u) << "slot " << slot;
+    }
+}
+
+auto Name = [](const ::testing::TestParamInfo<Level> &info) { return LevelName(info.param); };
+INSTANTIATE_TEST_SUITE_P(Levels, DiesBeforeItAnswersTest, ::testing::Values(RAID1, RAID5), Name);
+INSTANTIATE_TEST_SUITE_P(Levels, StoppedMidAtomicTest, ::testing::Values(RAID1, RAID5), Name);
+INSTANTIATE_TEST_SUITE_P(Levels, AtomicsAcrossRebuildTest, ::testing::Values(RAID1, RAID5), Name);
+INSTANTIATE_TEST_SUITE_P(Levels, OneMemberUnavailableTest, ::testing::Values(RAID1, RAID5), Name);
+
+}  // namespace
+}  // namespace fampool_test
