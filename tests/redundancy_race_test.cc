@@ -146,13 +146,14 @@ class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Le
     std::unique_ptr<Fam_Descriptor> words_;
 };
 
-// The memory server applying a RAID5 atomic (the parity server of its stripe) dies after it
-// applied it and before it answered: the client makes it again elsewhere, which must not apply
-// it a second time. RAID1: the first copy's server dies after it mirrored the atomic.
+// The memory server applying an atomic dies after it applied it and before it answered: the
+// client makes it again elsewhere, which must not apply it a second time. RAID1: the first
+// copy's server, after it mirrored the word to the copy; RAID5: the stripe's parity server,
+// after the data unit and parity changed.
 class DiesBeforeItAnswersTest : public RaceTest {
   protected:
     std::string Holds() const override {
-        return "stripe.atomic-applied=4000,mirror.applied=4000";
+        return GetParam() == RAID1 ? "atomic.applied=4000" : "stripe.atomic-applied=4000";
     }
 };
 
@@ -172,7 +173,7 @@ TEST_P(DiesBeforeItAnswersTest, AnAtomicIsAppliedOnce) {
         size_t held = 0;
         for (int i = 0; i < 300 && !held; ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
-            held = ServerThatHeld(GetParam() == RAID1 ? "mirror.applied" : "stripe.atomic-applied",
+            held = ServerThatHeld(GetParam() == RAID1 ? "atomic.applied" : "stripe.atomic-applied",
                                   before);
         }
         if (!held) {  // server 0 applies this word's atomics: the next word
@@ -197,7 +198,7 @@ TEST_P(DiesBeforeItAnswersTest, AnAtomicIsAppliedOnce) {
 class StoppedMidAtomicTest : public RaceTest {
   protected:
     std::string Holds() const override {
-        return "stripe.atomic-read=300x1,mirror.applied=300x1";
+        return "stripe.atomic=300x1,mirror.applied=300x1";
     }
 };
 
@@ -206,7 +207,7 @@ TEST_P(StoppedMidAtomicTest, WhatItFinishesAfterItContinuesChangesNothing) {
     std::vector<size_t> before = LogLineCounts();
     StartAdders(adders, 3, kWords);
     size_t held = 0;
-    const char *point = GetParam() == RAID1 ? "mirror.applied" : "stripe.atomic-read";
+    const char *point = GetParam() == RAID1 ? "mirror.applied" : "stripe.atomic";
     for (int i = 0; i < 500 && !held; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         held = ServerThatHeld(point, before);

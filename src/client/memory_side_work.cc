@@ -5,6 +5,7 @@
 #include <ctime>
 #include <functional>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "client/descriptor_state.h"
@@ -150,10 +151,12 @@ void WithRecovery(Session &session, const ItemInfo &item,
     ItemInfo now = item;
     RecoveryBudget budget(std::chrono::milliseconds(session.config.fabric_timeout_ms));
     for (;;) {
+        std::optional<Failure> failed;
         try {
             return operation(now);
         } catch (const Failure &failure) {
-            if (!Recoverable(failure) || budget.Spent()) throw;
+            if (!Recoverable(failure)) throw;
+            failed = failure;
         }
         std::vector<uint64_t> servers;
         for (size_t m = 0; m < MemberCount(now.region); ++m) {
@@ -168,6 +171,7 @@ void WithRecovery(Session &session, const ItemInfo &item,
         bool changed = fresh.region.member_state != now.region.member_state;
         if (!changed) std::this_thread::sleep_for(kUnchangedRecoveryPause);
         budget.Recovered(changed);
+        if (!changed && budget.Spent()) throw *failed;  // (see RecoveryBudget)
         now = std::move(fresh);
     }
 }

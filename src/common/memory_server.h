@@ -94,7 +94,9 @@ struct MirroredAtomicCall {
 };
 struct MirroredAtomicResult {
     std::string result;          // the word's old value
-    bool mirror_failed = false;  // the copy could not be written: its server is down
+    bool mirror_failed = false;  // the copy could not be written: its server did not answer
+    bool busy = false;           // the copy's word was held by another operation: not applied
+    std::string value;           // the word's value after the operation
 };
 
 // RAID1: the new value of a word a mirrored atomic changed, as the copy's server gets it.
@@ -142,6 +144,7 @@ struct StripeCall {
     uint32_t lease_ms = 0, wait_ms = 0;
     bool incomplete = false;    // kRelease: the transfers to the stripes did not all end well
     bool target_empty = false;  // kRebuild: the lost member's extent as created at its marking
+    std::string op_id;          // kAtomic: the operation's identity (MirroredAtomicCall::op_id)
 };
 
 // RAID1 rebuild: the server holding a healthy member copies bytes [begin, end) of it to the

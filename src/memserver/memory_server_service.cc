@@ -366,6 +366,8 @@ bool MemoryServerService::CallsOut(const rpc::FabricCall &call) {
         rpc::StripeRequest::Op op = call.stripe().op();
         return op != rpc::StripeRequest::LEASE && op != rpc::StripeRequest::RELEASE;
     }
+    // A mirror waits for the copy's word, which another call here may hold while it mirrors.
+    if (call.has_mirror()) return true;
     return call.has_atomic() && !call.atomic().op_id().empty() && call.atomic().has_mirror() &&
            !call.atomic().mirror().fabric_address().empty();
 }

@@ -1,12 +1,16 @@
 // The memory server's side of redundant regions (Members in common/fam_objects.h): what one
 // server does for a client on bytes that other servers hold copies or parity of.
 //   RAID1 atomics: the server of the first healthy member applies the atomic and writes the
-//   word's new value to the copy (Mirror) while it holds the word, so both copies see the
-//   same order of updates; each operation's result is remembered by its id on both servers,
-//   so a client that retries on the copy after the first server died gets the same answer.
+//   word's new value to the copy (Mirror) while it holds the word, and the copy's server
+//   takes its own lock of the word for it, so both copies see the same order of updates even
+//   when clients with different views apply at different copies; each operation's result is
+//   remembered by its id on both servers, so a client that retries (on the copy after the
+//   first server died) gets the same answer.
 //   RAID5: every change of a stripe, and every read of a lost member's bytes, is done by the
 //   server holding the stripe's parity, under its lock of the stripe; or, for whole stripes
 //   of healthy members, by the client itself under a lease of the stripes from that server.
+//   Atomics are applied by the data unit's server (asked by the parity server, which updates
+//   parity by the change, or by the client when parity is lost), once per op_id.
 //   Rebuild: RAID1 copies a healthy member's data (not its holes) to the rebuilding one
 //   (Resync); RAID5 recomputes the lost member's units stripe by stripe (Stripe REBUILD).
 #ifndef FAMPOOL_MEMSERVER_REDUNDANCY_H_
@@ -30,12 +34,14 @@ namespace fampool {
 
 class RedundancyService {
   public:
-    // `peer(id)`: the gRPC client of memory server `id` (RAID1 copies are written through it).
+    // `peer(id)`: the client of memory server `id` (mirrors and forwarded RAID5 atomics go
+    // through it).
     using PeerServer = std::function<MemoryServerClient &(uint64_t id)>;
     RedundancyService(LocalMemoryServer *local, Peers *peers, PeerServer peer)
         : local_(local), peers_(peers), peer_(std::move(peer)) {}
 
-    // An atomic with an op_id (RAID1): applied once, mirrored, remembered.
+    // An atomic with an op_id: applied once whatever the retries, mirrored to the copy when
+    // the request names one (RAID1), remembered with its result.
     void Atomic(const rpc::AtomicRequest &request, rpc::AtomicReply *reply);
     void Mirror(const rpc::MirrorRequest &request);
     // Makes the member's pages for the request's ranges present, in the background (heap.h,
@@ -46,19 +52,23 @@ class RedundancyService {
     StripeGate::Counts stripe_leases() const { return stripes_.counts(); }
 
   private:
-    class MemberIo;
-    // Results of recent mirrored atomics by op_id (bounded: a retry comes within seconds).
-    bool Recall(const std::string &op_id, std::string *result);
-    void Remember(const std::string &op_id, const std::string &result);
-    // The lock of a word: `mirrored` for copies written by Mirror (never held while calling
-    // out, so two servers mirroring to each other cannot wait on each other).
-    std::mutex &WordLock(const rpc::Extent &extent, uint64_t offset, bool mirrored = false);
+    // What an atomic did: its result (the word's old value) and the word's value after.
+    struct Applied {
+        std::string result, value;
+    };
+    // Atomics applied here, and mirrored here, by op_id (bounded: a retry comes within seconds).
+    bool Recall(const std::string &op_id, Applied *applied);
+    void Remember(const std::string &op_id, const Applied &applied);
+    // The lock of a word (stripe_work.cc's RAID5 atomics hold stripe locks instead).
+    std::timed_mutex &WordLock(const rpc::Extent &extent, uint64_t offset);
     // Resync's check of the batch of the extent at `batch` that `snapshot` was written from:
     // the chunks that changed since are copied again.
     void RecopyChanged(ExtentRef extent, const HeapMapping &mapping,
                        const rpc::StripeRequest &members, uint64_t batch,
                        std::vector<char> &snapshot);
-    void StripeReadOrWrite(const rpc::StripeRequest &request, rpc::StripeReply *reply);
+    // stripe_work.cc
+    void StripeRead(const rpc::StripeRequest &request, rpc::StripeReply *reply);
+    void StripeWrite(const rpc::StripeRequest &request);
     void StripeAtomic(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     void StripeRebuild(const rpc::StripeRequest &request);
     void StripeLease(const rpc::StripeRequest &request, rpc::StripeReply *reply);
@@ -75,11 +85,11 @@ class RedundancyService {
     Peers *peers_;
     PeerServer peer_;
     std::mutex recall_mutex_;
-    std::map<std::string, std::string> recall_;
+    std::map<std::string, Applied> recall_;
     std::deque<std::string> recall_order_;
-    // Striped locks of words (RAID1 atomics), by hash; the stripes' locks and leases (RAID5).
-    std::array<std::mutex, 256> word_locks_;
-    std::array<std::mutex, 256> mirror_locks_;
+    // Striped locks of words (RAID1 atomics and mirrors, atomics applied for a RAID5 parity
+    // server), by hash; the stripes' locks and leases (RAID5).
+    std::array<std::timed_mutex, 256> word_locks_;
     StripeGate stripes_;
 };
 

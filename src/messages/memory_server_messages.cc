@@ -93,7 +93,9 @@ MirroredAtomicResult FabricMemoryServerClient::MirroredAtomic(const MirroredAtom
     if (!OverFabric(message, &reply, "MemoryServer.Atomic")) {
         return MemoryServerClient::MirroredAtomic(call);
     }
-    return MirroredAtomicResult{reply.atomic().result(), reply.atomic().mirror_failed()};
+    const rpc::AtomicReply &atomic = reply.atomic();
+    return MirroredAtomicResult{atomic.result(), atomic.mirror_failed(), atomic.busy(),
+                                atomic.value()};
 }
 
 void FabricMemoryServerClient::Mirror(const MirrorWrite &call) {

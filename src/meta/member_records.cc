@@ -58,6 +58,29 @@ std::vector<RegionInfo> MemberRecords::RedundantRegions() {
 }
 
 std::vector<RegionInfo> MemberRecords::ServerLost(uint64_t server_id) {
+    // First, before the loss is recorded, the keys of the other members of each region it held
+    // a member of stop working. A server declared dead may only be stopped: when it goes on it
+    // finishes what it was asked before (a RAID5 stripe write, a mirrored atomic), with the
+    // clients' keys for the other members, and those writes would land on bytes that clients
+    // have since written elsewhere. Revoked here, they are refused; the clients get new keys
+    // with the view that says the member is lost, which they can only see after this.
+    for (const RegionInfo &region : RedundantRegions()) {
+        bool held = false;
+        for (size_t m = 0; m < MemberCount(region); ++m) {
+            held |= MemberServer(region, m) == server_id && StateOf(region, m) != kLost;
+        }
+        if (!held) continue;
+        grants_.Forget(region.id);
+        for (const PlacedExtent &each : ExtentsOf(region)) {
+            if (each.server == server_id || StateOf(region, each.member) == kLost) continue;
+            try {
+                server_(each.server).RevokeKeys(each.extent, kAllGrants);
+            } catch (const Failure &) {
+                // Unreachable too: its keys go with it, or its heartbeats will say.
+            }
+        }
+        grants_.Forget(region.id);
+    }
     std::vector<RegionInfo> changed;
     {
         Txn txn(*env_, /*write=*/true);

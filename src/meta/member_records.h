@@ -35,7 +35,9 @@ class MemberRecords {
     // Every redundant region.
     std::vector<RegionInfo> RedundantRegions();
     // Memory server `server_id` died: each member on it is lost (its bytes are read from the
-    // others from now on). Returns the regions that changed.
+    // others from now on), after the keys of every other member of those regions were revoked
+    // (a server declared dead that was only stopped cannot write with the old ones when it
+    // goes on). Returns the regions that changed.
     std::vector<RegionInfo> ServerLost(uint64_t server_id);
     // A server declared dead answers again (it was stopped, not killed): the keys of its lost
     // members stop working, so that a client that did not notice cannot read their stale bytes.

@@ -225,6 +225,7 @@ void ToProto(const StripeCall &in, rpc::StripeRequest *out) {
     out->set_wait_ms(in.wait_ms);
     out->set_incomplete(in.incomplete);
     out->set_target_empty(in.target_empty);
+    out->set_op_id(in.op_id);
 }
 
 void ToProto(const ResyncCall &in, rpc::ResyncRequest *out) {

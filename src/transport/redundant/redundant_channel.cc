@@ -25,21 +25,16 @@ bool Healthy(const ItemInfo &item, size_t m) { return MemberHealthy(item, m); }
 bool Writable(const ItemInfo &item, size_t m) { return MemberWritable(item, m); }
 void BothLost(const ItemInfo &item, uint64_t at) { NoMemberLeft(item, at); }
 
-// RAID5 with two members not healthy takes no write at all: one that reached the others would
-// leave the member lost last (kLostIntact, taken back as it is) staler than they are.
+}  // namespace
+
 void RequireRaid5Writes(const ItemInfo &item, uint64_t at) {
     uint64_t unhealthy = 0;
     for (uint64_t m = 0; m < MemberCount(item.region); ++m) unhealthy += !Healthy(item, m);
     if (unhealthy > 1) NoMemberLeft(item, at);
 }
 
-// RAID1: the pieces of item bytes [offset, offset + nbytes), each on one server position
-// (slot) of the region: (byte of the item, slot, length, physical offset).
-struct Piece {
-    uint64_t at, slot, length, physical;
-};
-std::vector<Piece> Raid1Pieces(const ItemInfo &item, uint64_t offset, uint64_t nbytes) {
-    std::vector<Piece> pieces;
+std::vector<Raid1Piece> Raid1Pieces(const ItemInfo &item, uint64_t offset, uint64_t nbytes) {
+    std::vector<Raid1Piece> pieces;
     uint64_t k = item.region.memory_servers.size();
     uint64_t interleave = k > 1 ? item.region.interleave_size : 0;
     for (uint64_t at = offset; at < offset + nbytes;) {
@@ -50,8 +45,6 @@ std::vector<Piece> Raid1Pieces(const ItemInfo &item, uint64_t offset, uint64_t n
     }
     return pieces;
 }
-
-}  // namespace
 
 std::unique_ptr<Channel> RedundantTransport::OpenChannel() {
     return std::make_unique<RedundantChannel>(*this, inner_->OpenChannel(),
@@ -168,8 +161,13 @@ bool RedundantChannel::Issue(const Logged &op) {
             if (Logged *logged = Find(op.sequence)) logged->skipped = std::move(skipped);
             return done;
         } catch (const Failure &failure) {
-            if (failure.fam_error() == openfam::FAM_ERR_RESOURCE || budget.Spent()) throw;
-            budget.Recovered(transport_.Recover(Redundant(op.binding)));
+            if (failure.fam_error() == openfam::FAM_ERR_RESOURCE) throw;
+            // Spent only when the members are still as they were: a failure that took long
+            // (a server's own bound on a stopped peer) may have ended with the stopped server
+            // declared dead meanwhile, which is progress.
+            bool changed = transport_.Recover(Redundant(op.binding));
+            budget.Recovered(changed);
+            if (!changed && budget.Spent()) throw;
         }
     }
 }
@@ -195,14 +193,15 @@ bool RedundantChannel::Post(const Logged &op, Skipped *skipped) {
 void RedundantChannel::Settle(uint64_t upto) {
     RecoveryBudget budget = transport_.Budget();
     for (;;) {
+        std::optional<Failure> failed;
         try {
             Raid().Quiet();
             std::vector<Logged> rejoin = Rejoining(upto);
             if (rejoin.empty()) break;
             for (const Logged &op : rejoin) Issue(op);
             continue;
-        } catch (const Failure &) {
-            if (budget.Spent()) throw;
+        } catch (const Failure &failure) {
+            failed = failure;
         }
         std::vector<Logged> redo;
         {
@@ -219,6 +218,7 @@ void RedundantChannel::Settle(uint64_t upto) {
             }
         }
         budget.Recovered(changed);
+        if (!changed && budget.Spent()) throw *failed;
         for (const Logged &op : redo) Issue(op);
     }
     std::lock_guard<std::mutex> lock(log_mutex_);
@@ -259,11 +259,11 @@ void RedundantChannel::Raid1Read(const RedundantBinding::View &view, uint64_t of
                                  uint64_t nbytes) {
     const ItemInfo &item = view.item;
     uint64_t k = item.region.memory_servers.size();
-    std::vector<Piece> pieces = Raid1Pieces(item, offset, nbytes);
+    std::vector<Raid1Piece> pieces = Raid1Pieces(item, offset, nbytes);
     bool first_copy = true;
-    for (const Piece &piece : pieces) first_copy &= Healthy(item, piece.slot);
+    for (const Raid1Piece &piece : pieces) first_copy &= Healthy(item, piece.slot);
     if (first_copy) return Raid().Read(view.copies[0], offset, local, nbytes, false);
-    for (const Piece &piece : pieces) {
+    for (const Raid1Piece &piece : pieces) {
         size_t copy = Healthy(item, piece.slot) ? 0 : Healthy(item, k + piece.slot) ? 1 : 2;
         if (copy == 2) BothLost(item, piece.at);
         Raid().Read(view.copies[copy], piece.at, local + (piece.at - offset), piece.length, false);
@@ -274,9 +274,9 @@ bool RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t o
                                   const char *local, uint64_t nbytes, bool blocking) {
     const ItemInfo &item = view.item;
     uint64_t k = item.region.memory_servers.size();
-    std::vector<Piece> pieces = Raid1Pieces(item, offset, nbytes);
+    std::vector<Raid1Piece> pieces = Raid1Pieces(item, offset, nbytes);
     bool healthy = true;
-    for (const Piece &piece : pieces) {
+    for (const Raid1Piece &piece : pieces) {
         if (!Healthy(item, piece.slot) && !Healthy(item, k + piece.slot)) {
             BothLost(item, piece.at);
         }
@@ -290,12 +290,12 @@ bool RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t o
     bool rebuilding = false;
     for (size_t copy = 0; copy < 2; ++copy) {
         bool whole = true;
-        for (const Piece &piece : pieces) whole &= Healthy(item, copy * k + piece.slot);
+        for (const Raid1Piece &piece : pieces) whole &= Healthy(item, copy * k + piece.slot);
         if (whole) {
             Raid().Write(view.copies[copy], offset, local, nbytes, false);
             continue;
         }
-        for (const Piece &piece : pieces) {
+        for (const Raid1Piece &piece : pieces) {
             size_t m = copy * k + piece.slot;
             if (Healthy(item, m)) {
                 Raid().Write(view.copies[copy], piece.at, local + (piece.at - offset), piece.length,
@@ -307,7 +307,7 @@ bool RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t o
     if (!rebuilding) return false;
     Raid().Quiet();
     for (size_t copy = 0; copy < 2; ++copy) {
-        for (const Piece &piece : pieces) {
+        for (const Raid1Piece &piece : pieces) {
             size_t m = copy * k + piece.slot;
             if (Writable(item, m) && !Healthy(item, m)) {
                 Raid().Write(view.copies[copy], piece.at, local + (piece.at - offset), piece.length,
@@ -405,133 +405,6 @@ void RedundantChannel::Atomic(Binding &item, uint64_t offset, AtomicOp op, DataT
     } else {
         Raid5Atomic(*redundant, offset, op, type, operand, compare, result);
     }
-}
-
-void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op,
-                                   DataType type, const void *operand, const void *compare,
-                                   void *result) {
-    size_t size = SizeOf(type);
-    std::string op_id = transport_.NextOpId();
-    RecoveryBudget budget = transport_.Budget();
-    // Once applied on a view that left the copy out: whether the copy takes writes now (a
-    // rebuild begun meanwhile may have copied the word before the atomic changed it).
-    std::optional<Skipped> applied_without;
-    for (;;) {
-        std::shared_ptr<const RedundantBinding::View> view =
-            transport_.Fresh(binding, applied_without.has_value());
-        const ItemInfo &item = view->item;
-        if (Degraded(item.region)) HoldAt("client.degraded-atomic");
-        if (applied_without) {
-            if (!Rejoined(*applied_without, item)) return;
-            // The word copied again by the server holding it, in order with the atomics
-            // there: a fetch mirrored, under a new id (the first one's result is kept).
-            op = AtomicOp::kFetch;
-            op_id = transport_.NextOpId();
-            result = nullptr;
-            compare = nullptr;
-            applied_without.reset();
-        }
-        uint64_t k = item.region.memory_servers.size();
-        Piece piece = Raid1Pieces(item, offset, size).front();
-        size_t first = piece.slot, second = k + piece.slot;
-        if (!Healthy(item, first)) std::swap(first, second);
-        if (!Healthy(item, first)) BothLost(item, offset);
-        MirroredAtomicCall call;
-        call.extent = MemberOf(item, first).extent;
-        call.key = item.member_access[first].key;
-        call.offset = piece.physical;
-        call.op = op;
-        call.type = type;
-        call.operand.assign(static_cast<const char *>(operand), size);
-        if (compare) call.compare.assign(static_cast<const char *>(compare), size);
-        call.op_id = op_id;
-        if (Writable(item, second)) call.mirror = MemberOf(item, second);
-        try {
-            MirroredAtomicResult reply =
-                transport_.services().server(MemberServer(item.region, first)).MirroredAtomic(call);
-            if (result && reply.result.size() == size) {
-                std::memcpy(result, reply.result.data(), size);
-            }
-            if (reply.mirror_failed) transport_.Recover(binding, /*redo=*/false);
-            if (op == AtomicOp::kFetch || !Degraded(item.region)) return;
-            applied_without = SkippedBy(item);
-            continue;
-        } catch (const Failure &failure) {
-            // FAM_ERR_NOPERM: the key of a server that restarted since this view (the client
-            // did not touch it while it was down): the atomic was not applied; the fresh view
-            // has the new key. scripts/soak saw it 2 runs in 11.
-            bool stale_key = failure.fam_error() == openfam::FAM_ERR_NOPERM;
-            if ((failure.fam_error() != openfam::FAM_ERR_RPC && !stale_key) || budget.Spent()) {
-                throw;
-            }
-            budget.Recovered(transport_.Recover(binding));
-        }
-    }
-}
-
-void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, AtomicOp op,
-                                   DataType type, const void *operand, const void *compare,
-                                   void *result) {
-    size_t size = SizeOf(type);
-    RecoveryBudget budget = transport_.Budget();
-    for (;;) {
-        std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
-        const ItemInfo &item = view->item;
-        if (Degraded(item.region)) HoldAt("client.degraded-atomic");
-        uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
-        if (op != AtomicOp::kFetch) RequireRaid5Writes(item, offset);
-        StripePiece piece = Raid5Pieces(item, offset, size).front();
-        uint64_t p = Raid5ParityMember(piece.stripe, n);
-        uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
-        char old[16] = {};
-        try {
-            if (Writable(item, p)) {
-                StripeCall call = StripeCallOf(item, StripeCall::Op::kAtomic, p);
-                call.pieces.push_back(
-                    {piece.stripe, static_cast<uint32_t>(piece.column), piece.within, size});
-                call.atomic_op = op;
-                call.type = type;
-                call.operand.assign(static_cast<const char *>(operand), size);
-                if (compare) call.compare.assign(static_cast<const char *>(compare), size);
-                std::string reply =
-                    transport_.services().server(MemberServer(item.region, p)).Stripe(call);
-                if (reply.size() == size) std::memcpy(old, reply.data(), size);
-            } else {
-                if (!Writable(item, d)) BothLost(item, offset);
-                bool persistent = item.region.attributes.memoryType == PERSISTENT;
-                transport_.services()
-                    .server(MemberServer(item.region, d))
-                    .Atomic(ExtentRef{item.region_id, persistent, false}, item.member_access[d].key,
-                            piece.stripe * unit + piece.within, static_cast<int>(op),
-                            static_cast<int>(type), operand, compare, old);
-            }
-            if (result) std::memcpy(result, old, size);
-            if (op != AtomicOp::kFetch && Degraded(item.region)) {
-                RejoinStripe(binding, SkippedBy(item), piece.stripe);
-            }
-            return;
-        } catch (const Failure &failure) {
-            // Not made again after its server answered (twice is not once); a server that
-            // did not answer may not have applied it (a documented limit of RAID5 atomics).
-            if (failure.fam_error() != openfam::FAM_ERR_RPC || budget.Spent()) throw;
-            budget.Recovered(transport_.Recover(binding));
-        }
-    }
-}
-
-void RedundantChannel::RejoinStripe(RedundantBinding &binding, const Skipped &skipped,
-                                    uint64_t stripe) {
-    std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, true);
-    const ItemInfo &item = view->item;
-    if (!Rejoined(skipped, item)) return;
-    // The member left out, recomputed in this stripe by the stripe's parity server under its
-    // stripe lock, from the others as they are now.
-    uint64_t p = Raid5ParityMember(stripe, MemberCount(item.region));
-    StripeCall call = StripeCallOf(item, StripeCall::Op::kRebuild, p);
-    call.lost = static_cast<uint32_t>(skipped.front().member);
-    call.first = stripe;
-    call.end = stripe + 1;
-    transport_.services().server(MemberServer(item.region, p)).Stripe(call);
 }
 
 void RedundantChannel::Fence() {

@@ -114,6 +114,17 @@ class RedundantChannel : public Channel {
     uint64_t next_sequence_ = 0;
 };
 
+// RAID1: the pieces of item bytes [offset, offset + nbytes), each on one server position
+// (slot) of the region: (byte of the item, slot, length, physical offset).
+struct Raid1Piece {
+    uint64_t at, slot, length, physical;
+};
+std::vector<Raid1Piece> Raid1Pieces(const ItemInfo &item, uint64_t offset, uint64_t nbytes);
+// RAID5 with two members not healthy takes no write at all: one that reached the others would
+// leave the member lost last (kLostIntact, taken back as it is) staler than they are. Throws
+// FAM_ERR_RESOURCE then.
+void RequireRaid5Writes(const ItemInfo &item, uint64_t at);
+
 // Member `m` of a redundant item as a memory server acting for the client reaches it.
 MemberRef MemberOf(const ItemInfo &item, size_t m);
 // A stripe call of a RAID5 item to the server of member `self`, naming all the members.

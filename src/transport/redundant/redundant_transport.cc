@@ -161,6 +161,11 @@ bool RedundantTransport::Recover(RedundantBinding &binding, bool redo) {
     services_.report(std::vector<uint64_t>(servers.begin(), servers.end()));
     std::shared_ptr<const RedundantBinding::View> fresh = Fresh(binding, /*stale=*/true);
     bool changed = fresh->item.region.member_state != view->item.region.member_state;
+    if (changed) {
+        changed_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count());
+    }
     if (redo && !changed) std::this_thread::sleep_for(kUnchangedRecoveryPause);
     return changed;
 }

@@ -24,13 +24,20 @@
 // bytes at once, with no wait for clients to learn of it. So an operation made on a view with
 // a member not healthy (Skipped) checks the item again once it completed, and is made again
 // where such a member takes writes now (Rejoined): the copy may have read the healthy members
-// before the operation reached them. A write is redone whole; an atomic, which must not apply
-// twice, has its word copied again by the server that applied it (RAID1) or its stripe
-// recomputed (RAID5). A view with a member not healthy is also fetched again when older than
-// kViewLease, so that writes reach a member being rebuilt soon after its rebuild begins.
+// before the operation reached them. A write is redone whole (RAID5 parity servers compute
+// parity from the data units, not from the old parity, so a write made twice leaves parity
+// right); an atomic, which must not apply twice, is sent again with its id to the server that
+// applied it, which mirrors the word to the copy (RAID1), or has its stripe recomputed
+// (RAID5). A view with a member not healthy is also fetched again when older than kViewLease,
+// so that writes reach a member being rebuilt soon after its rebuild begins.
+//
+// Atomics carry an id (NextOpId) that every server applying or mirroring them remembers with
+// the result: an atomic made again after any failure (no answer, a server declared dead, a
+// key refused) is answered from memory where it was applied already, so it applies once.
 #ifndef FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_TRANSPORT_H_
 #define FAMPOOL_TRANSPORT_REDUNDANT_REDUNDANT_TRANSPORT_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -57,37 +64,45 @@ constexpr int kMemberTimeoutMs = 300;
 // within it.
 constexpr std::chrono::milliseconds kUnchangedRecoveryPause{250};
 
-// Rounds of recovery (check the servers, fetch the members again, redo) that found a member's
-// state changed before a failure on a redundant item stands: each follows a member's loss, and
-// a region survives one.
-constexpr int kRecoveryRounds = 3;
-
-// When an operation on a redundant item stops redoing itself after failures: after
-// kRecoveryRounds rounds that changed the members, or, while the rounds find every member as it
-// was (alive but slow or stopped: the metadata service's heartbeats declare such a server dead
-// after 8 missed ones, 2-3 s, or it answers again), once `patience` (the data path's own bound,
-// fabric_timeout_ms) has passed since the first failure. A count alone gave up after about
-// 1.7 s on a member that was only slow.
+// When an operation on a redundant item stops making itself again after failures: once
+// `patience` (the data path's own bound, fabric_timeout_ms) has passed with no progress, that
+// is since the first failure or since the last round of recovery that found the members
+// changed (a server declared dead, a member rebuilding or healthy again). While one member is
+// unavailable the members change within seconds (the metadata service's heartbeats declare a
+// stopped server dead after 8 missed ones, 2-3 s) and the operation goes on; only silence
+// makes it fail. (A count of rounds gave up while a killed server came back and was rebuilt:
+// each of those steps is a change.)
 class RecoveryBudget {
   public:
-    explicit RecoveryBudget(std::chrono::milliseconds patience) : patience_(patience) {}
+    // `changed`: when any operation of this client last found members changed (Recover),
+    // as steady_clock nanoseconds: progress made by another operation's recovery counts too.
+    explicit RecoveryBudget(std::chrono::milliseconds patience,
+                            const std::atomic<int64_t> *changed = nullptr)
+        : patience_(patience), changed_(changed) {}
     // After a failure: true when it should stand (no more rounds).
     bool Spent() {
         auto now = std::chrono::steady_clock::now();
         if (!failed_) {
             failed_ = true;
-            first_failure_ = now;
+            since_ = now;
         }
-        return changed_rounds_ >= kRecoveryRounds || now - first_failure_ > patience_;
+        auto last = since_;
+        if (changed_) {
+            last = std::max(last, std::chrono::steady_clock::time_point(
+                                      std::chrono::nanoseconds(changed_->load())));
+        }
+        return now - last > patience_;
     }
     // After a round's recovery: whether it changed the members.
-    void Recovered(bool changed) { changed_rounds_ += changed ? 1 : 0; }
+    void Recovered(bool changed) {
+        if (changed) since_ = std::chrono::steady_clock::now();
+    }
 
   private:
     std::chrono::milliseconds patience_;
+    const std::atomic<int64_t> *changed_;
     bool failed_ = false;
-    std::chrono::steady_clock::time_point first_failure_;
-    int changed_rounds_ = 0;
+    std::chrono::steady_clock::time_point since_;
 };
 
 // Member `m` of a redundant item: the client was given access to it; it holds the bytes
@@ -176,7 +191,7 @@ class RedundantTransport : public Transport {
     // (no server found dead) it first waits kUnchangedRecoveryPause. True when the members
     // changed.
     bool Recover(RedundantBinding &binding, bool redo = true);
-    RecoveryBudget Budget() const { return RecoveryBudget(services_.patience); }
+    RecoveryBudget Budget() const { return RecoveryBudget(services_.patience, &changed_); }
     const RedundancyServices &services() const { return services_; }
     // A fresh id for a mirrored atomic: this client's and a sequence number.
     std::string NextOpId();
@@ -192,6 +207,8 @@ class RedundantTransport : public Transport {
     std::mutex dead_mutex_;
     std::set<uint64_t> dead_;
     std::atomic<uint64_t> dead_generation_{0};
+    // When a Recover of this client last found an item's members changed (steady_clock ns).
+    std::atomic<int64_t> changed_{0};
     uint64_t client_id_;
     std::atomic<uint64_t> sequence_{0};
 };

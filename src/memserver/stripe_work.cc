@@ -1,0 +1,395 @@
+// RedundancyService's RAID5 work (redundancy.h): what the memory server holding a stripe's
+// parity does for clients, under its locks of the stripes (stripe_gate.h).
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "common/atomic_apply.h"
+#include "common/error.h"
+#include "common/parity.h"
+#include "common/test_hold.h"
+#include "memserver/member_io.h"
+#include "memserver/memory_server_metrics.h"
+#include "memserver/redundancy.h"
+#include "rpc/convert.h"
+
+namespace fampool {
+namespace {
+
+// The most bytes one stripe request may move (a gRPC message's limit).
+constexpr uint64_t kMostStripeBytes = 64 << 20;
+// Stripes a rebuild request recomputes under one set of locks.
+constexpr uint64_t kRebuildBatch = 256;
+// Bounds of a client's stripe lease and of its wait for one. A lease covers transfers that
+// each end within kMemberTimeoutMs of no progress (transport/redundant/redundant_transport.h);
+// a request on a stripe whose client died waits for the lease to end, so it is short.
+constexpr std::chrono::milliseconds kLongestLease{5000};
+constexpr std::chrono::milliseconds kLongestLeaseWait{1000};
+
+bool AllZero(const char *bytes, uint64_t n) {
+    uint64_t any = 0;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t word;
+        std::memcpy(&word, bytes + i, 8);
+        any |= word;
+    }
+    for (; i < n; ++i) any |= static_cast<unsigned char>(bytes[i]);
+    return any == 0;
+}
+
+}  // namespace
+
+void RedundancyService::Stripe(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
+    uint64_t n = static_cast<uint64_t>(request.members_size());
+    if (n < 3 || request.interleave() == 0 || request.self() >= n) {
+        Fail(openfam::FAM_ERR_INVALID, "stripe request with {} members, interleave {}, self {}", n,
+             request.interleave(), request.self());
+    }
+    uint64_t total = 0;
+    for (const rpc::StripePiece &piece : request.pieces()) {
+        if (piece.column() >= n - 1 || piece.length() == 0 ||
+            piece.within() >= request.interleave() ||
+            piece.length() > request.interleave() - piece.within() ||
+            Raid5ParityMember(piece.stripe(), n) != request.self()) {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "stripe request piece (stripe {}, column {}, bytes {}+{}) is not in a unit of a "
+                 "stripe whose parity memory server {} holds",
+                 piece.stripe(), piece.column(), piece.within(), piece.length(), local_->id());
+        }
+        total += piece.length();
+        if (total > kMostStripeBytes) Fail(openfam::FAM_ERR_INVALID, "stripe request too large");
+    }
+    switch (request.op()) {
+        case rpc::StripeRequest::READ:
+        case rpc::StripeRequest::WRITE:
+            if (request.op() == rpc::StripeRequest::WRITE && request.data().size() != total) {
+                Fail(openfam::FAM_ERR_INVALID, "stripe write of {} bytes for pieces of {}",
+                     request.data().size(), total);
+            }
+            if (request.op() == rpc::StripeRequest::READ) return StripeRead(request, reply);
+            return StripeWrite(request);
+        case rpc::StripeRequest::ATOMIC:
+            return StripeAtomic(request, reply);
+        case rpc::StripeRequest::REBUILD:
+            return StripeRebuild(request);
+        case rpc::StripeRequest::LEASE:
+        case rpc::StripeRequest::RELEASE:
+            return StripeLease(request, reply);
+        default:
+            Fail(openfam::FAM_ERR_INVALID, "unknown stripe operation {}", request.op());
+    }
+}
+
+void RedundancyService::StripeRead(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
+    uint64_t n = request.members_size(), unit = request.interleave(), self = request.self();
+    std::vector<uint64_t> stripes;
+    for (const rpc::StripePiece &piece : request.pieces()) stripes.push_back(piece.stripe());
+    StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), stripes);
+    RepairParity(request, held);
+    // Each piece's bytes: a healthy member's read there, a lost or rebuilding member's rebuilt
+    // from the others (parity here, and the other data units read into `others`).
+    std::string &out = *reply->mutable_data();
+    uint64_t total = 0;
+    for (const rpc::StripePiece &piece : request.pieces()) total += piece.length();
+    out.assign(total, '\0');
+    std::vector<std::pair<uint64_t, std::vector<char>>> others;  // (position in out, bytes)
+    MemberIo io(local_, peers_, request);  // after the buffers it uses
+    uint64_t at = 0;
+    for (const rpc::StripePiece &piece : request.pieces()) {
+        uint64_t s = piece.stripe(), len = piece.length(), p = s * unit + piece.within();
+        uint64_t d = Raid5DataMember(s, piece.column(), n);
+        if (request.members(static_cast<int>(d)).state() == kHealthy) {
+            io.Read(d, p, out.data() + at, len);
+        } else {
+            io.Read(self, p, out.data() + at, len);
+            for (uint64_t m = 0; m < n; ++m) {
+                if (m == d || m == self) continue;
+                others.emplace_back(at, std::vector<char>(len));
+                io.Read(m, p, others.back().second.data(), len);
+            }
+        }
+        at += len;
+    }
+    io.Finish();
+    for (auto &[position, bytes] : others) XorInto(out.data() + position, bytes.data(), bytes.size());
+}
+
+void RedundancyService::StripeWrite(const rpc::StripeRequest &request) {
+    uint64_t n = request.members_size(), unit = request.interleave(), self = request.self();
+    auto healthy = [&](uint64_t m) {
+        return request.members(static_cast<int>(m)).state() == kHealthy;
+    };
+    // The pieces by stripe, each with its bytes' place in `data`.
+    struct Part {
+        const rpc::StripePiece *piece;
+        const char *bytes;
+    };
+    std::map<uint64_t, std::vector<Part>> by_stripe;
+    uint64_t at = 0;
+    for (const rpc::StripePiece &piece : request.pieces()) {
+        by_stripe[piece.stripe()].push_back({&piece, request.data().data() + at});
+        at += piece.length();
+    }
+    std::vector<uint64_t> stripes;
+    for (const auto &[s, parts] : by_stripe) stripes.push_back(s);
+    StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), stripes);
+    RepairParity(request, held);
+    // Per stripe, the bytes [low, high) of every data unit that the pieces touch, and the
+    // parity of the same bytes. Parity is the XOR of the data units as they will be: units
+    // not written whole are read first. With every data member healthy the old parity is not
+    // used, so a write made again after a failure part-way (parity or a unit written, not
+    // both) still ends with parity matching the data. With one data member not healthy, its
+    // unit is what parity and the other units make of it, and stays so.
+    struct Work {
+        uint64_t stripe, low, high;
+        std::vector<std::vector<char>> units;  // per column, bytes [low, high)
+        std::vector<char> parity;
+        int missing = -1;  // the column whose member is not healthy
+    };
+    std::vector<Work> work;
+    for (const auto &[s, parts] : by_stripe) {
+        Work w{s, unit, 0, {}, {}, -1};
+        for (const Part &part : parts) {
+            w.low = std::min(w.low, part.piece->within());
+            w.high = std::max(w.high, part.piece->within() + part.piece->length());
+        }
+        for (uint64_t c = 0; c < n - 1; ++c) {
+            if (healthy(Raid5DataMember(s, c, n))) continue;
+            if (w.missing >= 0) {
+                Fail(openfam::FAM_ERR_RESOURCE,
+                     "stripe {} of region {} has two data members not healthy", s,
+                     request.members(0).extent().region_id());
+            }
+            w.missing = static_cast<int>(c);
+        }
+        w.units.assign(n - 1, std::vector<char>(w.high - w.low));
+        w.parity.assign(w.high - w.low, 0);
+        work.push_back(std::move(w));
+    }
+    {
+        MemberIo io(local_, peers_, request);  // after the buffers it uses
+        for (Work &w : work) {
+            uint64_t p = w.stripe * unit + w.low, len = w.high - w.low;
+            std::vector<bool> whole(n - 1, false);  // columns whose bytes are all written
+            for (const Part &part : by_stripe[w.stripe]) {
+                whole[part.piece->column()] = whole[part.piece->column()] ||
+                    (part.piece->within() <= w.low && part.piece->within() + part.piece->length() >= w.high);
+            }
+            for (uint64_t c = 0; c < n - 1; ++c) {
+                if (static_cast<int>(c) == w.missing) continue;
+                // Old bytes are needed where the write leaves some, and all of them to make
+                // the missing unit's.
+                if (!whole[c] || w.missing >= 0) {
+                    io.Read(Raid5DataMember(w.stripe, c, n), p, w.units[c].data(), len);
+                }
+            }
+            if (w.missing >= 0) io.Read(self, p, w.parity.data(), len);
+        }
+        io.Finish();
+    }
+    HoldAt("stripe.write-read");
+    for (Work &w : work) {
+        if (w.missing >= 0) {  // its unit from parity and the others, as they are
+            std::vector<char> &mine = w.units[static_cast<size_t>(w.missing)];
+            mine = w.parity;
+            for (uint64_t c = 0; c < n - 1; ++c) {
+                if (static_cast<int>(c) != w.missing) XorInto(mine.data(), w.units[c].data(), mine.size());
+            }
+        }
+        for (const Part &part : by_stripe[w.stripe]) {
+            std::memcpy(w.units[part.piece->column()].data() + (part.piece->within() - w.low),
+                        part.bytes, part.piece->length());
+        }
+        std::fill(w.parity.begin(), w.parity.end(), 0);
+        for (const std::vector<char> &each : w.units) XorInto(w.parity.data(), each.data(), each.size());
+    }
+    // Parity first, then the data units (a member being rebuilt too; a lost one not).
+    MemberIo io(local_, peers_, request);
+    for (Work &w : work) io.Write(self, w.stripe * unit + w.low, w.parity.data(), w.parity.size());
+    for (const Work &w : work) {
+        for (const Part &part : by_stripe[w.stripe]) {
+            uint64_t d = Raid5DataMember(w.stripe, part.piece->column(), n);
+            if (request.members(static_cast<int>(d)).state() == kLost) continue;
+            io.Write(d, w.stripe * unit + part.piece->within(), part.bytes, part.piece->length());
+        }
+    }
+    io.Finish();
+}
+
+void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
+    auto type = static_cast<DataType>(request.type());
+    size_t size = SizeOf(type);
+    if (request.pieces_size() != 1 || size == 0 || request.pieces(0).length() != size ||
+        request.pieces(0).within() % size != 0 || request.operand().size() != size ||
+        (!request.compare().empty() && request.compare().size() != size)) {
+        Fail(openfam::FAM_ERR_INVALID, "malformed RAID5 atomic request");
+    }
+    const rpc::StripePiece &piece = request.pieces(0);
+    uint64_t n = request.members_size(), unit = request.interleave(), self = request.self();
+    uint64_t s = piece.stripe(), p = s * unit + piece.within();
+    uint64_t d = Raid5DataMember(s, piece.column(), n);
+    const rpc::Member &data = request.members(static_cast<int>(d));
+    StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), {s});
+    RepairParity(request, held);
+    Applied applied;
+    if (Recall(request.op_id(), &applied)) {  // a retry: applied, parity too
+        reply->set_data(applied.result);
+        return;
+    }
+    HoldAt("stripe.atomic");
+    char old[16] = {}, value[16] = {};
+    if (data.state() == kHealthy) {
+        // Applied by the data unit's server, once per op_id whoever asks (this server now, or
+        // the client itself when this one is lost): parity then follows the change it made.
+        MirroredAtomicCall call;
+        call.extent = FromProto(data.extent());
+        call.key = data.key();
+        call.offset = p;
+        call.op = static_cast<AtomicOp>(request.atomic_op());
+        call.type = type;
+        call.operand = request.operand();
+        call.compare = request.compare();
+        call.op_id = request.op_id();
+        MirroredAtomicResult there = peer_(data.server_id()).MirroredAtomic(call);
+        if (there.result.size() != size || there.value.size() != size) {
+            Fail(openfam::FAM_ERR_RPC, "memory server {} answered a RAID5 atomic with {} bytes",
+                 data.server_id(), there.result.size());
+        }
+        std::memcpy(old, there.result.data(), size);
+        std::memcpy(value, there.value.data(), size);
+    } else {
+        // The data unit's value is what parity and the other units make of it.
+        std::vector<std::vector<char>> others;
+        {
+            MemberIo io(local_, peers_, request);  // after the buffers it uses
+            io.Read(self, p, old, size);
+            for (uint64_t m = 0; m < n; ++m) {
+                if (m == d || m == self) continue;
+                others.emplace_back(size);
+                io.Read(m, p, others.back().data(), size);
+            }
+            io.Finish();
+        }
+        for (const std::vector<char> &bytes : others) XorInto(old, bytes.data(), size);
+        std::memcpy(value, old, size);
+        char result[16];
+        ApplyAtomic(value, static_cast<AtomicOp>(request.atomic_op()), type,
+                    request.operand().data(),
+                    request.compare().empty() ? nullptr : request.compare().data(), result);
+        if (data.state() != kLost) {  // being rebuilt: it takes the new value
+            MemberIo io(local_, peers_, request);
+            io.Write(d, p, value, size);
+            io.Finish();
+        }
+    }
+    char delta[16];
+    std::memcpy(delta, old, size);
+    XorInto(delta, value, size);
+    MemberIo io(local_, peers_, request);
+    char *mine = io.Local(p, size, true);
+    char parity[16];
+    CopyFamBytes(parity, mine, size);
+    XorInto(parity, delta, size);
+    CopyFamBytes(mine, parity, size);
+    Remember(request.op_id(), Applied{std::string(old, size), std::string(value, size)});
+    HoldAt("stripe.atomic-applied");
+    reply->set_data(old, size);
+}
+
+void RedundancyService::StripeLease(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
+    std::vector<uint64_t> stripes;
+    for (const rpc::StripePiece &piece : request.pieces()) {
+        if (piece.within() != 0 || piece.length() != request.interleave()) {
+            Fail(openfam::FAM_ERR_INVALID, "stripe lease of a part of a unit");
+        }
+        stripes.push_back(piece.stripe());
+    }
+    uint64_t region = request.members(0).extent().region_id();
+    if (request.op() == rpc::StripeRequest::RELEASE) {
+        bool held = stripes_.Release(region, stripes, request.lease_owner(), !request.incomplete());
+        return reply->set_data(held ? "\1" : std::string(1, '\0'));
+    }
+    if (request.lease_ms() == 0 || request.lease_ms() > kLongestLease.count() ||
+        request.wait_ms() > kLongestLeaseWait.count()) {
+        Fail(openfam::FAM_ERR_INVALID,
+             "stripe lease of {} ms, waiting {} ms (at most {} ms and {} ms)", request.lease_ms(),
+             request.wait_ms(), kLongestLease.count(), kLongestLeaseWait.count());
+    }
+    bool taken = stripes_.Lease(region, stripes, request.lease_owner(),
+                                std::chrono::milliseconds(request.lease_ms()),
+                                std::chrono::milliseconds(request.wait_ms()));
+    reply->set_data(taken ? "\1" : std::string(1, '\0'));
+}
+
+void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
+    uint64_t n = request.members_size(), self = request.self();
+    uint64_t lost = request.lost();
+    if (lost >= n || request.end() < request.first()) {
+        Fail(openfam::FAM_ERR_INVALID, "rebuild request of member {} of {}", lost, n);
+    }
+    RebuildWorkCounts &progress = RebuildWork();
+    int64_t left = 0;  // this server's stripes of the range: those whose parity it keeps
+    for (uint64_t s = request.first(); s < request.end(); ++s)
+        left += Raid5ParityMember(s, n) == self;
+    progress.stripes_left += left;
+    RebuildWorkLeft uncount{progress.stripes_left, left};
+    std::vector<char> scratch;  // the units read, kept for the next batch (no new pages)
+    for (uint64_t first = request.first(); first < request.end(); first += kRebuildBatch) {
+        std::vector<uint64_t> stripes;
+        for (uint64_t s = first; s < std::min(request.end(), first + kRebuildBatch); ++s) {
+            if (Raid5ParityMember(s, n) == self) stripes.push_back(s);
+        }
+        if (stripes.empty()) continue;
+        StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), stripes);
+        RecomputeUnits(request, stripes, lost, &scratch);
+        if (lost == self) held.Repaired();  // the parity, from the data
+        progress.stripes.Add(stripes.size());
+        progress.stripes_left -= static_cast<int64_t>(stripes.size());
+        left -= static_cast<int64_t>(stripes.size());
+    }
+}
+
+void RedundancyService::RecomputeUnits(const rpc::StripeRequest &request,
+                                       const std::vector<uint64_t> &stripes, uint64_t lost,
+                                       std::vector<char> *scratch) {
+    uint64_t n = request.members_size(), unit = request.interleave();
+    // Every member's unit but `lost`'s, n - 1 per stripe in a row: their XOR (made in the
+    // first of them) is lost's unit.
+    std::vector<char> own;
+    std::vector<char> &units = scratch ? *scratch : own;
+    if (units.size() < stripes.size() * (n - 1) * unit)
+        units.resize(stripes.size() * (n - 1) * unit);
+    auto unit_of = [&](size_t i, size_t k) { return units.data() + (i * (n - 1) + k) * unit; };
+    MemberIo io(local_, peers_, request);  // after the buffers it uses (see StripeReadOrWrite)
+    for (size_t i = 0; i < stripes.size(); ++i) {
+        size_t k = 0;
+        for (uint64_t m = 0; m < n; ++m) {
+            if (m != lost) io.Read(m, stripes[i] * unit, unit_of(i, k++), unit);
+        }
+    }
+    io.Finish();
+    for (size_t i = 0; i < stripes.size(); ++i) {
+        for (size_t k = 1; k < n - 1; ++k) XorInto(unit_of(i, 0), unit_of(i, k), unit);
+        // A rebuild's target is created empty when the member is marked, and writes since
+        // reached it under the stripes' locks (or are made again by their clients): units of
+        // zeros are there already (the holes of the extent, often half of it), not sent.
+        if (!(request.target_empty() && AllZero(unit_of(i, 0), unit))) {
+            io.Write(lost, stripes[i] * unit, unit_of(i, 0), unit);
+        }
+    }
+    io.Finish();
+}
+
+void RedundancyService::RepairParity(const rpc::StripeRequest &request, StripeGate::Hold &held) {
+    std::vector<uint64_t> suspects = held.suspects();
+    if (suspects.empty()) return;
+    for (const rpc::Member &member : request.members()) {
+        if (member.state() != kHealthy) return;  // stays suspect (see stripe_gate.h)
+    }
+    RecomputeUnits(request, suspects, request.self());
+    held.Repaired();
+}
+
+}  // namespace fampool
