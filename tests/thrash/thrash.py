@@ -13,9 +13,10 @@ authentication) holds a RAID1 region (volatile) and a RAID5 region (persistent),
 4 KiB; --pes thrash_worker processes (tests/thrash/thrash_worker.cc) each own slots of many
 sizes in both and share counters. A round is --faults faults, one at a time, each chosen at
 random: SIGKILL of a memory server and its restart 0.5-3 s later with the same command line,
-or SIGSTOP for 1-8 s and SIGCONT; with --emulate (root; every server in a network namespace
-of its own) also a server's link cut (netem loss 100%) or delayed (netem delay 50-300 ms) for
-1-8 s. After each fault the thrasher waits until every region is healthy again. At the end
+or SIGSTOP for 1-8 s and SIGCONT; with --emulate (root; `fampool up --emulate`: every server
+and the PEs' client node in a network namespace of its own) also a server's link cut for 1-8 s
+(iptables drops every packet both ways; connections stay open, as through a switch that lost
+power) or slowed to 1-16 Mbit/s (tbf, packets queued up to 2 s). After each fault the thrasher waits until every region is healthy again. At the end
 of a round the PEs pause, one more memory server is killed, and once the metadata service
 has declared it dead the PEs read back every slot and counter with it gone; then it is
 restarted and the next round begins once the regions are healthy.
@@ -50,10 +51,10 @@ import time
 MAGIC = 0x31304853415254
 MOST_PES = 8
 LEVELS = 2
-FETCH_WORDS = ADD_WORDS = 4
+FETCH_WORDS = ADD_WORDS = 32
 HEADER = 64
 PE_BYTES = 32 * 8
-SEEN_BITS = 1 << 21
+SEEN_BITS = 1 << 18
 STATE_BYTES = 8192 + LEVELS * FETCH_WORDS * (SEEN_BITS // 8)
 RUN, PAUSE, CHECK, STOP = 1, 2, 3, 4
 PE_WORDS = ["acted", "ops", "puts", "gets", "fetch_adds", "adds", "copies", "failed",
@@ -197,24 +198,18 @@ class Thrasher:
         """A PE's command line: on an emulated fabric, on its client node."""
         if not self.args.emulate:
             return argv
-        return ["ip", "netns", "exec", self.client_namespace(), *argv]
+        return [self.fampool_bin, "exec", "--node", "client0", "--run-dir", self.run_dir, "--",
+                *argv]
 
-    def client_namespace(self):
-        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        base = os.path.basename(self.run_dir.rstrip("/"))
-        for line in names.splitlines():
-            name = line.split()[0]
-            if "client" in name and name in self.namespaces():
-                return name
-        sys.exit(f"thrash: no client namespace of {base} in `ip netns list`:\n{names}")
-
-    def namespaces(self):
-        path = os.path.join(self.run_dir, "emulation", "namespaces")
-        try:
-            with open(path) as f:
-                return f.read().split()
-        except OSError:
-            return []
+    def emulated_nodes(self):
+        """{node name: (namespace, switch port)} from the run directory's emulation.yaml, and
+        the switch's namespace."""
+        with open(os.path.join(self.run_dir, "emulation.yaml")) as f:
+            text = f.read()
+        switch = re.search(r"^switch_netns: (\S+)", text, re.M).group(1)
+        nodes = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(
+            r"name: (\w+), netns: ([^,]+), address: [^,]+, port: ([^,]+),", text)}
+        return nodes, switch
 
     def down(self):
         if not self.run_dir:
@@ -280,6 +275,8 @@ class Thrasher:
         return name, argv
 
     def restart(self, name, argv):
+        if self.args.emulate:
+            argv = ["ip", "netns", "exec", self.emulated_nodes()[0][name][0], *argv]
         with open(os.path.join(self.run_dir, "logs", f"{name}.log"), "a") as out:
             process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, start_new_session=True)
@@ -289,21 +286,25 @@ class Thrasher:
             f.write(f"{process.pid}\n")
         self.event(f"restarted {name} (pid {process.pid})")
 
-    def server_namespace(self, server):
-        for name in self.namespaces():
-            if name.endswith(f"memory{server}"):
-                return name
-        raise RuntimeError(f"no namespace of memory server {server}")
+    def cut(self, server, on):
+        """Memory server `server`'s link cut (every packet dropped both ways, connections kept:
+        iptables in its namespace) or restored."""
+        namespace = self.emulated_nodes()[0][f"memory{server}"][0]
+        for chain in ("INPUT", "OUTPUT"):
+            subprocess.run(["ip", "netns", "exec", namespace, "iptables", "-w",
+                            "-A" if on else "-D", chain, "-i" if chain == "INPUT" else "-o",
+                            "fab0", "-j", "DROP"], check=True, capture_output=True)
 
-    def netem(self, server, *rule):
-        namespace = self.server_namespace(server)
-        links = subprocess.run(["ip", "-n", namespace, "-o", "link", "show", "type", "veth"],
-                               capture_output=True, text=True).stdout
-        device = links.split(":")[1].strip().split("@")[0]
-        verb = "replace" if rule else "del"
-        argv = ["ip", "netns", "exec", namespace, "tc", "qdisc", verb, "dev", device, "root"]
-        subprocess.run(argv + (["netem", *rule] if rule else []), check=bool(rule),
-                       capture_output=True)
+    def throttle(self, server, rate):
+        """Memory server `server`'s link slowed to `rate` both ways (tbf: packets wait in its
+        queue, up to 2 s) or, with None, back to unshaped."""
+        nodes, switch = self.emulated_nodes()
+        namespace, port = nodes[f"memory{server}"]
+        for netns, device in ((namespace, "fab0"), (switch, port)):
+            argv = ["tc", "-n", netns, "qdisc", "replace" if rate else "del", "dev", device, "root"]
+            if rate:
+                argv += ["tbf", "rate", rate, "burst", "16kb", "latency", "2s"]
+            subprocess.run(argv, check=bool(rate), capture_output=True)
 
     def fault(self):
         server = self.random.randrange(self.args.servers)
@@ -323,17 +324,21 @@ class Thrasher:
             self.pause_watching(seconds)
             os.kill(pid, signal.SIGCONT)
             self.event(f"SIGCONT memory{server}")
+        elif kind == "cut":
+            seconds = self.random.uniform(1, 8)
+            self.cut(server, True)
+            self.event(f"link of memory{server} cut for {seconds:.1f} s")
+            self.pause_watching(seconds)
+            self.cut(server, False)
+            self.event(f"link of memory{server} restored")
         else:
             seconds = self.random.uniform(1, 8)
-            if kind == "cut":
-                rule = ["loss", "100%"]
-            else:
-                rule = ["delay", f"{self.random.randint(50, 300)}ms"]
-            self.netem(server, *rule)
-            self.event(f"link of memory{server}: netem {' '.join(rule)} for {seconds:.1f} s")
+            rate = self.random.choice(["1mbit", "4mbit", "16mbit"])
+            self.throttle(server, rate)
+            self.event(f"link of memory{server} slowed to {rate} for {seconds:.1f} s")
             self.pause_watching(seconds)
-            self.netem(server)
-            self.event(f"link of memory{server}: restored")
+            self.throttle(server, None)
+            self.event(f"link of memory{server} restored")
         if not self.wait_health("healthy", HEALTHY_WAIT_S):
             if not self.failures:
                 self.fail(f"regions not healthy {HEALTHY_WAIT_S} s after the {kind} of "
@@ -432,13 +437,17 @@ class Thrasher:
             while time.monotonic() < end and self.round():
                 if self.counters_wrong() and not self.args.keep_going:
                     break
-            if not self.failures:
-                self.command(STOP, "stop")
-                for process in self.workers:
+            if not self.failures or self.args.keep_going:
+                self.state.command(STOP)
+                for pe, process in enumerate(self.workers):
                     try:
-                        process.wait(timeout=60)
+                        code = process.wait(timeout=60)
                     except subprocess.TimeoutExpired:
-                        pass
+                        self.fail(f"PE {pe} did not stop within 60 s")
+                        continue
+                    if code != 0:
+                        with open(os.path.join(self.run_dir, f"pe{pe}.err")) as f:
+                            self.fail(f"PE {pe} exited with status {code}: {f.read()}")
         finally:
             for process in self.workers:
                 if process.poll() is None:

@@ -14,9 +14,12 @@ namespace thrash {
 constexpr uint64_t kMagic = 0x31304853415254ull;  // "TRASH01"
 constexpr int kMostPes = 8;
 constexpr int kLevels = 2;       // RAID1, RAID5
-constexpr int kFetchWords = 4;   // fam_fetch_add counters per level
-constexpr int kAddWords = 4;     // fam_add + fam_quiet counters per level
-constexpr uint64_t kSeenBits = uint64_t{1} << 21;  // fetched values marked per fetch word
+// Many counters, each touched now and then: an atomic that reached one copy or one data unit
+// only is found when the word is read with that member's server killed before a later atomic
+// on the word covered it.
+constexpr int kFetchWords = 32;  // fam_fetch_add counters per level
+constexpr int kAddWords = 32;    // fam_add + fam_quiet counters per level
+constexpr uint64_t kSeenBits = uint64_t{1} << 18;  // fetched values marked per fetch word
 
 // The driver's command: (sequence << 8) | kind. A PE acts on each new sequence once and then
 // stores it in its `acted` word.
