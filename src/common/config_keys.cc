@@ -86,6 +86,7 @@ const std::set<std::string> &EnvironmentVariables() {
                                                 "FAMPOOL_RUN_DIR",
                                                 "FAMPOOL_SHARING_GROUP",
                                                 "FAMPOOL_SHM_DIR",
+                                                "FAMPOOL_TEST_HOLD",
                                                 "FAMPOOL_THREAD_MODEL",
                                                 "FAMPOOL_TLS_CA",
                                                 "FAMPOOL_TLS_CLIENT_CERTIFICATE",

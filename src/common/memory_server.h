@@ -100,12 +100,18 @@ struct MirroredAtomicResult {
 };
 
 // RAID1: the new value of a word a mirrored atomic changed, as the copy's server gets it.
+// With `value` empty: no word, the atomics in `remembered` (op id, result, value after), which
+// the extent holds (a rebuild copied them), for the copy's server to answer retries of.
 struct MirrorWrite {
     ExtentRef extent;
     uint64_t key = 0;
     uint64_t offset = 0;
     std::string value;
     std::string op_id, result;  // the atomic's identity and what it returned (for a retry)
+    struct Remembered {
+        std::string op_id, result, value;
+    };
+    std::vector<Remembered> remembered;
 };
 
 // RAID5 work done by the memory server holding the parity of the stripes concerned, under its
@@ -267,6 +273,16 @@ class MemoryServer {
     // cached and shared.
     virtual KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable,
                               const Permissions &permissions) = 0;
+    // GrantKey, failing (FAM_ERR_RPC) when the server does not answer within `bound`: for the
+    // members of redundant regions, whose clients wait for a member that gave no key until
+    // it answers or is declared lost, where a lookup must not wait the control path's whole
+    // timeout for one server that is stopped.
+    virtual KeyGrant GrantKeyWithin(ExtentRef extent, uint64_t offset, uint64_t size, bool writable,
+                                    const Permissions &permissions,
+                                    std::chrono::milliseconds bound) {
+        (void)bound;
+        return GrantKey(extent, offset, size, writable, permissions);
+    }
     // Closes the item-level grants that start at `offset` (their keys stop working), or every
     // grant of the extent when offset is kAllGrants.
     virtual void RevokeKeys(ExtentRef extent, uint64_t offset) = 0;

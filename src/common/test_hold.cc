@@ -51,7 +51,8 @@ class Holds {
         size_t equals = entry.find('=');
         char *end = nullptr;
         Hold hold;
-        if (equals != std::string::npos) hold.milliseconds = std::strtol(entry.c_str() + equals + 1, &end, 10);
+        if (equals != std::string::npos)
+            hold.milliseconds = std::strtol(entry.c_str() + equals + 1, &end, 10);
         if (end && *end == 'x') hold.left = std::strtol(end + 1, &end, 10);
         if (equals == std::string::npos || equals == 0 || !end || *end || hold.milliseconds < 0 ||
             hold.left == 0) {

@@ -211,12 +211,26 @@ void LocalMemoryServer::RequireRoom(uint64_t more, const char *call) const {
 }
 
 void LocalMemoryServer::CreateExtent(ExtentRef extent, uint64_t size, uint64_t reserve) {
-    std::lock_guard<std::mutex> lock(capacity_mutex_);
-    RequireRoom(reserve, "CreateExtent");
-    heap::Create(HeapPath(extent), size, location_.access);
+    {
+        std::lock_guard<std::mutex> lock(capacity_mutex_);
+        RequireRoom(reserve, "CreateExtent");
+        heap::Create(HeapPath(extent), size, location_.access);
+    }
+    std::lock_guard<std::mutex> lock(grants_mutex_);
+    ++lives_[GrantsOf(extent)];
+}
+
+uint64_t LocalMemoryServer::ExtentLife(ExtentRef extent) const {
+    std::lock_guard<std::mutex> lock(grants_mutex_);
+    auto found = lives_.find(GrantsOf(extent));
+    return found == lives_.end() ? 0 : found->second;
 }
 
 void LocalMemoryServer::DestroyExtent(ExtentRef extent) {
+    {
+        std::lock_guard<std::mutex> lock(grants_mutex_);
+        ++lives_[GrantsOf(extent)];
+    }
     RevokeWhere(
         extent, [](const Grant &, uint64_t) { return true; }, 0);
     std::string path = HeapPath(extent);
@@ -376,9 +390,13 @@ std::vector<BackupInfo> LocalMemoryServer::ListBackups(const Caller &caller) {
 }
 
 char *LocalMemoryServer::Reach(ExtentRef extent, uint64_t key, uint64_t offset, uint64_t length,
-                               bool write, const char *what, std::shared_ptr<HeapMapping> *hold) {
-    CheckKey(extent, key, offset, length, write, what);
-    *hold = Map(extent, EndOf(offset, length));
+                               bool write, const char *what, std::shared_ptr<HeapMapping> *hold,
+                               uint64_t *life) {
+    // The grant's own mapping where it covers the bytes: the extent the key was granted for,
+    // even if it is destroyed and made anew meanwhile.
+    CheckKey(extent, key, offset, length, write, what, hold, life);
+    if (!*hold || (*hold)->length() < EndOf(offset, length))
+        *hold = Map(extent, EndOf(offset, length));
     return (*hold)->base() + offset;
 }
 
@@ -519,16 +537,24 @@ int LocalMemoryServer::OpenHeapFor(const Caller &peer, uint64_t region_id, uint6
 }
 
 void LocalMemoryServer::CheckKey(ExtentRef extent, uint64_t key, uint64_t offset, uint64_t length,
-                                 bool write, const char *what) {
-    if (!registrar_) return;
+                                 bool write, const char *what,
+                                 std::shared_ptr<HeapMapping> *mapping, uint64_t *life) {
     uint64_t end = EndOf(offset, length);
     std::lock_guard<std::mutex> lock(grants_mutex_);
+    if (life) {
+        auto found = lives_.find(GrantsOf(extent));
+        *life = found == lives_.end() ? 0 : found->second;
+    }
+    if (!registrar_) return;
     auto range = grants_.equal_range(GrantsOf(extent));
     for (auto it = range.first; it != range.second; ++it) {
         const Grant &g = it->second;
         if (g.registration.key != key) continue;
         uint64_t granted_end = g.offset + (g.size ? g.size : g.mapping->length());
-        if (offset >= g.offset && end <= granted_end && (g.writable || !write)) return;
+        if (offset >= g.offset && end <= granted_end && (g.writable || !write)) {
+            if (mapping) *mapping = g.mapping;
+            return;
+        }
     }
     Fail(openfam::FAM_ERR_NOPERM,
          "memory server {}: key {:#x} grants no {} access to bytes [{}, {}) of region {} for {} "

@@ -101,10 +101,16 @@ class LocalMemoryServer : public MemoryServer {
     // The extent's bytes [offset, offset + length) in this process, once `key` is found to
     // grant them (for writing too, when `write`) as the fabric would (see CheckKey); `hold`
     // keeps them mapped. `what` names the operation for the error.
+    // `life`, when given: the extent's ExtentLife that the key belongs to (the bytes are that
+    // life's, whatever happens to the extent since).
     char *Reach(ExtentRef extent, uint64_t key, uint64_t offset, uint64_t length, bool write,
-                const char *what, std::shared_ptr<HeapMapping> *hold);
+                const char *what, std::shared_ptr<HeapMapping> *hold, uint64_t *life = nullptr);
     // The extent's heap file length: its size, grown or not.
     uint64_t HeapLength(ExtentRef extent) const;
+    // How many times the extent was created or destroyed by this process: what the redundancy
+    // service remembers an atomic applied to it with, so that an extent made anew (a rebuild
+    // onto the same server) does not answer for the atomics of the one before.
+    uint64_t ExtentLife(ExtentRef extent) const;
 
   private:
     class ItemBytes;
@@ -122,11 +128,15 @@ class LocalMemoryServer : public MemoryServer {
     // Where keys are in use (a registrar: the memory-server model), refuses with FAM_ERR_NOPERM
     // what the fabric would refuse: `key` must be a live grant of the extent that covers
     // [offset, offset + length) and, to `write`, a writable one. `what` names the operation.
+    // Also gives the grant's mapping (`mapping`, when it covers the bytes) and the extent's
+    // life (`life`) as they were when the key was found.
     void CheckKey(ExtentRef extent, uint64_t key, uint64_t offset, uint64_t length, bool write,
-                  const char *what);
+                  const char *what, std::shared_ptr<HeapMapping> *mapping = nullptr,
+                  uint64_t *life = nullptr);
 
     uint64_t id_;
     uint64_t capacity_ = 0;
+    std::map<uint64_t, uint64_t> lives_;  // by GrantsOf; under grants_mutex_
     std::mutex profile_mutex_;
     MemoryProfile profile_;      // known once measured
     std::mutex capacity_mutex_;  // a check and the extent it admits, one at a time
@@ -146,7 +156,7 @@ class LocalMemoryServer : public MemoryServer {
     Registrar *registrar_ = nullptr;
     Peers *peers_ = nullptr;
     std::string socket_;
-    std::mutex grants_mutex_;
+    mutable std::mutex grants_mutex_;
     std::mutex zero_mutex_;
     std::multimap<uint64_t, Grant> grants_;  // GrantsOf(extent) -> its registrations
 };

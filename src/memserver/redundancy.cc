@@ -20,8 +20,9 @@
 namespace fampool {
 namespace {
 
-// Atomics remembered by op_id.
+// Atomics remembered by op_id; sent to a rebuilt copy at most this many to a request.
 constexpr size_t kRecalled = 1 << 16;
+constexpr int kMostRemembered = 1024;
 // A resync writes up to kResyncBatch bytes at once (many transfers in flight), then checks
 // them kResyncChunk at a time; a chunk that changed is copied again alone, at most
 // kResyncAttempts times (a client rewriting the same bytes without pause).
@@ -47,21 +48,27 @@ uint64_t Mix(uint64_t a, uint64_t b) {
 
 }  // namespace
 
-bool RedundancyService::Recall(const std::string &op_id, Applied *applied) {
+bool RedundancyService::Recall(const std::string &op_id, ExtentRef extent, uint64_t life,
+                               Applied *applied) {
     if (op_id.empty()) return false;
     std::lock_guard<std::mutex> lock(recall_mutex_);
     auto found = recall_.find(op_id);
-    if (found == recall_.end()) return false;
-    *applied = found->second;
+    if (found == recall_.end() || found->second.extent != extent.region_id * 2 + extent.copy ||
+        found->second.life != life) {
+        return false;
+    }
+    *applied = found->second.applied;
     return true;
 }
 
-void RedundancyService::Remember(const std::string &op_id, const Applied &applied) {
+void RedundancyService::Remember(const std::string &op_id, ExtentRef extent, uint64_t life,
+                                 const Applied &applied) {
     if (op_id.empty()) return;
+    Recalled recalled{applied, extent.region_id * 2 + extent.copy, life};
     std::lock_guard<std::mutex> lock(recall_mutex_);
-    auto [at, fresh] = recall_.emplace(op_id, applied);
+    auto [at, fresh] = recall_.emplace(op_id, recalled);
     if (!fresh) {
-        at->second = applied;
+        at->second = recalled;
         return;
     }
     recall_order_.push_back(op_id);
@@ -86,17 +93,17 @@ void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicRep
     std::unique_lock<std::timed_mutex> word(WordLock(request.extent(), request.offset()));
     std::shared_ptr<HeapMapping> hold;
     bool fetch = static_cast<AtomicOp>(request.op()) == AtomicOp::kFetch;
+    uint64_t life = 0;  // of the extent the key reached: what it applies to is that life's
     char *at = local_->Reach(extent, request.key(), request.offset(), size, !fetch,
-                             "a redundant atomic", &hold);
+                             "a redundant atomic", &hold, &life);
     Applied applied;
-    bool again = Recall(request.op_id(), &applied);  // a retry: applied here already
+    bool again = Recall(request.op_id(), extent, life, &applied);  // a retry: applied already
     char before[16] = {};
     if (!again) {
         CopyFamBytes(before, at, size);
         char old[16] = {};
-        local_->Atomic(extent, request.key(), request.offset(), request.op(), request.type(),
-                       request.operand().data(),
-                       request.compare().empty() ? nullptr : request.compare().data(), old);
+        ApplyAtomic(at, static_cast<AtomicOp>(request.op()), type, request.operand().data(),
+                    request.compare().empty() ? nullptr : request.compare().data(), old);
         applied.result.assign(old, size);
     }
     char value[16];
@@ -125,7 +132,7 @@ void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicRep
             reply->set_mirror_failed(true);
         }
     }
-    if (!again) Remember(request.op_id(), applied);
+    if (!again) Remember(request.op_id(), extent, life, applied);
     HoldAt("atomic.applied");
     reply->set_result(applied.result);
     reply->set_value(applied.value);
@@ -133,6 +140,7 @@ void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicRep
 
 void RedundancyService::Mirror(const rpc::MirrorRequest &request) {
     uint64_t size = request.value().size();
+    if (size == 0 && request.remembered_size() > 0) return TakeRemembered(request);
     if (size == 0 || size > 16) Fail(openfam::FAM_ERR_INVALID, "mirror request of {} bytes", size);
     std::unique_lock<std::timed_mutex> word(WordLock(request.extent(), request.offset()),
                                             std::defer_lock);
@@ -142,15 +150,63 @@ void RedundancyService::Mirror(const rpc::MirrorRequest &request) {
              request.offset(), request.extent().region_id());
     }
     std::shared_ptr<HeapMapping> hold;
+    uint64_t life = 0;
     char *to = local_->Reach(FromProto(request.extent()), request.key(), request.offset(), size,
-                             true, "a mirrored atomic", &hold);
+                             true, "a mirrored atomic", &hold, &life);
     CopyFamBytes(to, request.value().data(), size);
-    Remember(request.op_id(), Applied{request.result(), request.value()});
+    Remember(request.op_id(), FromProto(request.extent()), life,
+             Applied{request.result(), request.value()});
+}
+
+void RedundancyService::TakeRemembered(const rpc::MirrorRequest &request) {
+    if (request.remembered_size() > kMostRemembered) {
+        Fail(openfam::FAM_ERR_INVALID, "{} atomics to remember in one request (at most {})",
+             request.remembered_size(), kMostRemembered);
+    }
+    // The key must reach the extent for writing, as a mirror's (its first byte).
+    ExtentRef extent = FromProto(request.extent());
+    std::shared_ptr<HeapMapping> hold;
+    uint64_t life = 0;
+    local_->Reach(extent, request.key(), 0, 1, true, "a rebuild's atomics", &hold, &life);
+    for (const rpc::RememberedAtomic &each : request.remembered()) {
+        if (each.op_id().empty() || each.result().size() > 16 || each.value().size() > 16) {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "a remembered atomic with an id of {} bytes, a result of {} and a value of {}",
+                 each.op_id().size(), each.result().size(), each.value().size());
+        }
+        Remember(each.op_id(), extent, life, Applied{each.result(), each.value()});
+    }
+}
+
+void RedundancyService::SendRemembered(ExtentRef source, const rpc::Member &target) {
+    std::vector<MirrorWrite::Remembered> all;
+    {
+        uint64_t life = local_->ExtentLife(source);
+        std::lock_guard<std::mutex> lock(recall_mutex_);
+        for (const auto &[op_id, recalled] : recall_) {
+            if (recalled.extent == source.region_id * 2 + source.copy && recalled.life == life) {
+                all.push_back({op_id, recalled.applied.result, recalled.applied.value});
+            }
+        }
+    }
+    for (size_t at = 0; at < all.size(); at += kMostRemembered) {
+        MirrorWrite batch;
+        batch.extent = FromProto(target.extent());
+        batch.key = target.key();
+        batch.remembered.assign(
+            all.begin() + static_cast<ptrdiff_t>(at),
+            all.begin() + static_cast<ptrdiff_t>(std::min(all.size(), at + kMostRemembered)));
+        peer_(target.server_id()).Mirror(batch);
+    }
 }
 
 void RedundancyService::Resync(const rpc::ResyncRequest &request) {
     ExtentRef extent = FromProto(request.extent());
     if (request.end() < request.begin()) Fail(openfam::FAM_ERR_INVALID, "resync of a bad range");
+    // The atomics this copy answers retries of, first: their changes are in the bytes copied
+    // next, and the target, once healthy, may be asked to make them again (the first copy's
+    // server, being rebuilt itself, or not answering).
+    SendRemembered(extent, request.target());
     auto mapping = local_->Map(extent, request.end());
     rpc::StripeRequest members;  // MemberIo's view: member 0 the target, this server member 1
     *members.add_members() = request.target();

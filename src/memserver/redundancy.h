@@ -56,11 +56,20 @@ class RedundancyService {
     struct Applied {
         std::string result, value;
     };
-    // Atomics applied here, and mirrored here, by op_id (bounded: a retry comes within seconds).
-    bool Recall(const std::string &op_id, Applied *applied);
-    void Remember(const std::string &op_id, const Applied &applied);
+    // Atomics applied to, or mirrored to, an extent here, by op_id (bounded: a retry comes
+    // within seconds). An atomic is recalled only while the extent it changed lives: one made
+    // anew since (a member rebuilt onto this server) holds what its rebuild copied, not it.
+    // `life`: the extent's life (LocalMemoryServer::ExtentLife) the caller's key reached.
+    bool Recall(const std::string &op_id, ExtentRef extent, uint64_t life, Applied *applied);
+    void Remember(const std::string &op_id, ExtentRef extent, uint64_t life,
+                  const Applied &applied);
     // The lock of a word (stripe_work.cc's RAID5 atomics hold stripe locks instead).
     std::timed_mutex &WordLock(const rpc::Extent &extent, uint64_t offset);
+    // A Mirror request of atomics to remember for its extent (MirrorWrite::remembered).
+    void TakeRemembered(const rpc::MirrorRequest &request);
+    // Sends the atomics remembered for `source` (those applied or mirrored to it in its
+    // present life) to the member `target`, which a rebuild copies `source` to.
+    void SendRemembered(ExtentRef source, const rpc::Member &target);
     // Resync's check of the batch of the extent at `batch` that `snapshot` was written from:
     // the chunks that changed since are copied again.
     void RecopyChanged(ExtentRef extent, const HeapMapping &mapping,
@@ -84,8 +93,13 @@ class RedundancyService {
     LocalMemoryServer *local_;
     Peers *peers_;
     PeerServer peer_;
+    struct Recalled {
+        Applied applied;
+        uint64_t extent;  // LocalMemoryServer::GrantsOf-like: region * 2 + copy
+        uint64_t life;    // LocalMemoryServer::ExtentLife when it was applied
+    };
     std::mutex recall_mutex_;
-    std::map<std::string, Applied> recall_;
+    std::map<std::string, Recalled> recall_;
     std::deque<std::string> recall_order_;
     // Striped locks of words (RAID1 atomics and mirrors, atomics applied for a RAID5 parity
     // server), by hash; the stripes' locks and leases (RAID5).

@@ -95,7 +95,7 @@ void RedundancyService::StripeRead(const rpc::StripeRequest &request, rpc::Strip
     for (const rpc::StripePiece &piece : request.pieces()) total += piece.length();
     out.assign(total, '\0');
     std::vector<std::pair<uint64_t, std::vector<char>>> others;  // (position in out, bytes)
-    MemberIo io(local_, peers_, request);  // after the buffers it uses
+    MemberIo io(local_, peers_, request);                        // after the buffers it uses
     uint64_t at = 0;
     for (const rpc::StripePiece &piece : request.pieces()) {
         uint64_t s = piece.stripe(), len = piece.length(), p = s * unit + piece.within();
@@ -113,7 +113,8 @@ void RedundancyService::StripeRead(const rpc::StripeRequest &request, rpc::Strip
         at += len;
     }
     io.Finish();
-    for (auto &[position, bytes] : others) XorInto(out.data() + position, bytes.data(), bytes.size());
+    for (auto &[position, bytes] : others)
+        XorInto(out.data() + position, bytes.data(), bytes.size());
 }
 
 void RedundancyService::StripeWrite(const rpc::StripeRequest &request) {
@@ -174,8 +175,10 @@ void RedundancyService::StripeWrite(const rpc::StripeRequest &request) {
             uint64_t p = w.stripe * unit + w.low, len = w.high - w.low;
             std::vector<bool> whole(n - 1, false);  // columns whose bytes are all written
             for (const Part &part : by_stripe[w.stripe]) {
-                whole[part.piece->column()] = whole[part.piece->column()] ||
-                    (part.piece->within() <= w.low && part.piece->within() + part.piece->length() >= w.high);
+                whole[part.piece->column()] =
+                    whole[part.piece->column()] ||
+                    (part.piece->within() <= w.low &&
+                     part.piece->within() + part.piece->length() >= w.high);
             }
             for (uint64_t c = 0; c < n - 1; ++c) {
                 if (static_cast<int>(c) == w.missing) continue;
@@ -195,7 +198,8 @@ void RedundancyService::StripeWrite(const rpc::StripeRequest &request) {
             std::vector<char> &mine = w.units[static_cast<size_t>(w.missing)];
             mine = w.parity;
             for (uint64_t c = 0; c < n - 1; ++c) {
-                if (static_cast<int>(c) != w.missing) XorInto(mine.data(), w.units[c].data(), mine.size());
+                if (static_cast<int>(c) != w.missing)
+                    XorInto(mine.data(), w.units[c].data(), mine.size());
             }
         }
         for (const Part &part : by_stripe[w.stripe]) {
@@ -203,7 +207,8 @@ void RedundancyService::StripeWrite(const rpc::StripeRequest &request) {
                         part.bytes, part.piece->length());
         }
         std::fill(w.parity.begin(), w.parity.end(), 0);
-        for (const std::vector<char> &each : w.units) XorInto(w.parity.data(), each.data(), each.size());
+        for (const std::vector<char> &each : w.units)
+            XorInto(w.parity.data(), each.data(), each.size());
     }
     // Parity first, then the data units (a member being rebuilt too; a lost one not).
     MemberIo io(local_, peers_, request);
@@ -233,16 +238,39 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     const rpc::Member &data = request.members(static_cast<int>(d));
     StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), {s});
     RepairParity(request, held);
+    const rpc::Member &me = request.members(static_cast<int>(self));
+    ExtentRef mine = FromProto(me.extent());
+    uint64_t life = 0;  // of this member's extent, which the parity change goes to
+    std::shared_ptr<HeapMapping> hold;
+    local_->Reach(mine, me.key(), p, size, true, "a RAID5 atomic", &hold, &life);
     Applied applied;
-    if (Recall(request.op_id(), &applied)) {  // a retry: applied, parity too
+    if (Recall(request.op_id(), mine, life, &applied)) {  // a retry: applied, parity too
         reply->set_data(applied.result);
         return;
     }
     HoldAt("stripe.atomic");
-    char old[16] = {}, value[16] = {};
+    bool others_healthy = true;  // every data unit of the stripe but d's
+    for (uint64_t m = 0; m < n; ++m) {
+        if (m != d && m != self)
+            others_healthy &= request.members(static_cast<int>(m)).state() == kHealthy;
+    }
+    char old[16] = {}, value[16] = {}, parity[16] = {};
+    // The other members' words at p: the other data units', and parity (read only when it
+    // stands for a data unit that is not healthy).
+    std::vector<std::vector<char>> others;
+    auto read_others = [&](bool with_parity) {
+        MemberIo io(local_, peers_, request);  // after the buffers it uses
+        if (with_parity) io.Read(self, p, parity, size);
+        for (uint64_t m = 0; m < n; ++m) {
+            if (m == d || m == self) continue;
+            others.emplace_back(size);
+            io.Read(m, p, others.back().data(), size);
+        }
+        io.Finish();
+    };
     if (data.state() == kHealthy) {
         // Applied by the data unit's server, once per op_id whoever asks (this server now, or
-        // the client itself when this one is lost): parity then follows the change it made.
+        // the client itself when this one is lost).
         MirroredAtomicCall call;
         call.extent = FromProto(data.extent());
         call.key = data.key();
@@ -259,41 +287,43 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
         }
         std::memcpy(old, there.result.data(), size);
         std::memcpy(value, there.value.data(), size);
+        if (others_healthy) {
+            // Parity from the data as it is now: right whether or not an earlier life of this
+            // member's extent already counted this atomic (the data unit's server answers a
+            // repeat from memory, and a rebuilt parity holds what it did).
+            read_others(false);
+            std::memcpy(parity, value, size);
+            for (const std::vector<char> &bytes : others) XorInto(parity, bytes.data(), size);
+        } else {
+            // One other data unit is not healthy: parity stands for it, and changes by the
+            // difference.
+            MemberIo io(local_, peers_, request);
+            io.Read(self, p, parity, size);
+            io.Finish();
+            XorInto(parity, old, size);
+            XorInto(parity, value, size);
+        }
     } else {
         // The data unit's value is what parity and the other units make of it.
-        std::vector<std::vector<char>> others;
-        {
-            MemberIo io(local_, peers_, request);  // after the buffers it uses
-            io.Read(self, p, old, size);
-            for (uint64_t m = 0; m < n; ++m) {
-                if (m == d || m == self) continue;
-                others.emplace_back(size);
-                io.Read(m, p, others.back().data(), size);
-            }
-            io.Finish();
-        }
+        read_others(true);
+        std::memcpy(old, parity, size);
         for (const std::vector<char> &bytes : others) XorInto(old, bytes.data(), size);
         std::memcpy(value, old, size);
         char result[16];
         ApplyAtomic(value, static_cast<AtomicOp>(request.atomic_op()), type,
                     request.operand().data(),
                     request.compare().empty() ? nullptr : request.compare().data(), result);
-        if (data.state() != kLost) {  // being rebuilt: it takes the new value
-            MemberIo io(local_, peers_, request);
-            io.Write(d, p, value, size);
-            io.Finish();
-        }
+        XorInto(parity, old, size);
+        XorInto(parity, value, size);
     }
-    char delta[16];
-    std::memcpy(delta, old, size);
-    XorInto(delta, value, size);
-    MemberIo io(local_, peers_, request);
-    char *mine = io.Local(p, size, true);
-    char parity[16];
-    CopyFamBytes(parity, mine, size);
-    XorInto(parity, delta, size);
-    CopyFamBytes(mine, parity, size);
-    Remember(request.op_id(), Applied{std::string(old, size), std::string(value, size)});
+    {
+        MemberIo io(local_, peers_, request);
+        io.Write(self, p, parity, size);
+        if (data.state() == kRebuilding) io.Write(d, p, value, size);  // it takes writes
+        io.Finish();
+    }
+    Remember(request.op_id(), mine, life,
+             Applied{std::string(old, size), std::string(value, size)});
     HoldAt("stripe.atomic-applied");
     reply->set_data(old, size);
 }

@@ -11,6 +11,10 @@ using namespace store;
 
 namespace {
 
+// How long a lookup waits for a redundant member's server to grant its key (a stopped server
+// is declared dead by heartbeats within about 3 s; its clients wait for that, not the lookup).
+constexpr std::chrono::milliseconds kRedundantGrantBound{1000};
+
 // The owner, group and mode the permission check went by: what the grant records.
 Permissions Governing(const ItemInfo &item) {
     const bool region_level = item.region.attributes.permissionLevel != DATAITEM;
@@ -42,11 +46,15 @@ void KeyGrants::Hand(ItemInfo &item) {
         }
         if (grant.fabric_address.empty()) {
             try {
-                grant = server_(each.server)
-                            .GrantKey(each.extent, offset, size, item.can_write, Governing(item));
+                MemoryServer &server = server_(each.server);
+                grant = redundant ? server.GrantKeyWithin(each.extent, offset, size, item.can_write,
+                                                          Governing(item), kRedundantGrantBound)
+                                  : server.GrantKey(each.extent, offset, size, item.can_write,
+                                                    Governing(item));
             } catch (const Failure &) {
-                // A redundant region's member on a server that just died (not yet marked
-                // lost): the client reads and writes the other members.
+                // A redundant region's member on a server that just died or is stopped (not
+                // yet marked lost): no key; the client waits until its server answers or is
+                // declared dead (RequireMemberKeys, transport/redundant).
                 if (!redundant) throw;
                 continue;
             }

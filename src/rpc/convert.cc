@@ -179,6 +179,12 @@ void ToProto(const MirrorWrite &in, rpc::MirrorRequest *out) {
     out->set_value(in.value);
     out->set_op_id(in.op_id);
     out->set_result(in.result);
+    for (const MirrorWrite::Remembered &each : in.remembered) {
+        rpc::RememberedAtomic *to = out->add_remembered();
+        to->set_op_id(each.op_id);
+        to->set_result(each.result);
+        to->set_value(each.value);
+    }
 }
 
 void ToProto(const StripeCall &in, rpc::StripeRequest *out) {

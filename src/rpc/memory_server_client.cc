@@ -310,6 +310,12 @@ void MemoryServerClient::ApplyElements(ExtentRef extent, uint64_t key, ElementOp
 
 KeyGrant MemoryServerClient::GrantKey(ExtentRef extent, uint64_t offset, uint64_t size,
                                       bool writable, const Permissions &permissions) {
+    return GrantKeyWithin(extent, offset, size, writable, permissions, timeout_);
+}
+
+KeyGrant MemoryServerClient::GrantKeyWithin(ExtentRef extent, uint64_t offset, uint64_t size,
+                                            bool writable, const Permissions &permissions,
+                                            std::chrono::milliseconds bound) {
     rpc::ExtentRequest request = Request(extent, offset, size);
     request.set_writable(writable);
     if (permissions.known) {
@@ -319,7 +325,8 @@ KeyGrant MemoryServerClient::GrantKey(ExtentRef extent, uint64_t offset, uint64_
         record->set_mode(permissions.mode);
     }
     rpc::KeyGrant reply;
-    Call(&rpc::MemoryServer::Stub::GrantKey, "MemoryServer.GrantKey", request, &reply, timeout_);
+    Call(&rpc::MemoryServer::Stub::GrantKey, "MemoryServer.GrantKey", request, &reply,
+         std::min(bound, timeout_));
     return KeyGrant{reply.key(),  reply.base(),   reply.fabric_address(), reply.heap_path(),
                     reply.node(), reply.socket(), reply.server_uid()};
 }
@@ -335,8 +342,7 @@ MirroredAtomicResult MemoryServerClient::MirroredAtomic(const MirroredAtomicCall
     ToProto(call, &request);
     rpc::AtomicReply reply;
     Call(&rpc::MemoryServer::Stub::Atomic, "MemoryServer.Atomic", request, &reply, timeout_);
-    return MirroredAtomicResult{reply.result(), reply.mirror_failed(), reply.busy(),
-                                reply.value()};
+    return MirroredAtomicResult{reply.result(), reply.mirror_failed(), reply.busy(), reply.value()};
 }
 
 void MemoryServerClient::Mirror(const MirrorWrite &call) {

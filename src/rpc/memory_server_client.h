@@ -73,6 +73,9 @@ class MemoryServerClient : public MemoryServer {
                        const std::vector<uint64_t> &offsets, char *data) override;
     KeyGrant GrantKey(ExtentRef extent, uint64_t offset, uint64_t size, bool writable,
                       const Permissions &permissions) override;
+    KeyGrant GrantKeyWithin(ExtentRef extent, uint64_t offset, uint64_t size, bool writable,
+                            const Permissions &permissions,
+                            std::chrono::milliseconds bound) override;
     void RevokeKeys(ExtentRef extent, uint64_t offset) override;
 
     MirroredAtomicResult MirroredAtomic(const MirroredAtomicCall &call) override;

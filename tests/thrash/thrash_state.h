@@ -13,12 +13,12 @@ namespace thrash {
 
 constexpr uint64_t kMagic = 0x31304853415254ull;  // "TRASH01"
 constexpr int kMostPes = 8;
-constexpr int kLevels = 2;       // RAID1, RAID5
+constexpr int kLevels = 2;  // RAID1, RAID5
 // Many counters, each touched now and then: an atomic that reached one copy or one data unit
 // only is found when the word is read with that member's server killed before a later atomic
 // on the word covered it.
-constexpr int kFetchWords = 32;  // fam_fetch_add counters per level
-constexpr int kAddWords = 32;    // fam_add + fam_quiet counters per level
+constexpr int kFetchWords = 32;                    // fam_fetch_add counters per level
+constexpr int kAddWords = 32;                      // fam_add + fam_quiet counters per level
 constexpr uint64_t kSeenBits = uint64_t{1} << 18;  // fetched values marked per fetch word
 
 // The driver's command: (sequence << 8) | kind. A PE acts on each new sequence once and then
@@ -27,24 +27,24 @@ enum Command : uint64_t { kRun = 1, kPause = 2, kCheck = 3, kStop = 4 };
 
 // A PE's words. Counts are cumulative over the run.
 enum PeWord {
-    kActed = 0,        // the last command sequence acted on
-    kOps,              // calls made (each of the kinds below)
-    kPuts,             // acknowledged puts
-    kGets,             // reads checked while running
-    kFetchAdds,        // acknowledged fam_fetch_add
-    kAdds,             // acknowledged fam_add (after fam_quiet)
-    kCopies,           // acknowledged fam_copy (after fam_copy_wait)
-    kFailed,           // calls that threw
-    kWrongReads,       // reads while running that found neither the acknowledged bytes
-    kWrongSlots,       // slots found wrong by the checks
-    kWrongCounters,    // counters found wrong by the checks (PE 0 checks them)
-    kDuplicates,       // fetched values seen twice (an increment lost)
-    kChecks,           // checks made
-    kSlotsChecked,     // slots compared by the checks
-    kPhase,            // 0 starting, 1 running, 2 paused, 3 stopped
-    kOpStartedNs,      // CLOCK_MONOTONIC of the call in progress (0: none)
-    kCountersAbove,    // counters found above what was acknowledged (applied twice)
-    kCountersBelow,    // counters found below (lost)
+    kActed = 0,      // the last command sequence acted on
+    kOps,            // calls made (each of the kinds below)
+    kPuts,           // acknowledged puts
+    kGets,           // reads checked while running
+    kFetchAdds,      // acknowledged fam_fetch_add
+    kAdds,           // acknowledged fam_add (after fam_quiet)
+    kCopies,         // acknowledged fam_copy (after fam_copy_wait)
+    kFailed,         // calls that threw
+    kWrongReads,     // reads while running that found neither the acknowledged bytes
+    kWrongSlots,     // slots found wrong by the checks
+    kWrongCounters,  // counters found wrong by the checks (PE 0 checks them)
+    kDuplicates,     // fetched values seen twice (an increment lost)
+    kChecks,         // checks made
+    kSlotsChecked,   // slots compared by the checks
+    kPhase,          // 0 starting, 1 running, 2 paused, 3 stopped
+    kOpStartedNs,    // CLOCK_MONOTONIC of the call in progress (0: none)
+    kCountersAbove,  // counters found above what was acknowledged (applied twice)
+    kCountersBelow,  // counters found below (lost)
     kPeWords = 32,
 };
 
@@ -64,7 +64,9 @@ struct State {
     }
     std::atomic<uint64_t> &Magic() { return Word(0); }
     std::atomic<uint64_t> &Command() { return Word(8); }
-    std::atomic<uint64_t> &Pe(int pe, PeWord word) { return Word(kHeaderBytes + pe * kPeBytes + word * 8); }
+    std::atomic<uint64_t> &Pe(int pe, PeWord word) {
+        return Word(kHeaderBytes + pe * kPeBytes + word * 8);
+    }
     std::atomic<uint64_t> &Acked(int level, uint64_t word) {
         return Word(kCountersAt + (level * kCounterWords + word) * 16);
     }

@@ -71,8 +71,8 @@ std::vector<Slot> SlotTable() {
     // Sizes below, within and above a 4 KiB unit and a 12 KiB RAID5 stripe of 4 members,
     // whole stripes and more (written under leases), laid one after another with gaps of
     // several sizes so that they start anywhere in units and stripes.
-    const uint64_t sizes[] = {8,     64,    300,   4095,  4096,  4097,  8192,  12288, 12289,
-                              20000, 24576, 36864, 49152, 50000, 1,     100,   5000,  8,
+    const uint64_t sizes[] = {8,     64,    300,   4095,  4096,  4097,  8192,     12288, 12289,
+                              20000, 24576, 36864, 49152, 50000, 1,     100,      5000,  8,
                               4096,  12288, 36864, 300,   24576, 65536, 65536 + 5};
     const uint64_t gaps[] = {0, 3, 100, 1000, 4000, 7};
     std::vector<Slot> slots;
@@ -149,8 +149,8 @@ int Setup(fam &f, int pes) {
         delete f.fam_allocate("counters", thrash::kCounterWords * kCounterStride, 0777,
                               region.get());
     }
-    std::printf("thrash_worker: created %s and %s (%d PEs, items of %llu bytes)\n",
-                kRegionNames[0], kRegionNames[1], pes, static_cast<unsigned long long>(item));
+    std::printf("thrash_worker: created %s and %s (%d PEs, items of %llu bytes)\n", kRegionNames[0],
+                kRegionNames[1], pes, static_cast<unsigned long long>(item));
     return 0;
 }
 
@@ -164,8 +164,8 @@ class Worker {
             std::exit(2);
         }
         for (int level = 0; level < thrash::kLevels; ++level) {
-            items_[level].reset(f_.fam_lookup(("pe" + std::to_string(pe)).c_str(),
-                                              kRegionNames[level]));
+            items_[level].reset(
+                f_.fam_lookup(("pe" + std::to_string(pe)).c_str(), kRegionNames[level]));
             counters_[level].reset(f_.fam_lookup("counters", kRegionNames[level]));
             expected_[level].assign(slots_.size(), std::vector<uint64_t>{0});
             versions_[level].assign(slots_.size(), 0);
@@ -239,8 +239,8 @@ class Worker {
     // A call that threw: counted, written down with its message.
     void Failed(const std::string &what, const Fam_Exception &error, double started) {
         Count(thrash::kFailed);
-        Event(Format("FAILED %s after %.1f ms: error %d: %s", what.c_str(),
-                     (Now() - started) * 1e3, error.fam_error(), error.fam_error_msg()));
+        Event(Format("FAILED %s after %.1f ms: error %d: %s", what.c_str(), (Now() - started) * 1e3,
+                     error.fam_error(), error.fam_error_msg()));
         std::fflush(events_);
     }
 
@@ -275,7 +275,8 @@ class Worker {
                  std::string *why) {
         for (uint64_t key : candidates) {
             bool same = true;
-            for (uint64_t i = 0; i < bytes.size() && same; ++i) same = bytes[i] == PatternByte(i, key);
+            for (uint64_t i = 0; i < bytes.size() && same; ++i)
+                same = bytes[i] == PatternByte(i, key);
             if (same) return true;
         }
         uint64_t key = candidates.back(), first = 0, wrong = 0;
@@ -284,11 +285,12 @@ class Worker {
                 if (wrong++ == 0) first = i;
             }
         }
-        *why = Format("%llu of %zu bytes differ from version %llu (slot %llu), the first at byte "
-                      "%llu (%d, not %d); %zu version(s) accepted",
-                      (unsigned long long)wrong, bytes.size(), (unsigned long long)(key & 0xffffffff),
-                      (unsigned long long)((key >> 32) % 1000), (unsigned long long)first,
-                      bytes[first], PatternByte(first, key), candidates.size());
+        *why = Format(
+            "%llu of %zu bytes differ from version %llu (slot %llu), the first at byte "
+            "%llu (%d, not %d); %zu version(s) accepted",
+            (unsigned long long)wrong, bytes.size(), (unsigned long long)(key & 0xffffffff),
+            (unsigned long long)((key >> 32) % 1000), (unsigned long long)first, bytes[first],
+            PatternByte(first, key), candidates.size());
         return false;
     }
 
@@ -315,7 +317,8 @@ class Worker {
     }
 
     void FetchAdd(int level, uint64_t word) {
-        std::string what = Format("fetch_add %s word %llu", LevelName(level), (unsigned long long)word);
+        std::string what =
+            Format("fetch_add %s word %llu", LevelName(level), (unsigned long long)word);
         double started = Now();
         uint64_t old;
         try {
@@ -339,7 +342,8 @@ class Worker {
 
     void Add(int level, uint64_t word) {
         uint64_t index = thrash::kFetchWords + word;
-        std::string what = Format("add+quiet %s word %llu", LevelName(level), (unsigned long long)index);
+        std::string what =
+            Format("add+quiet %s word %llu", LevelName(level), (unsigned long long)index);
         double started = Now();
         try {
             f_.fam_add(counters_[level].get(), index * kCounterStride, uint64_t{1});
@@ -358,8 +362,9 @@ class Worker {
         std::vector<uint64_t> &source = expected_[from_level][from];
         if (source.size() != 1) return;  // uncertain: nothing to expect of a copy
         uint64_t key = source[0];
-        std::string what = Format("copy %s slot %zu -> %s slot %zu (%llu bytes)", LevelName(from_level),
-                                  from, LevelName(to_level), to, (unsigned long long)a.size);
+        std::string what =
+            Format("copy %s slot %zu -> %s slot %zu (%llu bytes)", LevelName(from_level), from,
+                   LevelName(to_level), to, (unsigned long long)a.size);
         double started = Now();
         try {
             void *wait = f_.fam_copy(items_[from_level].get(), a.offset, items_[to_level].get(),
@@ -372,8 +377,8 @@ class Worker {
         expected_[to_level][to] = {key};
         Count(thrash::kCopies);
         Event(Format("ok %s (version %llu of slot %llu) %.1f ms", what.c_str(),
-                     (unsigned long long)(key & 0xffffffff), (unsigned long long)((key >> 32) % 1000),
-                     (Now() - started) * 1e3));
+                     (unsigned long long)(key & 0xffffffff),
+                     (unsigned long long)((key >> 32) % 1000), (Now() - started) * 1e3));
     }
 
     // Every own slot read back; PE 0 also every counter. Reads that fail count as failed calls.
@@ -408,7 +413,8 @@ class Worker {
 
     void CheckCounters(int level) {
         for (uint64_t word = 0; word < thrash::kCounterWords; ++word) {
-            std::string what = Format("check %s counter %llu", LevelName(level), (unsigned long long)word);
+            std::string what =
+                Format("check %s counter %llu", LevelName(level), (unsigned long long)word);
             double started = Now();
             uint64_t value;
             try {

@@ -22,10 +22,11 @@
 //   soak_worker --counter PREFIX
 //     Prints `counter=SUM` (the sum of the 8 counters) and each word.
 //
-// The counter region is RAID1 because RAID1 atomics are exactly-once across a failover, and
-// the soak test checks the exact total; RAID5 atomics are at-least-once. Backups go from items
-// of the plain and RAID1 regions only: a RAID5 backup is refused while the region is degraded,
-// by design. Copies may involve any region (a redundant copy is done through this process).
+// The counter region is RAID1 (atomics are exactly once across a failover on both levels; the
+// thrasher, tests/thrash, counts on RAID5 ones), and the soak test checks the exact total. Backups
+// go from items of the plain and RAID1 regions only: a RAID5 backup is refused while the region is
+// degraded, by design. Copies may involve any region (a redundant copy is done through this
+// process).
 #include <fam/fam.h>
 #include <fam/fam_exception.h>
 #include <unistd.h>

@@ -147,15 +147,21 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
     role.heaps->AttachPeers(role.peers.get());
     // Shared with the lambda below: the role is moved out of this function.
     role.others = std::make_shared<std::vector<std::unique_ptr<FabricMemoryServerClient>>>();
-    // The copies' servers of this server's RAID1 atomics: written over the fabric where they
-    // offer it, from an endpoint on this server's fabric host.
+    // The partners of this server's redundant work (the copies its RAID1 atomics mirror to,
+    // the data units its RAID5 atomics are applied at): reached over the fabric where they
+    // offer it, from an endpoint on this server's fabric host, and given at most a second (or
+    // rpc_timeout_ms if shorter) to answer. This server holds a word's or a stripe's lock
+    // while it waits: a partner stopped must not hold every other client's atomic there for
+    // the whole rpc_timeout_ms, longer than a client waits without the members changing; the
+    // client is told and makes the call again (it is applied once, by its id).
     FabricConfig messages = fabric;
     messages.service.clear();
     bool fabric_messages = cluster.memserver_fabric && cluster.tls_ca.empty();
+    auto partner_timeout = std::min(std::chrono::milliseconds(cluster.rpc_timeout_ms),
+                                    std::chrono::milliseconds(1000));
     for (const MemoryServerConfig &server : cluster.memservers) {
         role.others->push_back(std::make_unique<FabricMemoryServerClient>(
-            server.id, server.rpc_address, std::chrono::milliseconds(cluster.rpc_timeout_ms),
-            ServerTls(cluster)));
+            server.id, server.rpc_address, partner_timeout, ServerTls(cluster)));
         if (fabric_messages) role.others->back()->UseFabric(messages);
     }
     auto peer = [others = role.others](uint64_t id) -> MemoryServerClient & {

@@ -25,35 +25,48 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
     // it unless it holds it already as a mirror (the same id).
     constexpr size_t kNowhere = ~size_t{0};
     size_t applied_at = kNowhere;
+    // After a call that got no answer: the copy it named as mirror, asked first next (it
+    // answers from memory if the other applied and mirrored it, even when that other has
+    // been rebuilt since from this copy, and so holds the atomic without remembering it).
+    size_t mirrored_to = kNowhere;
     bool stale = false;
     for (;;) {
-        std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, stale);
-        stale = false;
-        const ItemInfo &item = view->item;
-        if (Degraded(item.region)) HoldAt("client.degraded-atomic");
-        uint64_t k = item.region.memory_servers.size();
-        Raid1Piece piece = Raid1Pieces(item, offset, size).front();
-        size_t first = piece.slot, second = k + piece.slot;
-        if (applied_at != kNowhere && MemberHealthy(item, applied_at)) {
-            if (applied_at != first) std::swap(first, second);
-        } else {
-            applied_at = kNowhere;
-            if (!MemberHealthy(item, first)) std::swap(first, second);
-            if (!MemberHealthy(item, first)) NoMemberLeft(item, offset);
-        }
-        call.extent = MemberOf(item, first).extent;
-        call.key = item.member_access[first].key;
-        call.offset = piece.physical;
-        call.mirror.reset();
-        if (MemberWritable(item, second)) call.mirror = MemberOf(item, second);
+        size_t second = kNowhere;
+        bool sent = false;  // this round's call left, with no answer yet
         try {
+            std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, stale);
+            stale = false;
+            const ItemInfo &item = view->item;
+            RequireMemberKeys(item);
+            if (Degraded(item.region)) HoldAt("client.degraded-atomic");
+            uint64_t k = item.region.memory_servers.size();
+            Raid1Piece piece = Raid1Pieces(item, offset, size).front();
+            size_t first = piece.slot;
+            second = k + piece.slot;
+            if (applied_at != kNowhere && MemberHealthy(item, applied_at)) {
+                if (applied_at != first) std::swap(first, second);
+            } else if (mirrored_to != kNowhere && MemberHealthy(item, mirrored_to)) {
+                applied_at = kNowhere;
+                if (mirrored_to != first) std::swap(first, second);
+            } else {
+                applied_at = kNowhere;
+                if (!MemberHealthy(item, first)) std::swap(first, second);
+                if (!MemberHealthy(item, first)) NoMemberLeft(item, offset);
+            }
+            call.extent = MemberOf(item, first).extent;
+            call.key = item.member_access[first].key;
+            call.offset = piece.physical;
+            call.mirror.reset();
+            if (MemberWritable(item, second)) call.mirror = MemberOf(item, second);
+            sent = true;
             MirroredAtomicResult reply =
                 transport_.services().server(MemberServer(item.region, first)).MirroredAtomic(call);
+            sent = false;
             if (reply.busy) {  // nothing applied: the copies' servers disagree on who applies
                 if (budget.Spent()) {
                     Fail(openfam::FAM_ERR_TIMEOUT,
-                         "the copies of byte {} of item {} stayed busy with other atomics",
-                         offset, item.name);
+                         "the copies of byte {} of item {} stayed busy with other atomics", offset,
+                         item.name);
                 }
                 stale = true;
                 continue;
@@ -63,15 +76,12 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
                 std::memcpy(result, reply.result.data(), size);
             }
             if (reply.mirror_failed) {
-                // Applied, the copy not reached: again, until it is or it is declared lost.
-                bool changed = transport_.Recover(binding);
-                budget.Recovered(changed);
-                if (!changed && budget.Spent()) {
-                    Fail(openfam::FAM_ERR_RESOURCE,
-                         "the copy of byte {} of item {} on memory server {} did not answer", offset,
-                         item.name, MemberServer(item.region, second));
-                }
-                continue;
+                // Applied, the copy not reached: again at the same server (which answers from
+                // memory and mirrors the word), until the copy answers or is declared lost.
+                HoldAt("client.mirror-failed");
+                Fail(openfam::FAM_ERR_RPC,
+                     "the copy of byte {} of item {} on memory server {} did not answer", offset,
+                     item.name, MemberServer(item.region, second));
             }
             if (call.mirror) return;
             // Applied with the copy left out: a rebuild begun meanwhile may have copied the word
@@ -79,6 +89,7 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
             if (!MemberWritable(transport_.Fresh(binding, /*stale=*/true)->item, second)) return;
         } catch (const Failure &failure) {
             if (failure.fam_error() == openfam::FAM_ERR_RESOURCE) throw;
+            if (sent && call.mirror) mirrored_to = second;
             bool changed = transport_.Recover(binding);
             budget.Recovered(changed);
             if (!changed && budget.Spent()) throw;
@@ -93,16 +104,17 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
     std::string op_id = transport_.NextOpId();
     RecoveryBudget budget = transport_.Budget();
     for (;;) {
-        std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
-        const ItemInfo &item = view->item;
-        if (Degraded(item.region)) HoldAt("client.degraded-atomic");
-        uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
-        if (op != AtomicOp::kFetch) RequireRaid5Writes(item, offset);
-        StripePiece piece = Raid5Pieces(item, offset, size).front();
-        uint64_t p = Raid5ParityMember(piece.stripe, n);
-        uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
-        std::string old;
         try {
+            std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
+            const ItemInfo &item = view->item;
+            RequireMemberKeys(item);
+            if (Degraded(item.region)) HoldAt("client.degraded-atomic");
+            uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
+            if (op != AtomicOp::kFetch) RequireRaid5Writes(item, offset);
+            StripePiece piece = Raid5Pieces(item, offset, size).front();
+            uint64_t p = Raid5ParityMember(piece.stripe, n);
+            uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
+            std::string old;
             if (MemberWritable(item, p)) {
                 // The parity server has the data unit's server apply it, and follows the change.
                 StripeCall call = StripeCallOf(item, StripeCall::Op::kAtomic, p);
@@ -126,7 +138,10 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
                 call.operand.assign(static_cast<const char *>(operand), size);
                 if (compare) call.compare.assign(static_cast<const char *>(compare), size);
                 call.op_id = op_id;
-                old = transport_.services().server(MemberServer(item.region, d)).MirroredAtomic(call).result;
+                old = transport_.services()
+                          .server(MemberServer(item.region, d))
+                          .MirroredAtomic(call)
+                          .result;
             }
             if (old.size() != size) {
                 Fail(openfam::FAM_ERR_RPC, "a RAID5 atomic on item {} answered with {} bytes",

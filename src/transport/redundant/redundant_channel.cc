@@ -175,6 +175,7 @@ bool RedundantChannel::Issue(const Logged &op) {
 bool RedundantChannel::Post(const Logged &op, Skipped *skipped) {
     std::shared_ptr<const RedundantBinding::View> view =
         transport_.Fresh(Redundant(op.binding), false);
+    if (op.write) RequireMemberKeys(view->item);
     if (op.write && Degraded(view->item.region)) HoldAt("client.degraded-write");
     bool raid1 = view->item.region.attributes.redundancyLevel == RAID1;
     if (op.write && raid1 && Raid1Write(*view, op.offset, op.local, op.nbytes, op.blocking)) {

@@ -14,6 +14,17 @@ void NoMemberLeft(const ItemInfo &item, uint64_t at) {
          item.name, item.region.name, at);
 }
 
+void RequireMemberKeys(const ItemInfo &item) {
+    for (size_t m = 0; m < MemberCount(item.region); ++m) {
+        if (StateOf(item.region, m) != kLost && !MemberReachable(item, m)) {
+            Fail(openfam::FAM_ERR_RPC,
+                 "item \"{}\" of region \"{}\": member {} on memory server {} has no key (its "
+                 "server did not answer the metadata service)",
+                 item.name, item.region.name, m, MemberServer(item.region, m));
+        }
+    }
+}
+
 Skipped SkippedBy(const ItemInfo &item) {
     Skipped skipped;
     for (size_t m = 0; m < MemberCount(item.region); ++m) {
@@ -134,6 +145,7 @@ std::shared_ptr<const RedundantBinding::View> RedundantTransport::Fresh(Redundan
     if (!stale && (young || !Degraded(view->item.region))) return view;
     ItemInfo item = services_.refresh(view->item.region_id, view->item.offset);
     std::shared_ptr<const RedundantBinding::View> fresh = MakeView(item);
+    if (item.region.member_state != view->item.region.member_state) NoteChange();
     {
         // What this view says is lost, the other views learn.
         std::lock_guard<std::mutex> lock(dead_mutex_);
@@ -152,20 +164,36 @@ std::shared_ptr<const RedundantBinding::View> RedundantTransport::Fresh(Redundan
     return fresh;
 }
 
+void RedundantTransport::NoteChange() {
+    changed_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count());
+}
+
 bool RedundantTransport::Recover(RedundantBinding &binding, bool redo) {
     std::shared_ptr<const RedundantBinding::View> view = binding.view();
     std::set<uint64_t> servers;
     for (size_t m = 0; m < MemberCount(view->item.region); ++m) {
         servers.insert(MemberServer(view->item.region, m));
     }
-    services_.report(std::vector<uint64_t>(servers.begin(), servers.end()));
-    std::shared_ptr<const RedundantBinding::View> fresh = Fresh(binding, /*stale=*/true);
-    bool changed = fresh->item.region.member_state != view->item.region.member_state;
-    if (changed) {
-        changed_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count());
+    std::shared_ptr<const RedundantBinding::View> fresh;
+    try {
+        services_.report(std::vector<uint64_t>(servers.begin(), servers.end()));
+        fresh = Fresh(binding, /*stale=*/true);
+    } catch (const Failure &failure) {
+        // The item itself refused (gone, or no longer the caller's): that is the answer. The
+        // metadata service slow or restarting: a round that found nothing changed.
+        int code = failure.fam_error();
+        if (code != openfam::FAM_ERR_RPC && code != openfam::FAM_ERR_TIMEOUT &&
+            code != openfam::FAM_ERR_LIBFABRIC) {
+            throw;
+        }
+        if (redo) std::this_thread::sleep_for(kUnchangedRecoveryPause);
+        return false;
     }
+    // Against this thread's view before: another thread's Fresh may have fetched the change
+    // already (and noted it, which the budgets see).
+    bool changed = fresh->item.region.member_state != view->item.region.member_state;
     if (redo && !changed) std::this_thread::sleep_for(kUnchangedRecoveryPause);
     return changed;
 }

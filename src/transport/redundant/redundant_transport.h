@@ -74,8 +74,8 @@ constexpr std::chrono::milliseconds kUnchangedRecoveryPause{250};
 // each of those steps is a change.)
 class RecoveryBudget {
   public:
-    // `changed`: when any operation of this client last found members changed (Recover),
-    // as steady_clock nanoseconds: progress made by another operation's recovery counts too.
+    // `changed`: when any operation of this client last found members changed (a fetch of an
+    // item's view), as steady_clock nanoseconds: progress another operation saw counts too.
     explicit RecoveryBudget(std::chrono::milliseconds patience,
                             const std::atomic<int64_t> *changed = nullptr)
         : patience_(patience), changed_(changed) {}
@@ -118,6 +118,11 @@ inline bool MemberWritable(const ItemInfo &item, size_t m) {
 }
 // Throws FAM_ERR_RESOURCE: item byte `at` has no live member left.
 [[noreturn]] void NoMemberLeft(const ItemInfo &item, uint64_t at);
+// Before a write or an atomic: throws FAM_ERR_RPC (recovered from as any failure: the servers
+// checked, the item fetched again) when a member that is not lost has no key in the view (its
+// server did not answer the metadata service in time: stopped, or dying). Left out, the
+// member would miss the write while it counts as holding the item's bytes.
+void RequireMemberKeys(const ItemInfo &item);
 
 // The members of a view that an operation on it left out or reached while they were being
 // rebuilt: every member not healthy, with its state and server.
@@ -198,6 +203,8 @@ class RedundantTransport : public Transport {
 
   private:
     std::shared_ptr<const RedundantBinding::View> MakeView(const ItemInfo &item);
+    // A fetch found an item's members changed: progress, for every RecoveryBudget.
+    void NoteChange();
 
     std::unique_ptr<Transport> inner_, members_;
     RedundancyServices services_;
@@ -207,7 +214,7 @@ class RedundantTransport : public Transport {
     std::mutex dead_mutex_;
     std::set<uint64_t> dead_;
     std::atomic<uint64_t> dead_generation_{0};
-    // When a Recover of this client last found an item's members changed (steady_clock ns).
+    // When a fetch of this client last found an item's members changed (steady_clock ns).
     std::atomic<int64_t> changed_{0};
     uint64_t client_id_;
     std::atomic<uint64_t> sequence_{0};
