@@ -347,12 +347,46 @@ TEST_P(OneMemberUnavailableTest, NoCallFails) {
     }
 }
 
+// A lookup's key granted just before a member's server is declared dead (which revokes the
+// keys of that region's other members) and kept by the metadata service just after: kept, it
+// would be handed to every later lookup and refused by its server for good. The first grants
+// of the item are held until the loss has been recorded.
+class KeyGrantedAcrossALossTest : public RaidClusterTest,
+                                  public ::testing::WithParamInterface<Level> {
+  protected:
+    const char *Spec() const override { return "4:4096"; }
+    void PrepareEnvironment() override {
+        RaidClusterTest::PrepareEnvironment();
+        SetEnv("FAMPOOL_TEST_HOLD", "meta.key-granted=4500x2");
+    }
+};
+
+TEST_P(KeyGrantedAcrossALossTest, IsNotHandedOutAgain) {
+    // Keys per item, so that the first allocation's grants are the first the service makes.
+    Fam_Region_Attributes attributes = FamAttributes(VOLATILE, DATAITEM);
+    attributes.redundancyLevel = GetParam();
+    auto region = CreateRegion("raid", 16 << 20, 0777, &attributes);
+    std::unique_ptr<Fam_Descriptor> item;
+    std::thread allocate([&] { item = Allocate("late", 4096, region.get()); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cluster()->Kill(1, SIGKILL);
+    EXPECT_TRUE(WaitDegraded("raid", 10));
+    allocate.join();
+    ASSERT_NE(item, nullptr);
+    std::vector<uint8_t> bytes(4096, 7), back(4096);
+    fam()->fam_put_blocking(bytes.data(), item.get(), 0, bytes.size());
+    fam()->fam_get_blocking(back.data(), item.get(), 0, back.size());
+    EXPECT_EQ(back, bytes);
+    EXPECT_EQ(fam()->fam_fetch_add(item.get(), 0, uint64_t{1}), 0x0707070707070707u);
+}
+
 auto Name = [](const ::testing::TestParamInfo<Level> &info) { return LevelName(info.param); };
 INSTANTIATE_TEST_SUITE_P(Levels, DiesBeforeItAnswersTest, ::testing::Values(RAID1, RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, StoppedMidAtomicTest, ::testing::Values(RAID1, RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, AtomicsAcrossRebuildTest, ::testing::Values(RAID1, RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, StoppedServerAnswersLateTest, ::testing::Values(RAID1, RAID5),
                          Name);
+INSTANTIATE_TEST_SUITE_P(Levels, KeyGrantedAcrossALossTest, ::testing::Values(RAID1, RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, OneMemberUnavailableTest, ::testing::Values(RAID1, RAID5), Name);
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "meta/store_caches.h"
 
 #include "common/error.h"
+#include "common/test_hold.h"
 #include "meta/store_internals.h"
 
 namespace fampool {
@@ -39,10 +40,12 @@ void KeyGrants::Hand(ItemInfo &item) {
         uint64_t offset = per_item ? begin : 0, size = per_item ? end - begin : 0;
         auto key = std::make_tuple(region.id, uint64_t{each.member}, offset, size, item.can_write);
         KeyGrant grant;
+        uint64_t epoch;
         {
             std::lock_guard<std::mutex> lock(mutex_);
             auto found = grants_.find(key);
             if (found != grants_.end()) grant = found->second;
+            epoch = epochs_[region.id];
         }
         if (grant.fabric_address.empty()) {
             try {
@@ -58,8 +61,12 @@ void KeyGrants::Hand(ItemInfo &item) {
                 if (!redundant) throw;
                 continue;
             }
+            HoldAt("meta.key-granted");
+            // Kept only when no Forget or Revoke of the region came meanwhile: that one may
+            // have revoked this key at the server after it was granted, and kept it would be
+            // handed out, refused, for good.
             std::lock_guard<std::mutex> lock(mutex_);
-            grants_[key] = grant;
+            if (epochs_[region.id] == epoch) grants_[key] = grant;
         }
         access[each.member] =
             ServerAccess{each.server,     grant.fabric_address, grant.key,    grant.base,
@@ -72,6 +79,7 @@ void KeyGrants::Forget(uint64_t region_id) {
     auto first = grants_.lower_bound(std::make_tuple(region_id, 0, 0, 0, false));
     auto last = grants_.lower_bound(std::make_tuple(region_id + 1, 0, 0, 0, false));
     grants_.erase(first, last);
+    ++epochs_[region_id];
 }
 
 void KeyGrants::Revoke(const RegionInfo &region, uint64_t offset, uint64_t size) {
@@ -84,6 +92,7 @@ void KeyGrants::Revoke(const RegionInfo &region, uint64_t offset, uint64_t size)
             std::lock_guard<std::mutex> lock(mutex_);
             grants_.erase(std::make_tuple(region.id, member, begin, end - begin, false));
             grants_.erase(std::make_tuple(region.id, member, begin, end - begin, true));
+            ++epochs_[region.id];
         }
         try {
             server_(each.server).RevokeKeys(each.extent, begin);

@@ -45,6 +45,9 @@ class KeyGrants {
     std::mutex mutex_;
     // (region, member, offset, size, writable) -> key; offset/size 0: the whole extent.
     std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, bool>, KeyGrant> grants_;
+    // Per region, how many times its keys were forgotten or revoked: a key granted across one
+    // is not kept.
+    std::map<uint64_t, uint64_t> epochs_;
 };
 
 // Each memory server's memory (kind, speed, capacity, node): the configured profile, completed

@@ -37,7 +37,7 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
             std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, stale);
             stale = false;
             const ItemInfo &item = view->item;
-            RequireMemberKeys(item);
+            RequireMemberKeys(item, MembersReached(item, offset, size));
             if (Degraded(item.region)) HoldAt("client.degraded-atomic");
             uint64_t k = item.region.memory_servers.size();
             Raid1Piece piece = Raid1Pieces(item, offset, size).front();
@@ -107,7 +107,7 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
         try {
             std::shared_ptr<const RedundantBinding::View> view = transport_.Fresh(binding, false);
             const ItemInfo &item = view->item;
-            RequireMemberKeys(item);
+            RequireMemberKeys(item, MembersReached(item, offset, size));
             if (Degraded(item.region)) HoldAt("client.degraded-atomic");
             uint64_t n = MemberCount(item.region), unit = item.region.interleave_size;
             if (op != AtomicOp::kFetch) RequireRaid5Writes(item, offset);

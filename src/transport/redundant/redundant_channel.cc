@@ -46,6 +46,27 @@ std::vector<Raid1Piece> Raid1Pieces(const ItemInfo &item, uint64_t offset, uint6
     return pieces;
 }
 
+std::vector<size_t> MembersReached(const ItemInfo &item, uint64_t offset, uint64_t nbytes) {
+    uint64_t n = MemberCount(item.region), k = item.region.memory_servers.size();
+    std::vector<size_t> members;
+    if (item.region.attributes.redundancyLevel != RAID1) {
+        // A stripe's parity is computed from all its data units: every member.
+        for (size_t m = 0; m < n; ++m) members.push_back(m);
+        return members;
+    }
+    std::vector<bool> slots(k, false);
+    for (const Raid1Piece &piece :
+         Raid1Pieces(item, offset, std::min(nbytes, k * (item.region.interleave_size + 1)))) {
+        slots[piece.slot] = true;
+    }
+    for (size_t copy = 0; copy < 2; ++copy) {
+        for (size_t slot = 0; slot < k; ++slot) {
+            if (slots[slot]) members.push_back(copy * k + slot);
+        }
+    }
+    return members;
+}
+
 std::unique_ptr<Channel> RedundantTransport::OpenChannel() {
     return std::make_unique<RedundantChannel>(*this, inner_->OpenChannel(),
                                               [this] { return members_->OpenChannel(); });
@@ -175,7 +196,7 @@ bool RedundantChannel::Issue(const Logged &op) {
 bool RedundantChannel::Post(const Logged &op, Skipped *skipped) {
     std::shared_ptr<const RedundantBinding::View> view =
         transport_.Fresh(Redundant(op.binding), false);
-    if (op.write) RequireMemberKeys(view->item);
+    if (op.write) RequireMemberKeys(view->item, MembersReached(view->item, op.offset, op.nbytes));
     if (op.write && Degraded(view->item.region)) HoldAt("client.degraded-write");
     bool raid1 = view->item.region.attributes.redundancyLevel == RAID1;
     if (op.write && raid1 && Raid1Write(*view, op.offset, op.local, op.nbytes, op.blocking)) {

@@ -120,6 +120,9 @@ struct Raid1Piece {
     uint64_t at, slot, length, physical;
 };
 std::vector<Raid1Piece> Raid1Pieces(const ItemInfo &item, uint64_t offset, uint64_t nbytes);
+// The members a write of item bytes [offset, offset + nbytes) reaches: both copies of each
+// RAID1 slot it touches; every RAID5 member (a stripe's parity is made from all its data).
+std::vector<size_t> MembersReached(const ItemInfo &item, uint64_t offset, uint64_t nbytes);
 // RAID5 with two members not healthy takes no write at all: one that reached the others would
 // leave the member lost last (kLostIntact, taken back as it is) staler than they are. Throws
 // FAM_ERR_RESOURCE then.

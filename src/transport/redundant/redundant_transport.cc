@@ -14,8 +14,8 @@ void NoMemberLeft(const ItemInfo &item, uint64_t at) {
          item.name, item.region.name, at);
 }
 
-void RequireMemberKeys(const ItemInfo &item) {
-    for (size_t m = 0; m < MemberCount(item.region); ++m) {
+void RequireMemberKeys(const ItemInfo &item, const std::vector<size_t> &members) {
+    for (size_t m : members) {
         if (StateOf(item.region, m) != kLost && !MemberReachable(item, m)) {
             Fail(openfam::FAM_ERR_RPC,
                  "item \"{}\" of region \"{}\": member {} on memory server {} has no key (its "

@@ -119,10 +119,11 @@ inline bool MemberWritable(const ItemInfo &item, size_t m) {
 // Throws FAM_ERR_RESOURCE: item byte `at` has no live member left.
 [[noreturn]] void NoMemberLeft(const ItemInfo &item, uint64_t at);
 // Before a write or an atomic: throws FAM_ERR_RPC (recovered from as any failure: the servers
-// checked, the item fetched again) when a member that is not lost has no key in the view (its
-// server did not answer the metadata service in time: stopped, or dying). Left out, the
-// member would miss the write while it counts as holding the item's bytes.
-void RequireMemberKeys(const ItemInfo &item);
+// checked, the item fetched again) when one of the members it reaches that is not lost has no
+// key in the view (its server did not answer the metadata service in time: stopped, or dying).
+// Left out, the member would miss the write while it counts as holding the item's bytes. (A
+// member the item has no bytes on has no key either, and is not asked for.)
+void RequireMemberKeys(const ItemInfo &item, const std::vector<size_t> &members);
 
 // The members of a view that an operation on it left out or reached while they were being
 // rebuilt: every member not healthy, with its state and server.
