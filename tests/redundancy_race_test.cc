@@ -357,7 +357,7 @@ class KeyGrantedAcrossALossTest : public RaidClusterTest,
     const char *Spec() const override { return "4:4096"; }
     void PrepareEnvironment() override {
         RaidClusterTest::PrepareEnvironment();
-        SetEnv("FAMPOOL_TEST_HOLD", "meta.key-granted=4500x2");
+        SetEnv("FAMPOOL_TEST_HOLD", "meta.key-granted=3000x2");
     }
 };
 
@@ -367,11 +367,23 @@ TEST_P(KeyGrantedAcrossALossTest, IsNotHandedOutAgain) {
     attributes.redundancyLevel = GetParam();
     auto region = CreateRegion("raid", 16 << 20, 0777, &attributes);
     std::unique_ptr<Fam_Descriptor> item;
-    std::thread allocate([&] { item = Allocate("late", 4096, region.get()); });
+    std::atomic<bool> allocated{false};
+    std::string failed;
+    std::thread allocate([&] {
+        try {
+            item.reset(fam()->fam_allocate("late", 4096, 0777, region.get()));
+        } catch (const Fam_Exception &e) {
+            failed = e.fam_error_msg();
+        }
+        allocated.store(true);
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     cluster()->Kill(1, SIGKILL);
     EXPECT_TRUE(WaitDegraded("raid", 10));
+    // The loss recorded while the allocation's grants were held (else nothing was tested).
+    EXPECT_FALSE(allocated.load()) << "memory server 1 declared dead only after the grants";
     allocate.join();
+    ASSERT_EQ(failed, "");
     ASSERT_NE(item, nullptr);
     std::vector<uint8_t> bytes(4096, 7), back(4096);
     fam()->fam_put_blocking(bytes.data(), item.get(), 0, bytes.size());

@@ -301,6 +301,9 @@ void MetadataStore::ChangeRegionPermissions(uint64_t region_id, uint32_t perm,
             if (StateOf(region, each.member) == kLost) continue;
             Server(each.server).RevokeKeys(each.extent, kAllGrants);
         }
+        // Again: a lookup between the first Forget and a server's revocation may have been
+        // granted a key that server then revoked (KeyGrants keeps none granted across this).
+        grants_.Forget(region.id);
     }
 }
 

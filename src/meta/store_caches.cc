@@ -99,6 +99,10 @@ void KeyGrants::Revoke(const RegionInfo &region, uint64_t offset, uint64_t size)
         } catch (const Failure &) {
             // An unreachable server has lost its registrations already.
         }
+        // Again after the server's revocation: a lookup granted the key (the server reuses a
+        // registered grant) between the erase above and the revocation must not keep it.
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++epochs_[region.id];
     }
 }
 

@@ -46,7 +46,8 @@ class KeyGrants {
     // (region, member, offset, size, writable) -> key; offset/size 0: the whole extent.
     std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, bool>, KeyGrant> grants_;
     // Per region, how many times its keys were forgotten or revoked: a key granted across one
-    // is not kept.
+    // is not kept. Each revoker bumps it again after the servers revoked. Entries stay (a
+    // region's id is never reused; one word per region ever looked up).
     std::map<uint64_t, uint64_t> epochs_;
 };
 

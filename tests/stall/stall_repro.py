@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The tcp stall, made on demand: fresh emulated clusters (memory servers behind links of a
+given rate, PEs on client nodes of their own), each running placement_bench's first step and a
+short measurement (every PE creates its region, allocates its item, puts it whole, then puts and
+gets for --seconds). A run whose PEs are not done --watch seconds after they began is caught
+while it stalls: the memory servers' sockets (ss -tmpi in their namespaces), the descriptors
+each server's epoll sets hold (/proc/PID/fdinfo) and the servers' thread stacks (gdb) are
+written to the run's directory, which is kept. It prints each run's outcome and the count.
+
+    tests/stall/stall_repro.py --build-dir build --runs 20 [--pes 8] [--servers 1]
+        [--rate 200mbit] [--watch 7] [--server-env NAME=VALUE ...]
+
+--server-env sets a variable for the cluster's processes (fampool up passes its environment
+on): a provider setting tried as a cause. Needs root (network namespaces).
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(cmd, timeout=120, env=None):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def nodes(run_dir, prefix):
+    """(name, netns) of the emulated nodes whose name starts with prefix."""
+    found = []
+    with open(os.path.join(run_dir, "emulation.yaml")) as f:
+        for line in f:
+            m = re.search(r"name: (\w+), netns: ([^,]+),", line)
+            if m and m.group(1).startswith(prefix):
+                found.append((m.group(1), m.group(2)))
+    return found
+
+
+def server_pids(run_dir):
+    pids = []
+    pid_dir = os.path.join(run_dir, "pids")
+    for name in sorted(os.listdir(pid_dir)):
+        if name.startswith("memory"):
+            with open(os.path.join(pid_dir, name)) as f:
+                pids.append((name, int(f.read().strip())))
+    return pids
+
+
+def epoll_sets(pid):
+    """Each epoll descriptor of pid with the descriptors it watches, and each socket's inode."""
+    lines = []
+    fd_dir = f"/proc/{pid}/fd"
+    for fd in sorted(os.listdir(fd_dir), key=int):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue
+        if "eventpoll" in target:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                watched = [m.group(1) for m in re.finditer(r"tfd:\s+(\d+)", f.read())]
+            lines.append(f"epoll fd {fd} watches {' '.join(watched)}")
+        elif target.startswith("socket:"):
+            lines.append(f"fd {fd} {target}")
+    return "\n".join(lines)
+
+
+def capture(run_dir, tag):
+    """What the servers are doing now, into run_dir/stall-TAG.txt."""
+    out = [f"== captured {time.strftime('%H:%M:%S')}"]
+    for name, netns in nodes(run_dir, "memory"):
+        out.append(f"== ss -tmpi in {name} ({netns})")
+        out.append(run(["ip", "netns", "exec", netns, "ss", "-tmpin"]).stdout)
+    for name, pid in server_pids(run_dir):
+        out.append(f"== {name} pid {pid}: epoll sets and sockets")
+        out.append(epoll_sets(pid))
+        out.append(f"== {name} pid {pid}: threads")
+        out.append(run(["gdb", "-batch", "-p", str(pid), "-ex", "thread apply all bt 12"],
+                       timeout=60).stdout)
+    path = os.path.join(run_dir, f"stall-{tag}.txt")
+    with open(path, "w") as f:
+        f.write("\n".join(out))
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build-dir", default="build")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--pes", type=int, default=8)
+    parser.add_argument("--servers", type=int, default=1)
+    parser.add_argument("--rate", default="200mbit")
+    parser.add_argument("--seconds", default="0.3")
+    parser.add_argument("--watch", type=float, default=7.0)
+    parser.add_argument("--server-env", action="append", default=[])
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("stall_repro: needs root (network namespaces for the emulated fabric)")
+        return 77
+    fampool = os.path.join(args.build_dir, "tools", "fampool")
+    bench = os.path.join(args.build_dir, "bench", "placement_bench")
+    env = dict(os.environ)
+    for setting in args.server_env:
+        name, _, value = setting.partition("=")
+        env[name] = value
+    work = tempfile.mkdtemp(prefix="fampool-stall-")
+    os.chmod(work, 0o755)
+    stalls = 0
+    for n in range(1, args.runs + 1):
+        run_dir = os.path.join(work, f"run{n}")
+        up = run([fampool, "up", "--emulate", "--memservers", str(args.servers), "--clients",
+                  str(args.pes), "--link-rate", args.rate, "--interleave", "65536",
+                  "--authentication", "none", "--base-port", "auto", "--run-dir", run_dir],
+                 env=env)
+        if up.returncode != 0:
+            print(f"run {n}: fampool up failed: {up.stderr.strip()}")
+            return 1
+        clients = ",".join(ns for _, ns in nodes(run_dir, "client"))
+        start = time.monotonic()
+        job = subprocess.Popen(
+            [bench, "placement", "--netns", clients, "--pes", str(args.pes), "--seconds",
+             args.seconds, "--placements", "uniform", "--ops", "put", "--csv",
+             os.path.join(run_dir, "placement.csv")],
+            env={**env, "FAMPOOL_CONFIG": os.path.join(run_dir, "cluster.yaml")},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        caught = None
+        while job.poll() is None:
+            if caught is None and time.monotonic() - start > args.watch:
+                caught = capture(run_dir, "watch")
+            time.sleep(0.1)
+        output = job.stdout.read()
+        took = time.monotonic() - start
+        failed = job.returncode != 0
+        if failed or caught:
+            stalls += 1
+            with open(os.path.join(run_dir, "bench.log"), "w") as f:
+                f.write(output)
+            why = output.strip().splitlines()[-1] if output.strip() else "?"
+            print(f"run {n}: STALL ({took:.1f} s, exit {job.returncode}): {why}; kept {run_dir}"
+                  + (f", caught in {caught}" if caught else ""))
+            subprocess.run([fampool, "down", "--run-dir", run_dir], capture_output=True,
+                           timeout=120)
+        else:
+            print(f"run {n}: ok ({took:.1f} s)")
+            subprocess.run([fampool, "down", "--run-dir", run_dir], capture_output=True,
+                           timeout=120)
+            shutil.rmtree(run_dir, ignore_errors=True)
+        sys.stdout.flush()
+    print(f"stall_repro: {stalls} of {args.runs} runs stalled (pes {args.pes}, servers "
+          f"{args.servers}, links {args.rate}, settings {args.server_env or 'none'})")
+    if stalls == 0:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if stalls else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
