@@ -280,8 +280,8 @@ INSTANTIATE_TEST_SUITE_P(Levels, LostLastTest, ::testing::Values(Case{RAID1, 3},
 // once, leave every stripe's parity the XOR of its data: with any one memory server killed, the
 // item reads (its lost units rebuilt from the others and parity) as it did healthy. Servers 1
 // and 2 are killed in turn, so each stripe is rebuilt from its parity at least once. With 4 KiB
-// units the PEs write the whole stripes themselves (leases) and send the pieces to the parity
-// servers; with 64 KiB units, pieces of 32 KiB and more of a stripe are theirs too.
+// units and with 64 KiB units the PEs write the whole stripes themselves (leases) and send the
+// pieces of stripes to the parity servers.
 class ParityTest : public RedundancyTest {};
 
 TEST_P(ParityTest, RacingFullStripeAndPartialWritesKeepParity) {

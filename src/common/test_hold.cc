@@ -9,12 +9,15 @@
 #include <string>
 #include <thread>
 
+#include "common/error.h"
+
 namespace fampool {
 namespace {
 
 struct Hold {
     long milliseconds = 0;
-    long left = -1;  // holds still to make; -1: every time
+    bool fail = false;  // POINT=fail: the point throws instead of waiting
+    long left = -1;     // holds still to make; -1: every time
 };
 
 class Holds {
@@ -34,12 +37,18 @@ class Holds {
     bool any() const { return any_.load(std::memory_order_relaxed); }
     void At(const char *point) {
         long ms;
+        bool fail;
         {
             std::lock_guard<std::mutex> lock(mutex_);
             auto found = holds_.find(point);
             if (found == holds_.end() || found->second.left == 0) return;
             if (found->second.left > 0) --found->second.left;
             ms = found->second.milliseconds;
+            fail = found->second.fail;
+        }
+        if (fail) {
+            std::fprintf(stderr, "fampool: test hold at %s: fail\n", point);
+            Fail(openfam::FAM_ERR_RESOURCE, "test failure at {}", point);
         }
         std::fprintf(stderr, "fampool: test hold at %s: %ld ms\n", point, ms);
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -51,14 +60,18 @@ class Holds {
         size_t equals = entry.find('=');
         char *end = nullptr;
         Hold hold;
-        if (equals != std::string::npos)
+        if (equals != std::string::npos && entry.compare(equals + 1, 4, "fail") == 0) {
+            hold.fail = true;
+            end = const_cast<char *>(entry.c_str()) + equals + 5;
+        } else if (equals != std::string::npos) {
             hold.milliseconds = std::strtol(entry.c_str() + equals + 1, &end, 10);
+        }
         if (end && *end == 'x') hold.left = std::strtol(end + 1, &end, 10);
         if (equals == std::string::npos || equals == 0 || !end || *end || hold.milliseconds < 0 ||
             hold.left == 0) {
             std::fprintf(stderr,
-                         "fampool: FAMPOOL_TEST_HOLD entry \"%s\" is not POINT=MS or "
-                         "POINT=MSxCOUNT\n",
+                         "fampool: FAMPOOL_TEST_HOLD entry \"%s\" is not POINT=MS, POINT=fail, "
+                         "POINT=MSxCOUNT or POINT=failxCOUNT\n",
                          entry.c_str());
             std::exit(2);
         }

@@ -41,9 +41,26 @@ std::vector<uint64_t> StripeGate::Hold::suspects() const {
     return found;
 }
 
-void StripeGate::Hold::Repaired() {
+void StripeGate::Hold::Torn(uint64_t stripe, std::shared_ptr<const Intent> intent) {
     std::lock_guard<std::mutex> lock(gate_.mutex_);
-    for (uint64_t stripe : stripes_) gate_.suspect_.erase({region_, stripe});
+    gate_.suspect_.insert({region_, stripe});
+    gate_.intents_[{region_, stripe}] = std::move(intent);
+}
+
+std::shared_ptr<const StripeGate::Intent> StripeGate::Hold::intent(uint64_t stripe) const {
+    std::lock_guard<std::mutex> lock(gate_.mutex_);
+    auto found = gate_.intents_.find({region_, stripe});
+    return found == gate_.intents_.end() ? nullptr : found->second;
+}
+
+void StripeGate::Hold::Repaired() {
+    for (uint64_t stripe : stripes_) Repaired(stripe);
+}
+
+void StripeGate::Hold::Repaired(uint64_t stripe) {
+    std::lock_guard<std::mutex> lock(gate_.mutex_);
+    gate_.suspect_.erase({region_, stripe});
+    gate_.intents_.erase({region_, stripe});
 }
 
 bool StripeGate::Lease(uint64_t region, const std::vector<uint64_t> &stripes, uint64_t owner,

@@ -6,7 +6,10 @@
 // A stripe whose lease ended before the client gave it back, or that the client gave back with
 // its transfers not all done or after its lease ended, may hold data and parity that do not
 // match: it is suspect until the next request that holds it recomputes its parity from the
-// data (Hold::suspects); no lease is granted on it until then.
+// data (Hold::suspects); no lease is granted on it until then. A stripe that a request here
+// wrote part-way (parity or some units written, not all) is suspect too, and keeps what that
+// request meant its data units to be (Intent): with a data member missing, that member's unit
+// is the intended one, not what parity and the others make of it (those do not match).
 #ifndef FAMPOOL_MEMSERVER_STRIPE_GATE_H_
 #define FAMPOOL_MEMSERVER_STRIPE_GATE_H_
 
@@ -14,8 +17,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -24,6 +29,15 @@ namespace fampool {
 class StripeGate {
   public:
     using Clock = std::chrono::steady_clock;
+
+    // What a write meant a stripe's data units to be: bytes [low, high) of each column, for
+    // the parity member's extent `parity` (rpc::Extent, serialized: one meant for an earlier
+    // extent of the region's parity is not used).
+    struct Intent {
+        std::string parity;
+        uint64_t low = 0, high = 0;
+        std::vector<std::vector<char>> units;
+    };
 
     // The stripes of one region, held until destroyed (taken all at once: no deadlock
     // between requests that want several).
@@ -36,7 +50,13 @@ class StripeGate {
         // The held stripes that are suspect (see above); the holder recomputes their parity and
         // then calls Repaired.
         std::vector<uint64_t> suspects() const;
+        // A held stripe written part-way: suspect, with what the write meant it to be.
+        void Torn(uint64_t stripe, std::shared_ptr<const Intent> intent);
+        // The intent of a held stripe written part-way, or null.
+        std::shared_ptr<const Intent> intent(uint64_t stripe) const;
+        // Parity matches the data again: every held stripe, or one.
         void Repaired();
+        void Repaired(uint64_t stripe);
 
       private:
         StripeGate &gate_;
@@ -76,6 +96,7 @@ class StripeGate {
     std::condition_variable freed_;
     std::map<Key, Holder> held_;
     std::set<Key> suspect_;
+    std::map<Key, std::shared_ptr<const Intent>> intents_;  // of suspect stripes written here
     uint64_t next_owner_ = 1;  // this server's own requests (clients' owners have the top bit)
     Counts counts_;
 };

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/atomic_apply.h"
@@ -210,17 +213,32 @@ void RedundancyService::StripeWrite(const rpc::StripeRequest &request) {
         for (const std::vector<char> &each : w.units)
             XorInto(w.parity.data(), each.data(), each.size());
     }
-    // Parity first, then the data units (a member being rebuilt too; a lost one not).
-    MemberIo io(local_, peers_, request);
-    for (Work &w : work) io.Write(self, w.stripe * unit + w.low, w.parity.data(), w.parity.size());
-    for (const Work &w : work) {
-        for (const Part &part : by_stripe[w.stripe]) {
-            uint64_t d = Raid5DataMember(w.stripe, part.piece->column(), n);
-            if (request.members(static_cast<int>(d)).state() == kLost) continue;
-            io.Write(d, w.stripe * unit + part.piece->within(), part.bytes, part.piece->length());
+    // Parity first, then the data units (a member being rebuilt too; a lost one not). When
+    // they do not all land, the stripes keep what this write meant them to be: torn, with a
+    // data member missing before the next write, parity and the others would make something
+    // else of its unit (RepairParity).
+    try {
+        MemberIo io(local_, peers_, request);
+        for (Work &w : work)
+            io.Write(self, w.stripe * unit + w.low, w.parity.data(), w.parity.size());
+        HoldAt("stripe.write-parity");
+        for (const Work &w : work) {
+            for (const Part &part : by_stripe[w.stripe]) {
+                uint64_t d = Raid5DataMember(w.stripe, part.piece->column(), n);
+                if (request.members(static_cast<int>(d)).state() == kLost) continue;
+                io.Write(d, w.stripe * unit + part.piece->within(), part.bytes,
+                         part.piece->length());
+            }
         }
+        io.Finish();
+    } catch (const Failure &) {
+        std::string parity = request.members(static_cast<int>(self)).extent().SerializeAsString();
+        for (Work &w : work) {
+            held.Torn(w.stripe, std::make_shared<const StripeGate::Intent>(StripeGate::Intent{
+                                    parity, w.low, w.high, std::move(w.units)}));
+        }
+        throw;
     }
-    io.Finish();
 }
 
 void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
@@ -373,6 +391,7 @@ void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
         }
         if (stripes.empty()) continue;
         StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), stripes);
+        RepairParity(request, held);  // torn stripes: `lost` gets what their write meant
         RecomputeUnits(request, stripes, lost, &scratch);
         if (lost == self) held.Repaired();  // the parity, from the data
         progress.stripes.Add(stripes.size());
@@ -415,11 +434,63 @@ void RedundancyService::RecomputeUnits(const rpc::StripeRequest &request,
 void RedundancyService::RepairParity(const rpc::StripeRequest &request, StripeGate::Hold &held) {
     std::vector<uint64_t> suspects = held.suspects();
     if (suspects.empty()) return;
-    for (const rpc::Member &member : request.members()) {
-        if (member.state() != kHealthy) return;  // stays suspect (see stripe_gate.h)
+    uint64_t n = request.members_size(), unit = request.interleave(), self = request.self();
+    // The member whose bytes are not read: not healthy, or the one a rebuild makes.
+    std::optional<uint64_t> missing;
+    for (uint64_t m = 0; m < n; ++m) {
+        if (request.members(static_cast<int>(m)).state() == kHealthy &&
+            !(request.op() == rpc::StripeRequest::REBUILD && m == request.lost())) {
+            continue;
+        }
+        if (missing) return;  // two: nothing is made of this stripe's parity
+        missing = m;
     }
-    RecomputeUnits(request, suspects, request.self());
-    held.Repaired();
+    if (!missing) {  // parity from the data
+        RecomputeUnits(request, suspects, self);
+        held.Repaired();
+        return;
+    }
+    if (*missing == self) return;  // the parity is what is missing (a rebuild makes it)
+    // A data member missing. In the stripes a write here left torn: parity from what that
+    // write meant the member's unit to be ([low, high) of it; parity elsewhere matches) and the
+    // other units as they are. The others (a client's leased write that did not end well)
+    // stay suspect: nothing here knows better than their parity.
+    std::string parity_extent =
+        request.members(static_cast<int>(self)).extent().SerializeAsString();
+    struct Torn {
+        uint64_t stripe;
+        std::shared_ptr<const StripeGate::Intent> intent;
+        std::vector<char> parity, others;  // others: the n - 2 other units, in a row
+    };
+    std::vector<Torn> torn;
+    for (uint64_t s : suspects) {
+        std::shared_ptr<const StripeGate::Intent> intent = held.intent(s);
+        if (!intent || intent->parity != parity_extent) continue;
+        uint64_t len = intent->high - intent->low;
+        uint64_t column = (*missing + n - Raid5ParityMember(s, n) - 1) % n;
+        torn.push_back({s, intent, intent->units[column], std::vector<char>((n - 2) * len)});
+    }
+    if (torn.empty()) return;
+    {
+        MemberIo io(local_, peers_, request);  // after the buffers it uses
+        for (Torn &t : torn) {
+            uint64_t len = t.intent->high - t.intent->low, k = 0;
+            for (uint64_t c = 0; c < n - 1; ++c) {
+                uint64_t d = Raid5DataMember(t.stripe, c, n);
+                if (d == *missing) continue;
+                io.Read(d, t.stripe * unit + t.intent->low, t.others.data() + k++ * len, len);
+            }
+        }
+        io.Finish();
+    }
+    MemberIo io(local_, peers_, request);
+    for (Torn &t : torn) {
+        uint64_t len = t.parity.size();
+        for (uint64_t k = 0; k < n - 2; ++k) XorInto(t.parity.data(), t.others.data() + k * len, len);
+        io.Write(self, t.stripe * unit + t.intent->low, t.parity.data(), len);
+    }
+    io.Finish();
+    for (const Torn &t : torn) held.Repaired(t.stripe);
 }
 
 }  // namespace fampool

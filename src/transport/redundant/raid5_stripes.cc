@@ -89,8 +89,11 @@ std::vector<StripePiece> RedundantChannel::Raid5LeasedStripes(const RedundantBin
     for (uint64_t m = 0; m < n; ++m) {
         if (!MemberHealthy(item, m)) return pieces;
     }
-    // Whole stripes, and parts of stripes of kLeasedPartBytes or more: under leases; smaller
-    // parts to their parity servers (returned).
+    // Whole stripes: under leases; parts of stripes to their parity servers (returned). A part
+    // written here that failed part-way would leave its stripe torn with nothing but this
+    // client knowing what it meant, and with a member missing before the stripe is written
+    // again, the other units' bytes outside the part would be rebuilt wrong; the parity server
+    // keeps what a write meant (stripe_gate.h). A whole stripe's units are all the write's.
     std::vector<StripePiece> rest;
     std::vector<StripeRun> runs;
     for (size_t i = 0; i < pieces.size();) {
@@ -98,7 +101,7 @@ std::vector<StripePiece> RedundantChannel::Raid5LeasedStripes(const RedundantBin
         uint64_t bytes = 0;
         while (j < pieces.size() && pieces[j].stripe == pieces[i].stripe)
             bytes += pieces[j++].length;
-        if (bytes == (n - 1) * unit || bytes >= kLeasedPartBytes) {
+        if (bytes == (n - 1) * unit) {
             runs.push_back({i, j - i});
         } else {
             rest.insert(rest.end(), pieces.begin() + static_cast<ptrdiff_t>(i),
@@ -209,72 +212,20 @@ void RedundantChannel::WriteUnderLeases(const RedundantBinding::View &view, uint
         return view.columns[Raid5DataMember(piece.stripe, piece.column, n)];
     };
     auto parity = [&](uint64_t stripe) { return view.columns[Raid5ParityMember(stripe, n)]; };
-    // Parts of stripes: the old bytes of their pieces, and of the parity under them, first.
-    struct Part {
-        StripeRun run;
-        uint64_t low = 0, high = 0;  // the parity bytes [low, high) of the unit that change
-        std::vector<char> old, parity;
-    };
-    std::vector<Part> parts;
-    std::vector<StripeRun> whole;
+    // The data units, then each stripe's parity, computed while they travel.
     for (const StripeRun &run : runs) {
-        Part part{run, unit, 0, {}, {}};
-        uint64_t bytes = 0;
-        for (size_t k = run.first; k < run.first + run.count; ++k) {
-            part.low = std::min(part.low, pieces[k].within);
-            part.high = std::max(part.high, pieces[k].within + pieces[k].length);
-            bytes += pieces[k].length;
-        }
-        if (bytes == (n - 1) * unit) {
-            whole.push_back(run);
-            continue;
-        }
-        part.old.resize(bytes);
-        part.parity.resize(part.high - part.low);
-        parts.push_back(std::move(part));
-    }
-    for (Part &part : parts) {
-        uint64_t at = 0, s = pieces[part.run.first].stripe;
-        for (size_t k = part.run.first; k < part.run.first + part.run.count; ++k) {
-            const StripePiece &piece = pieces[k];
-            Raid().Read(column(piece), s * unit + piece.within, part.old.data() + at, piece.length,
-                        false);
-            at += piece.length;
-        }
-        Raid().Read(parity(s), s * unit + part.low, part.parity.data(), part.high - part.low,
-                    false);
-    }
-    // Whole stripes: the data units, then each stripe's parity, computed while they travel.
-    for (const StripeRun &run : whole) {
         for (size_t k = run.first; k < run.first + run.count; ++k) {
             const StripePiece &piece = pieces[k];
             Raid().Write(column(piece), piece.stripe * unit, from(piece), unit, false);
         }
     }
-    std::vector<std::vector<char>> sums(whole.size(), std::vector<char>(unit, 0));
-    for (size_t w = 0; w < whole.size(); ++w) {
-        for (size_t k = whole[w].first; k < whole[w].first + whole[w].count; ++k) {
+    std::vector<std::vector<char>> sums(runs.size(), std::vector<char>(unit, 0));
+    for (size_t w = 0; w < runs.size(); ++w) {
+        for (size_t k = runs[w].first; k < runs[w].first + runs[w].count; ++k) {
             XorInto(sums[w].data(), from(pieces[k]), unit);
         }
-        Raid().Write(parity(pieces[whole[w].first].stripe), pieces[whole[w].first].stripe * unit,
+        Raid().Write(parity(pieces[runs[w].first].stripe), pieces[runs[w].first].stripe * unit,
                      sums[w].data(), unit, false);
-    }
-    if (!parts.empty()) {
-        Raid().Quiet();  // the old bytes are here
-        for (Part &part : parts) {
-            uint64_t at = 0, s = pieces[part.run.first].stripe;
-            for (size_t k = part.run.first; k < part.run.first + part.run.count; ++k) {
-                const StripePiece &piece = pieces[k];
-                char *delta = part.old.data() + at;  // old ^ new
-                XorInto(delta, from(piece), piece.length);
-                XorInto(part.parity.data() + (piece.within - part.low), delta, piece.length);
-                Raid().Write(column(piece), s * unit + piece.within, from(piece), piece.length,
-                             false);
-                at += piece.length;
-            }
-            Raid().Write(parity(s), s * unit + part.low, part.parity.data(), part.high - part.low,
-                         false);
-        }
     }
     Raid().Quiet();  // before the buffers go
 }

@@ -28,11 +28,6 @@ std::vector<StripePiece> Raid5Pieces(const ItemInfo &item, uint64_t offset, uint
 struct StripeRun {
     size_t first, count;
 };
-// Parts of stripes of at least this many bytes are written by the client under a lease (read
-// the old bytes and parity, write the new and the parity changed by their difference); smaller
-// ones go to the stripe's parity server, one message that does the same there.
-constexpr uint64_t kLeasedPartBytes = 32 << 10;
-
 // Sends each server (id, call) its stripe call at once and waits for every answer; throws the
 // first failure.
 std::vector<std::string> SendStripes(RedundantTransport &transport,

@@ -78,10 +78,9 @@ class RedundantChannel : public Channel {
                    uint64_t nbytes);
     void Raid5Write(const RedundantBinding::View &view, uint64_t offset, const char *local,
                     uint64_t nbytes);
-    // Of `pieces` (of a write of `local` at item byte `offset`), those of whole stripes and of
-    // large parts of stripes (kLeasedPartBytes), written by this client under leases of the
-    // stripes from their parity servers, when every member is healthy; returns the pieces
-    // left for the parity servers.
+    // Of `pieces` (of a write of `local` at item byte `offset`), those of whole stripes,
+    // written by this client under leases of the stripes from their parity servers, when every
+    // member is healthy; returns the pieces left for the parity servers.
     std::vector<StripePiece> Raid5LeasedStripes(const RedundantBinding::View &view, uint64_t offset,
                                                 const char *local, std::vector<StripePiece> pieces);
     // One batch of those. Returns the stripes not written (their lease was not had, or ended

@@ -10,9 +10,9 @@
 //
 // RAID5: reads of healthy data units go straight to their members; writes, atomics and reads
 // of a lost member's units go to the memory server holding the stripes' parity (Stripe), which
-// keeps parity and data in step under its stripe locks. Whole stripes of a write, and large
-// parts of stripes, when every member is healthy, the client writes itself under leases of
-// the stripes from their parity servers (raid5_stripes.h). When the parity member itself is lost,
+// keeps parity and data in step under its stripe locks. Whole stripes of a write, when every
+// member is healthy, the client writes itself under leases of the stripes from their parity
+// servers (raid5_stripes.h). When the parity member itself is lost,
 // writes and atomics go straight to the data units.
 //
 // Failures: when a transfer fails, the channel asks the metadata service to check the servers
