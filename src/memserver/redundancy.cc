@@ -120,6 +120,7 @@ void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicRep
         HoldAt("mirror.applied");
         try {
             peer_(request.mirror().server_id()).Mirror(mirror);
+            MarkAhead(extent, life, request.offset(), false);
         } catch (const Failure &failure) {
             if (failure.fam_error() == openfam::FAM_ERR_TIMEOUT) {
                 // Busy: the copy's server applies an atomic of its own to the word.
@@ -127,8 +128,16 @@ void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicRep
                 reply->set_busy(true);
                 return;
             }
+            if (failure.fam_error() == openfam::FAM_ERR_ALREADYEXIST) {
+                // The copy is ahead of this one (see MarkAhead): this word becomes the copy's,
+                // and the client makes the atomic again.
+                TakeCopysWord(request, at, again ? nullptr : before);
+                reply->set_busy(true);
+                return;
+            }
             // Not answered: applied here, and the client makes it again (this server then
             // mirrors the word once more) until the copy answers or is declared lost.
+            MarkAhead(extent, life, request.offset(), true);
             reply->set_mirror_failed(true);
         }
     }
@@ -153,9 +162,54 @@ void RedundancyService::Mirror(const rpc::MirrorRequest &request) {
     uint64_t life = 0;
     char *to = local_->Reach(FromProto(request.extent()), request.key(), request.offset(), size,
                              true, "a mirrored atomic", &hold, &life);
+    if (TakeAhead(FromProto(request.extent()), life, request.offset())) {
+        Fail(openfam::FAM_ERR_ALREADYEXIST,
+             "mirror of byte {} of region {}: this copy holds a change the other lacks (its "
+             "mirror did not land); the other takes this copy's word",
+             request.offset(), request.extent().region_id());
+    }
     CopyFamBytes(to, request.value().data(), size);
     Remember(request.op_id(), FromProto(request.extent()), life,
              Applied{request.result(), request.value()});
+}
+
+void RedundancyService::MarkAhead(ExtentRef extent, uint64_t life, uint64_t offset, bool ahead) {
+    AheadWord word{extent.region_id * 2 + extent.copy, life, offset};
+    std::lock_guard<std::mutex> lock(ahead_mutex_);
+    if (!ahead) {
+        ahead_.erase(word);
+        return;
+    }
+    if (!ahead_.insert(word).second) return;
+    ahead_order_.push_back(word);
+    if (ahead_order_.size() > kRecalled) {  // by then long taken or made again
+        ahead_.erase(ahead_order_.front());
+        ahead_order_.pop_front();
+    }
+}
+
+bool RedundancyService::TakeAhead(ExtentRef extent, uint64_t life, uint64_t offset) {
+    std::lock_guard<std::mutex> lock(ahead_mutex_);
+    return ahead_.erase({extent.region_id * 2 + extent.copy, life, offset}) > 0;
+}
+
+void RedundancyService::TakeCopysWord(const rpc::AtomicRequest &request, char *at,
+                                      const char *before) {
+    size_t size = SizeOf(static_cast<DataType>(request.type()));
+    MirroredAtomicCall fetch;
+    fetch.extent = FromProto(request.mirror().extent());
+    fetch.key = request.mirror().key();
+    fetch.offset = request.offset();
+    fetch.op = AtomicOp::kFetch;
+    fetch.type = static_cast<DataType>(request.type());
+    fetch.operand.assign(size, '\0');
+    try {
+        MirroredAtomicResult there = peer_(request.mirror().server_id()).MirroredAtomic(fetch);
+        if (there.result.size() == size) return CopyFamBytes(at, there.result.data(), size);
+    } catch (const Failure &) {
+        // Not answered: as busy, this server's change undone (the next attempt tries again).
+    }
+    if (before) CopyFamBytes(at, before, size);
 }
 
 void RedundancyService::TakeRemembered(const rpc::MirrorRequest &request) {
@@ -203,6 +257,13 @@ void RedundancyService::SendRemembered(ExtentRef source, const rpc::Member &targ
 void RedundancyService::Resync(const rpc::ResyncRequest &request) {
     ExtentRef extent = FromProto(request.extent());
     if (request.end() < request.begin()) Fail(openfam::FAM_ERR_INVALID, "resync of a bad range");
+    // Atomics that reached this copy with keys revoked since, as the rebuild began (a client's
+    // view that left the target out: no mirror), end before anything is copied: each holds
+    // its word's lock from before its key is checked until it is done.
+    for (std::timed_mutex &word : word_locks_) {
+        word.lock();
+        word.unlock();
+    }
     // The atomics this copy answers retries of, first: their changes are in the bytes copied
     // next, and the target, once healthy, may be asked to make them again (the first copy's
     // server, being rebuilt itself, or not answering).

@@ -21,7 +21,9 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "memserver/local_memory_server.h"
@@ -65,6 +67,20 @@ class RedundancyService {
                   const Applied &applied);
     // The lock of a word (stripe_work.cc's RAID5 atomics hold stripe locks instead).
     std::timed_mutex &WordLock(const rpc::Extent &extent, uint64_t offset);
+    // Words this server applied an atomic to whose mirror did not land (the copy's server did
+    // not answer, or answered only after a rebuild of the copy had copied the word and ended):
+    // this copy is ahead of the other until a later mirror of the word lands. Meanwhile the
+    // other may take atomics itself (a client's view that says so), on its older word: its
+    // mirror here is refused (FAM_ERR_ALREADYEXIST), and it takes this copy's word instead
+    // (TakeCopysWord: a fetch here, written over its own, its change undone) and answers busy.
+    // Two acknowledged fetch_adds returned the same value when both copies applied from their
+    // own word and the later mirror overwrote the earlier change.
+    // `life`: of the extent (LocalMemoryServer::ExtentLife); one made anew has no marks.
+    void MarkAhead(ExtentRef extent, uint64_t life, uint64_t offset, bool ahead);
+    bool TakeAhead(ExtentRef extent, uint64_t life, uint64_t offset);  // true once per mark
+    // `at`: this server's word, which the atomic of `request` changed; `before`: its value
+    // before (null: the atomic was a retry, nothing to undo). The word becomes the copy's.
+    void TakeCopysWord(const rpc::AtomicRequest &request, char *at, const char *before);
     // A Mirror request of atomics to remember for its extent (MirrorWrite::remembered).
     void TakeRemembered(const rpc::MirrorRequest &request);
     // Sends the atomics remembered for `source` (those applied or mirrored to it in its
@@ -87,7 +103,9 @@ class RedundancyService {
     void RecomputeUnits(const rpc::StripeRequest &request, const std::vector<uint64_t> &stripes,
                         uint64_t lost, std::vector<char> *scratch = nullptr);
     // The held stripes that are suspect (stripe_gate.h) get parity from their data, when every
-    // member is healthy.
+    // member is healthy; with one data member missing (not healthy, or the one a rebuild
+    // makes), those a write here left torn get parity from what the write meant that member's
+    // unit to be and the other units as they are. The others stay suspect.
     void RepairParity(const rpc::StripeRequest &request, StripeGate::Hold &held);
 
     LocalMemoryServer *local_;
@@ -104,6 +122,10 @@ class RedundancyService {
     // Striped locks of words (RAID1 atomics and mirrors, atomics applied for a RAID5 parity
     // server), by hash; the stripes' locks and leases (RAID5).
     std::array<std::timed_mutex, 256> word_locks_;
+    std::mutex ahead_mutex_;
+    using AheadWord = std::tuple<uint64_t, uint64_t, uint64_t>;  // (region * 2 + copy, life, offset)
+    std::set<AheadWord> ahead_;
+    std::deque<AheadWord> ahead_order_;
     StripeGate stripes_;
 };
 

@@ -70,16 +70,9 @@ std::vector<RegionInfo> MemberRecords::ServerLost(uint64_t server_id) {
             held |= MemberServer(region, m) == server_id && StateOf(region, m) != kLost;
         }
         if (!held) continue;
-        grants_.Forget(region.id);
-        for (const PlacedExtent &each : ExtentsOf(region)) {
-            if (each.server == server_id || StateOf(region, each.member) == kLost) continue;
-            try {
-                server_(each.server).RevokeKeys(each.extent, kAllGrants);
-            } catch (const Failure &) {
-                // Unreachable too: its keys go with it, or its heartbeats will say.
-            }
-        }
-        grants_.Forget(region.id);
+        RevokeMemberKeys(region, [&](const PlacedExtent &each) {
+            return each.server != server_id && StateOf(region, each.member) != kLost;
+        });
     }
     std::vector<RegionInfo> changed;
     {
@@ -248,8 +241,30 @@ RegionInfo MemberRecords::StartRebuild(uint64_t region_id, size_t member, uint64
     now.member_state[member] = kRebuilding;
     txn.Put(Table::kRegions, Key(now.id), EncodeRegion(now));
     txn.Commit();
-    grants_.Forget(now.id);
+    // Then, before anything is copied to it, the partners' keys stop working: a client whose
+    // view still says the member is lost writes and applies atomics at the partners alone, and
+    // what it did there after the rebuild copied those bytes would never reach the member
+    // (two acknowledged fetch_adds returned the same value when a rebuild took 10 ms and a
+    // client's view was 30 ms old). Refused, it comes back with the view that says rebuilding.
+    std::vector<size_t> partners = Partners(now, member);
+    RevokeMemberKeys(now, [&](const PlacedExtent &each) {
+        return std::find(partners.begin(), partners.end(), each.member) != partners.end();
+    });
     return now;
+}
+
+void MemberRecords::RevokeMemberKeys(const RegionInfo &region,
+                                     const std::function<bool(const PlacedExtent &)> &revoke) {
+    grants_.Forget(region.id);
+    for (const PlacedExtent &each : ExtentsOf(region)) {
+        if (!revoke(each)) continue;
+        try {
+            server_(each.server).RevokeKeys(each.extent, kAllGrants);
+        } catch (const Failure &) {
+            // Unreachable too: its keys go with it, or its heartbeats will say.
+        }
+    }
+    grants_.Forget(region.id);
 }
 
 bool MemberRecords::EndRebuild(uint64_t region_id, size_t member, uint64_t target, uint8_t state) {

@@ -6,6 +6,7 @@
 #define FAMPOOL_META_MEMBER_RECORDS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -16,6 +17,7 @@
 #include "meta/lmdb.h"
 #include "meta/placement_options.h"
 #include "meta/store_caches.h"
+#include "meta/store_internals.h"
 
 namespace fampool {
 
@@ -54,7 +56,8 @@ class MemberRecords {
     // replaced disk): it stays lost.
     bool TakeBack(uint64_t region_id, size_t member);
     // Puts the member on `target`, in a fresh extent, as kRebuilding: from now on clients
-    // write there too.
+    // write there too. The keys of its partners are revoked then, so that no client goes on
+    // with a view that leaves it out.
     RegionInfo StartRebuild(uint64_t region_id, size_t member, uint64_t target);
     // The member, still on `target`, holds its bytes again: kHealthy.
     void FinishRebuild(uint64_t region_id, size_t member, uint64_t target);
@@ -67,6 +70,10 @@ class MemberRecords {
     static uint64_t ExtentSize(const RegionInfo &region);
 
   private:
+    // The keys of the region's members that `revoke` picks stop working at their servers, and
+    // none of the region's is granted across it (KeyGrants::Forget before and after).
+    void RevokeMemberKeys(const RegionInfo &region,
+                          const std::function<bool(const store::PlacedExtent &)> &revoke);
     // A rebuild of `member` on `target` ends: the member gets `state`, if it is still being
     // rebuilt there (false otherwise).
     bool EndRebuild(uint64_t region_id, size_t member, uint64_t target, uint8_t state);
