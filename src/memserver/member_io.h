@@ -50,9 +50,15 @@ class MemberIo {
         auto found = transfers_.find(m);
         if (found != transfers_.end()) return *found->second;
         const rpc::Member &member = members_[static_cast<int>(m)];
-        if (member.fabric_address().empty()) {
+        if (member.fabric_address().empty() && member.state() == kLost) {
             Fail(openfam::FAM_ERR_RESOURCE, "member {} of the region is lost (memory server {})", m,
                  member.server_id());
+        }
+        if (member.fabric_address().empty()) {  // the client's view had no key for it
+            Fail(openfam::FAM_ERR_RPC,
+                 "member {} of the region (memory server {}) has no key in the request (its "
+                 "server did not answer the metadata service)",
+                 m, member.server_id());
         }
         ItemLayout layout;
         layout.extent = FromProto(member.extent());

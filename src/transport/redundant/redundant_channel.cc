@@ -356,7 +356,10 @@ void RedundantChannel::Raid5Read(const RedundantBinding::View &view, uint64_t of
             continue;
         }
         uint64_t p = Raid5ParityMember(piece.stripe, n);
-        if (!Healthy(item, p)) BothLost(item, piece.at);
+        if (!Healthy(item, p)) {
+            RequireMemberKeys(item, {d, p});  // no key in the view: waited for, not lost
+            BothLost(item, piece.at);
+        }
         auto [call, fresh] = rebuilt.try_emplace(p);
         if (fresh) call->second = StripeCallOf(item, StripeCall::Op::kRead, p);
         call->second.pieces.push_back(
@@ -364,6 +367,12 @@ void RedundantChannel::Raid5Read(const RedundantBinding::View &view, uint64_t of
         targets[p].emplace_back(to, piece.length);
     }
     if (rebuilt.empty()) return;
+    // The parity servers read every other member: one whose server did not answer the
+    // metadata service in time (no key in the view) is waited for, as for a write, not taken
+    // for lost (it may be alive and hold bytes parity does not match yet).
+    std::vector<size_t> all(n);
+    for (size_t m = 0; m < n; ++m) all[m] = m;
+    RequireMemberKeys(item, all);
     std::vector<std::pair<uint64_t, StripeCall>> calls;
     for (auto &[p, call] : rebuilt)
         calls.emplace_back(MemberServer(item.region, p), std::move(call));
