@@ -394,13 +394,13 @@ TEST_P(KeyGrantedAcrossALossTest, IsNotHandedOutAgain) {
 }
 
 // An atomic whose client took its view while a member was lost and made the call only after
-// the member was rebuilt (its view held back 8 s), with other threads' atomics on the same
+// the member was rebuilt (its view held back 12 s), with other threads' atomics on the same
 // word meanwhile at the rebuilt member: applied with no mirror at the other copy, after the
 // rebuild copied the word, it would be missed by the rebuilt member, which would answer the
 // others' next atomic from the word without it (RAID1: a result fetched twice, an add lost).
 class StaleViewAcrossRebuildTest : public RaceTest {
   protected:
-    std::string Holds() const override { return "client.degraded-atomic=8000x1"; }
+    std::string Holds() const override { return "client.degraded-atomic=12000x1"; }
 };
 
 TEST_P(StaleViewAcrossRebuildTest, AtomicIsNotLost) {
@@ -429,7 +429,7 @@ TEST_P(StaleViewAcrossRebuildTest, AtomicIsNotLost) {
     cluster()->Restart(1);
     cluster()->WaitReady();
     EXPECT_TRUE(WaitHealthy("raid", 60));
-    EXPECT_LT(SteadyClock::now() - restarted, std::chrono::milliseconds(7000))
+    EXPECT_LT(SteadyClock::now() - restarted, std::chrono::milliseconds(11000))
         << "rebuilt only after the held atomic was made (nothing tested)";
     StartAdders(adders, 2, 2);
     stale.join();
