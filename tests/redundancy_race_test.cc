@@ -508,8 +508,7 @@ INSTANTIATE_TEST_SUITE_P(Levels, AtomicsAcrossRebuildTest, ::testing::Values(RAI
 INSTANTIATE_TEST_SUITE_P(Levels, StoppedServerAnswersLateTest, ::testing::Values(RAID1, RAID5),
                          Name);
 INSTANTIATE_TEST_SUITE_P(Levels, KeyGrantedAcrossALossTest, ::testing::Values(RAID1, RAID5), Name);
-INSTANTIATE_TEST_SUITE_P(Levels, StaleViewAcrossRebuildTest, ::testing::Values(RAID1, RAID5),
-                         Name);
+INSTANTIATE_TEST_SUITE_P(Levels, StaleViewAcrossRebuildTest, ::testing::Values(RAID1, RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, TornStripeWriteTest, ::testing::Values(RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, OneMemberUnavailableTest, ::testing::Values(RAID1, RAID5), Name);
 

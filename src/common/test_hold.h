@@ -7,9 +7,10 @@
 //   FAMPOOL_TEST_HOLD="POINT=MS[xCOUNT][,POINT=MS[xCOUNT]...]"
 //     waits MS milliseconds each time POINT is reached (the first COUNT times only, with
 //     xCOUNT). POINT=fail[xCOUNT] makes the point fail instead (a Failure, FAM_ERR_RESOURCE
-//     "test failure at POINT"), as if the work it stands in had failed there. The points are listed in docs/robustness.md, "Test holds"; a point this
-//     process never reaches is ignored, an entry that is not POINT=MS is refused (the process
-//     stops with a message at its first hold).
+//     "test failure at POINT"), as if the work it stands in had failed there. The points are
+//     listed in docs/robustness.md, "Test holds"; a point this process never reaches is
+//     ignored, an entry that is neither is refused (the process stops with a message at its
+//     first hold).
 #ifndef FAMPOOL_COMMON_TEST_HOLD_H_
 #define FAMPOOL_COMMON_TEST_HOLD_H_
 

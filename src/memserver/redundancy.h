@@ -123,7 +123,8 @@ class RedundancyService {
     // server), by hash; the stripes' locks and leases (RAID5).
     std::array<std::timed_mutex, 256> word_locks_;
     std::mutex ahead_mutex_;
-    using AheadWord = std::tuple<uint64_t, uint64_t, uint64_t>;  // (region * 2 + copy, life, offset)
+    // (region * 2 + copy, life, offset)
+    using AheadWord = std::tuple<uint64_t, uint64_t, uint64_t>;
     std::set<AheadWord> ahead_;
     std::deque<AheadWord> ahead_order_;
     StripeGate stripes_;

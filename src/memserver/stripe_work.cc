@@ -234,8 +234,8 @@ void RedundancyService::StripeWrite(const rpc::StripeRequest &request) {
     } catch (const Failure &) {
         std::string parity = request.members(static_cast<int>(self)).extent().SerializeAsString();
         for (Work &w : work) {
-            held.Torn(w.stripe, std::make_shared<const StripeGate::Intent>(StripeGate::Intent{
-                                    parity, w.low, w.high, std::move(w.units)}));
+            held.Torn(w.stripe, std::make_shared<const StripeGate::Intent>(
+                                    StripeGate::Intent{parity, w.low, w.high, std::move(w.units)}));
         }
         throw;
     }
@@ -486,7 +486,8 @@ void RedundancyService::RepairParity(const rpc::StripeRequest &request, StripeGa
     MemberIo io(local_, peers_, request);
     for (Torn &t : torn) {
         uint64_t len = t.parity.size();
-        for (uint64_t k = 0; k < n - 2; ++k) XorInto(t.parity.data(), t.others.data() + k * len, len);
+        for (uint64_t k = 0; k < n - 2; ++k)
+            XorInto(t.parity.data(), t.others.data() + k * len, len);
         io.Write(self, t.stripe * unit + t.intent->low, t.parity.data(), len);
     }
     io.Finish();
