@@ -132,6 +132,10 @@ void RecomputeParity(Session &session, const ItemInfo &item) {
 // it (the call or a transfer between servers failed), or restarted (its old keys are refused).
 bool Recoverable(const Failure &failure) {
     switch (failure.fam_error()) {
+        // A key a server refused: revoked when a member was lost or began its rebuild (a
+        // permission really withdrawn is refused by the metadata service when the item is
+        // fetched again, below).
+        case openfam::FAM_ERR_NOPERM:
         case openfam::FAM_ERR_RPC:
         case openfam::FAM_ERR_LIBFABRIC:
         case openfam::FAM_ERR_TIMEOUT:
@@ -168,6 +172,14 @@ void WithRecovery(Session &session, const ItemInfo &item,
         session.metadata->ReportFailure(servers);
         ItemInfo fresh = session.metadata->GetItem(now.region_id, now.offset, session.caller);
         RequireSameItem(fresh, now);
+        if (failed->fam_error() == openfam::FAM_ERR_NOPERM) {
+            // Made again only with keys granted since (the refused one was revoked); the same
+            // keys: the permission itself is missing.
+            bool new_keys = false;
+            for (size_t m = 0; m < fresh.member_access.size() && m < now.member_access.size(); ++m)
+                new_keys |= fresh.member_access[m].key != now.member_access[m].key;
+            if (!new_keys) throw *failed;
+        }
         bool changed = fresh.region.member_state != now.region.member_state;
         if (!changed) std::this_thread::sleep_for(kUnchangedRecoveryPause);
         budget.Recovered(changed);
