@@ -172,6 +172,10 @@ void FabricChannel::Post(PostCall &&post, const char *call, uint64_t server_id,
     }
 }
 
+uint64_t FabricChannel::LargestOperation() const {
+    return std::clamp<uint64_t>(domain_.max_message(), 1, kLargestOperation);
+}
+
 void FabricChannel::Touch(const FabricBinding::Server &server, bool write, uint64_t remote,
                           uint64_t length) {
     for (Touched &touched : touched_) {
@@ -216,8 +220,8 @@ void FabricChannel::Transfer(const FabricBinding &item, uint64_t offset, char *l
     if (item.interleave != 0 && item.servers.size() > 1) {
         return TransferStriped(item, offset, local, nbytes, desc, write, deadline);
     }
-    // The item lies on one server, contiguously: one operation per largest message.
-    const uint64_t largest = std::max<uint64_t>(domain_.max_message(), 1);
+    // The item lies on one server, contiguously: one operation per LargestOperation bytes.
+    const uint64_t largest = LargestOperation();
     FabricBinding::Place place = item.Locate(offset);
     while (nbytes > 0) {
         uint64_t length = std::min(nbytes, largest);

@@ -113,6 +113,9 @@ class FabricChannel : public Channel {
     // Transfer for an item striped over several servers.
     void TransferStriped(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
                          void *desc, bool write, Clock::time_point deadline);
+    // The most bytes one operation moves: the provider's largest message, at most
+    // kLargestOperation.
+    uint64_t LargestOperation() const;
     // Posts one operation: `count` local pieces to or from [physical, physical + length) of
     // server `index` of the item.
     void PostPieces(const FabricBinding &item, size_t index, uint64_t physical, uint64_t length,

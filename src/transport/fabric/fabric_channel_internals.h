@@ -34,6 +34,13 @@ constexpr auto kLongestNap = std::chrono::microseconds(200);
 constexpr uint64_t kRoundsPerFailureCount = 16;
 // Operations that made no progress for this long get their keys and ranges probed.
 constexpr auto kProbeAfter = std::chrono::milliseconds(200);
+// The most bytes one RMA operation moves. The operation is the unit a waiter sees complete,
+// and a wait gives up on a server only when nothing completed for the whole timeout: one
+// operation of 8 MiB on a TCP flow that others starved at a shared link (the emulated fabric
+// caught one paced at 160 KB/s for seconds) or a 4 GiB put on a healthy server outlasted the
+// timeout with the server working all along. Operations of 1 MiB complete at least once per
+// 10 s timeout down to 100 KB/s, and cost nothing measurable at full speed (bench/fabric_bench).
+constexpr uint64_t kLargestOperation = uint64_t{1} << 20;
 // Key and range records kept for probing; operations beyond them are not probed.
 constexpr size_t kTouchedKept = 32;
 // Local registrations kept when the provider wants local buffers registered.

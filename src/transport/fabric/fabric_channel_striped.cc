@@ -17,7 +17,7 @@ void FabricChannel::TransferStriped(const FabricBinding &item, uint64_t offset, 
     // gathers (or scatters) them (4 KiB blocks over 3 servers: one operation per block was
     // 0.45 GB/s over tcp). Everything is posted before anyone waits, so the servers work in
     // parallel.
-    const uint64_t largest = std::max<uint64_t>(domain_.max_message(), 1);
+    const uint64_t largest = LargestOperation();
     const size_t most = domain_.iov_limit();
     struct Gathered {
         uint64_t physical = 0, length = 0;
@@ -77,13 +77,13 @@ bool FabricChannel::Stages(const FabricBinding &item, uint64_t nbytes) const {
 void FabricChannel::StagedTransfer(const FabricBinding &item, uint64_t offset, char *local,
                                    uint64_t nbytes, bool write, Clock::time_point deadline) {
     // A server's consecutive blocks of the item are contiguous in its extent: a chunk of the
-    // item is one range on each server. Each range moves as one operation (per largest
-    // message) between the server and its part of the staging buffer, and the caller's bytes
-    // are gathered into it before a write, scattered from it after a read. 4 KiB blocks over
-    // 3 servers took 64 operations per MiB by iov (4 pieces each), 3 this way.
+    // item is one range on each server. Each range moves as one operation (of
+    // LargestOperation bytes at most) between the server and its part of the staging buffer, and
+    // the caller's bytes are gathered into it before a write, scattered from it after a read. 4 KiB
+    // blocks over 3 servers took 64 operations per MiB by iov (4 pieces each), 3 this way.
     if (!stage_) stage_ = std::make_unique<char[]>(kStageBytes);
     char *stage = stage_.get();
-    const uint64_t largest = std::max<uint64_t>(domain_.max_message(), 1);
+    const uint64_t largest = LargestOperation();
     struct Range {
         uint64_t first = UINT64_MAX, end = 0, at = 0;
     };
