@@ -68,10 +68,13 @@ void CheckBufferSize(fid_ep *endpoint, const fi_info *info, const std::string &p
 
 std::string BufferSizeHint(const std::string &provider) {
     if (!rxm_buffer_size_given || provider == "shm" || provider == "sockets") return "";
+    // fampool's own launchers pass the default on to the PEs they start: no cause to name.
+    const char *named = getenv(kRxmBufferVariable);
+    if (named && std::strcmp(named, kRxmBufferDefault) == 0) return "";
     return fmt::format(
         "; or {}={} in this process's environment differs from the servers' (fampool's "
         "default, {}, unless set there too): rxm refuses peers whose buffer sizes differ",
-        kRxmBufferVariable, getenv(kRxmBufferVariable), kRxmBufferDefault);
+        kRxmBufferVariable, named ? named : "", kRxmBufferDefault);
 }
 
 namespace {
