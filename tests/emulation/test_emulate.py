@@ -86,6 +86,8 @@ def test_pes_run_on_client_nodes_and_a_servers_link_limits_its_transfers(run_dir
         assert "tbf" in shaped and "100Mbit" in shaped, shaped
     memory0 = next(name for name in names if name.endswith("-memory0"))
     assert "100Mbit" in qdiscs(memory0, "fab0")
+    # TCP between the nodes uses cubic, Linux's default, whatever the host's default is.
+    assert "congctl cubic" in run("ip", "-n", memory0, "route").stdout
     assert "tbf" not in qdiscs(switch, "c0"), "client links were asked unlimited"
 
     status = fampool("status", "--run-dir", run_dir)
@@ -110,6 +112,22 @@ def test_pes_run_on_client_nodes_and_a_servers_link_limits_its_transfers(run_dir
         sources.add(fields[5])
         assert float(fields[7]) > 0.25 and float(fields[9]) > 0.25, line
     assert sources == {"10.77.3.1", "10.77.3.2"}, "the PEs should be on the two client nodes"
+
+
+def test_a_transfer_that_outlasts_the_timeout_completes_on_a_slow_link(run_dir):
+    # 24 MiB through a 100 Mbit/s link take at least 2 s each way; the data path gives up on a
+    # server only when nothing completes for its timeout (1 s here). Moved as one operation the
+    # put would be given up while the server was receiving it all along.
+    up = fampool("up", "--emulate", "--memservers", "1", "--clients", "1", "--link-rate",
+                 "100mbit", "--authentication", "none", "--run-dir", run_dir)
+    assert up.returncode == 0, up.stdout + up.stderr
+    job = fampool("run", "--run-dir", run_dir, "-n", "1", "env", "FAMPOOL_FABRIC_TIMEOUT_MS=1000",
+                  WORKER, str(24 << 20))
+    assert job.returncode == 0, job.stdout + job.stderr
+    fields = next(line for line in job.stdout.splitlines() if line.startswith("pe ")).split()
+    assert fields[-1] == "ok", fields
+    put_s, get_s = float(fields[7]), float(fields[9])
+    assert put_s > 1.0 and get_s > 1.0, f"the transfers did not outlast the timeout: {fields}"
 
 
 def test_exec_runs_a_command_on_a_named_node(run_dir):

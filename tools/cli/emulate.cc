@@ -29,6 +29,7 @@ namespace {
 constexpr int kToolTimeoutMs = 10000;
 constexpr const char *kSubnetPrefix = "10.77.";
 constexpr const char *kDelayLine = "fampool-delayline";
+constexpr const char *kCongestionControl = "cubic";
 
 std::string Joined(const std::vector<std::string> &argv) {
     std::string line;
@@ -298,6 +299,16 @@ Emulation CreateEmulation(const Topology &topology, const std::string &run_dir,
             Must({"ip", "-n", node.netns, "link", "set", "fab0", "mtu", mtu, "up"}, step);
             Must({"ip", "-n", node.netns, "addr", "add", node.address + "/16", "dev", "fab0"},
                  step);
+            // The node's TCP uses Linux's default congestion control, not the host's choice
+            // (a namespace inherits it): with bbr, one PE's flow through a shaped link was
+            // paced at 1.4 Mbit/s for 8 s while the others kept the link's queue full, and new
+            // connections' packets were dropped until they backed off for seconds, which no
+            // fabric a site runs shows. Set on the subnet's route: a namespace's default may
+            // only name what the host allows (tcp_allowed_congestion_control), a route any.
+            Must({"ip", "-n", node.netns, "route", "replace", std::string(kSubnetPrefix) + "0.0/16",
+                  "dev", "fab0", "proto", "kernel", "scope", "link", "src", node.address, "congctl",
+                  kCongestionControl},
+                 step + " (TCP congestion control " + kCongestionControl + ")");
             // Both directions: what the node sends (its end) and what it receives (the switch's).
             Shape(node.netns, "fab0", node.link, topology.mtu, step + " (outgoing)");
             Shape(sw, node.port, node.link, topology.mtu, step + " (incoming)");
