@@ -75,9 +75,39 @@ def capture(run_dir, tag):
     for name, netns in nodes(run_dir, "memory") + nodes(run_dir, "client"):
         out.append(f"== ss -tmpi in {name} ({netns})")
         out.append(run(["ip", "netns", "exec", netns, "ss", "-tmpin"]).stdout)
+    # The links' queues (tbf: backlog, drops) and each node's TCP counters, every namespace of
+    # the run (the switch's too): where packets wait or are lost between the ends.
+    with open(os.path.join(run_dir, "emulation.yaml")) as f:
+        switch = re.search(r"switch_netns: (\S+)", f.read()).group(1)
+    for name, netns in nodes(run_dir, "") + [("switch", switch)]:
+        out.append(f"== tc -s qdisc in {name} ({netns})")
+        out.append(run(["tc", "-n", netns, "-s", "qdisc", "show"]).stdout)
+        counters = run(["ip", "netns", "exec", netns, "nstat", "-az"]).stdout.splitlines()
+        wanted = ("Drop", "Prune", "Collapse", "Retrans", "Timeout", "ZeroWindow", "Overflow",
+                  "Backlog", "RcvQ", "OFO", "Lost", "Probe")
+        out.append(f"== nstat in {name} (non-zero TCP counters of interest)")
+        out.append("\n".join(line for line in counters
+                             if any(w in line for w in wanted) and line.split()[1] != "0"))
     for name, pid in server_pids(run_dir):
         out.append(f"== {name} pid {pid}: epoll sets and sockets")
         out.append(epoll_sets(pid))
+    # One second of the servers' system calls that read sockets or wait on them: whether the
+    # progress thread asks its queue's epoll set at all, and what it is told.
+    for name, pid in server_pids(run_dir):
+        out.append(f"== {name} pid {pid}: 1 s of strace")
+        traced = run(["timeout", "1", "strace", "-f", "-tt", "-e",
+                      "trace=epoll_wait,epoll_pwait,poll,ppoll,recvfrom,recvmsg,readv,accept,"
+                      "accept4,sendmsg,sendto", "-p", str(pid)], timeout=30)
+        out.append("\n".join(traced.stderr.splitlines()[:400]))
+    # With a libfabric that has debug information (--server-env LD_LIBRARY_PATH=...), what
+    # each tcp connection's receive side is doing (tcp_state.py); gdb stops the server briefly.
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tcp_state.py")
+    gdb_env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    for name, pid in server_pids(run_dir):
+        out.append(f"== {name} pid {pid}: tcp connections (tcp_state.py)")
+        state = run(["gdb", "-batch", "-p", str(pid), "-x", script], timeout=60, env=gdb_env)
+        out.append("\n".join(line for line in (state.stdout + state.stderr).splitlines()
+                             if "ep " in line or "tcp_state" in line or "Error" in line))
     for name, pid in server_pids(run_dir):
         out.append(f"== {name} pid {pid}: threads")
         out.append(run(["gdb", "-batch", "-p", str(pid), "-ex", "thread apply all bt 12"],
@@ -108,6 +138,8 @@ def main():
     for setting in args.server_env:
         name, _, value = setting.partition("=")
         env[name] = value
+    # The PEs' output is read when they end: libfabric's logs (FI_LOG_*) go to the servers only.
+    bench_env = {k: v for k, v in env.items() if not k.startswith("FI_LOG_")}
     work = tempfile.mkdtemp(prefix="fampool-stall-")
     os.chmod(work, 0o755)
     stalls = 0
@@ -126,7 +158,7 @@ def main():
             [bench, "placement", "--netns", clients, "--pes", str(args.pes), "--seconds",
              args.seconds, "--placements", "uniform", "--ops", "put", "--csv",
              os.path.join(run_dir, "placement.csv")],
-            env={**env, "FAMPOOL_CONFIG": os.path.join(run_dir, "cluster.yaml")},
+            env={**bench_env, "FAMPOOL_CONFIG": os.path.join(run_dir, "cluster.yaml")},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         caught = None
         while job.poll() is None:
@@ -140,15 +172,18 @@ def main():
             stalls += 1
             with open(os.path.join(run_dir, "bench.log"), "w") as f:
                 f.write(output)
-            why = output.strip().splitlines()[-1] if output.strip() else "?"
+            errors = [line for line in output.splitlines() if ": PE " in line]
+            why = errors[0] if errors else (output.strip().splitlines() or ["?"])[-1]
             print(f"run {n}: STALL ({took:.1f} s, exit {job.returncode}): {why}; kept {run_dir}"
                   + (f", caught in {caught}" if caught else ""))
-            subprocess.run([fampool, "down", "--run-dir", run_dir], capture_output=True,
-                           timeout=120)
         else:
             print(f"run {n}: ok ({took:.1f} s" + (", slow: caught anyway)" if caught else ")"))
-            subprocess.run([fampool, "down", "--run-dir", run_dir], capture_output=True,
-                           timeout=120)
+        down = subprocess.run([fampool, "down", "--run-dir", run_dir], capture_output=True,
+                              text=True, timeout=120)
+        if down.returncode != 0:
+            # The cluster (its processes, namespaces) may be left: say so and keep its files.
+            print(f"run {n}: fampool down failed, {run_dir} kept: {down.stderr.strip()}")
+        elif not failed:
             shutil.rmtree(run_dir, ignore_errors=True)
         sys.stdout.flush()
     print(f"stall_repro: {stalls} of {args.runs} runs stalled (pes {args.pes}, servers "
