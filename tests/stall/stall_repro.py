@@ -67,9 +67,106 @@ def epoll_sets(pid):
     return "\n".join(lines)
 
 
+def sample_threads(run_dir, at, with_cpu):
+    """Each memory server thread's scheduler state and the system call it is in (or
+    "running"), from /proc: no ptrace, so the servers run on undisturbed."""
+    taken = []
+    for name, pid in server_pids(run_dir):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+                with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+                    call = " ".join(f.read().split()[:2])
+            except OSError:
+                continue
+            taken.append((name, tid, state, call))
+    return at, taken, cpu_times() if with_cpu else None
+
+
+def cpu_times():
+    """The machine's CPU time by kind (/proc/stat, in ticks) and each process's user+system
+    ticks by command name, so that a stall's CPU can be attributed."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()[1:9]
+    machine = dict(zip(("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"),
+                       map(int, fields)))
+    by_command = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        command = text[text.index("(") + 1:text.rindex(")")]
+        rest = text[text.rindex(")") + 2:].split()
+        by_command[command] = by_command.get(command, 0) + int(rest[11]) + int(rest[12])
+    return machine, by_command
+
+
+# x86-64 system call numbers the samples show, by name.
+SYSCALLS = {"0": "read", "7": "poll", "45": "recvfrom", "47": "recvmsg", "202": "futex",
+            "232": "epoll_wait", "281": "epoll_pwait", "230": "clock_nanosleep",
+            "44": "sendto", "46": "sendmsg", "43": "accept", "288": "accept4", "271": "ppoll",
+            "35": "nanosleep", "24": "sched_yield"}
+
+
+def write_samples(run_dir, samples):
+    """Per server thread, what it was doing from the run's start to the capture, as spans."""
+    spans = {}
+    # CPU use per second of the run: the machine's by kind, and the busiest commands'.
+    cpu_lines = []
+    timed = [(at, cpu) for at, _, cpu in samples if cpu]
+    for (at0, (m0, c0)), (at1, (m1, c1)) in zip(timed, timed[1:]):
+        ticks = os.sysconf("SC_CLK_TCK") * (at1 - at0)
+        kinds = " ".join(f"{k} {100 * (m1[k] - m0[k]) / ticks:.0f}%" for k in m1
+                         if m1[k] != m0[k])
+        busiest = sorted(((c1[c] - c0.get(c, 0), c) for c in c1), reverse=True)[:4]
+        commands = ", ".join(f"{c} {100 * d / ticks:.0f}%" for d, c in busiest if d > 0)
+        cpu_lines.append(f"  {at0:6.2f}-{at1:6.2f} s  machine: {kinds}; by command: {commands}")
+    for at, taken, _ in samples:
+        for name, tid, state, call in taken:
+            number, _, first = call.partition(" ")
+            what = "running" if number == "running" else (
+                f"{SYSCALLS.get(number, 'syscall ' + number)}({int(first, 16) if first.startswith('0x') else first})")
+            key = (name, tid)
+            current = spans.setdefault(key, [])
+            label = f"{state} {what}"
+            if current and current[-1][2] == label:
+                current[-1][1] = at
+            else:
+                current.append([at, at, label])
+    lines = []
+    for (name, tid), runs in sorted(spans.items()):
+        if all(label.startswith("S ") and "futex" in label for _, _, label in runs):
+            continue  # idle worker threads
+        lines.append(f"== {name} thread {tid}")
+        lines.extend(f"  {a:6.2f}-{b:6.2f} s  {label}" for a, b, label in runs)
+    with open(os.path.join(run_dir, "thread-samples.txt"), "w") as f:
+        f.write("== CPU (100% = one core)\n" + "\n".join(cpu_lines) + "\n"
+                + "\n".join(lines) + "\n")
+
+
 def capture(run_dir, tag):
     """What the servers are doing now, into run_dir/stall-TAG.txt."""
     out = [f"== captured {time.strftime('%H:%M:%S')}"]
+    # First, while the stall lasts: one second of the whole machine's CPU samples (perf, if
+    # installed), by command, library and function: where the cores go.
+    if shutil.which("perf"):
+        data = os.path.join(run_dir, "perf.data")
+        run(["perf", "record", "-a", "-g", "-F", "499", "-o", data, "--", "sleep", "1"],
+            timeout=60)
+        report = run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort",
+                      "comm,dso,sym", "-g", "none", "--percent-limit", "0.5"], timeout=120)
+        out.append("== perf: 1 s of the machine's CPU, by command, library and function")
+        out.append("\n".join(line for line in report.stdout.splitlines()
+                             if line.strip() and not line.startswith("#")))
     # Both ends' sockets first (a stalled flow shows at the sender as Send-Q, at the receiver
     # as Recv-Q), then the servers' epoll sets, and the stacks last: gdb stops the server.
     for name, netns in nodes(run_dir, "memory") + nodes(run_dir, "client"):
@@ -161,10 +258,15 @@ def main():
             env={**bench_env, "FAMPOOL_CONFIG": os.path.join(run_dir, "cluster.yaml")},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         caught = None
+        samples = []
         while job.poll() is None:
             if caught is None and time.monotonic() - start > args.watch:
+                write_samples(run_dir, samples)
                 caught = capture(run_dir, "watch")
-            time.sleep(0.1)
+            if caught is None:
+                samples.append(sample_threads(run_dir, time.monotonic() - start,
+                                              len(samples) % 20 == 0))
+            time.sleep(0.05)
         output = job.stdout.read()
         took = time.monotonic() - start
         failed = job.returncode != 0
@@ -177,13 +279,14 @@ def main():
             print(f"run {n}: STALL ({took:.1f} s, exit {job.returncode}): {why}; kept {run_dir}"
                   + (f", caught in {caught}" if caught else ""))
         else:
-            print(f"run {n}: ok ({took:.1f} s" + (", slow: caught anyway)" if caught else ")"))
+            print(f"run {n}: ok ({took:.1f} s"
+                  + (f", slow: caught anyway in {caught})" if caught else ")"))
         down = subprocess.run([fampool, "down", "--run-dir", run_dir], capture_output=True,
                               text=True, timeout=120)
         if down.returncode != 0:
             # The cluster (its processes, namespaces) may be left: say so and keep its files.
             print(f"run {n}: fampool down failed, {run_dir} kept: {down.stderr.strip()}")
-        elif not failed:
+        elif not failed and not caught:
             shutil.rmtree(run_dir, ignore_errors=True)
         sys.stdout.flush()
     print(f"stall_repro: {stalls} of {args.runs} runs stalled (pes {args.pes}, servers "
