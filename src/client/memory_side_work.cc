@@ -47,6 +47,7 @@ ItemLayout LayoutOf(const ItemInfo &item) {
             server.fabric_address = item.access[index].fabric_address;
             server.key = item.access[index].key;
             server.base = item.access[index].base;
+            server.incarnation = item.access[index].incarnation;
         }
     }
     if (layout.servers.empty()) {
@@ -84,6 +85,7 @@ ItemLayout RedundantLayout(const ItemInfo &item, int copy) {
             server.fabric_address = item.member_access[m].fabric_address;
             server.key = item.member_access[m].key;
             server.base = item.member_access[m].base;
+            server.incarnation = item.member_access[m].incarnation;
         }
     };
     if (region.attributes.redundancyLevel == RAID5) {

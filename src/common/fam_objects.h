@@ -141,6 +141,7 @@ struct ServerAccess {
     std::string node;         // the server host's boot id (NodeIdentity)
     std::string socket;       // the server's same-node socket (KeyGrant::socket)
     uint32_t server_uid = 0;  // who must answer there (KeyGrant::server_uid)
+    std::string incarnation;  // the life that granted the key (KeyGrant::incarnation)
 };
 
 // An item's virtual offset in its region. Non-interleaved regions: the item lives on server

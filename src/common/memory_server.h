@@ -187,6 +187,8 @@ struct KeyGrant {
     std::string socket;
     // The uid the server runs as: a client sends its key only to a socket that uid answers.
     uint32_t server_uid = 0;
+    // The life of the server that granted it (MemoryServerInfo::incarnation); "": unknown.
+    std::string incarnation;
 };
 
 // The owner, group and mode behind a grant: the region's in a REGION-level region, the item's

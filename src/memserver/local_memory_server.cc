@@ -458,7 +458,8 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
                         HeapPath(extent),
                         NodeIdentity(),
                         socket_,
-                        static_cast<uint32_t>(geteuid())};
+                        static_cast<uint32_t>(geteuid()),
+                        incarnation_};
     };
     auto range = grants_.equal_range(GrantsOf(extent));
     for (auto it = range.first; it != range.second; ++it) {

@@ -78,6 +78,9 @@ class LocalMemoryServer : public MemoryServer {
 
     // The same-node socket (memserver/heap_socket.h) grants name from now on.
     void SetSocket(std::string path) { socket_ = std::move(path); }
+    // This server's life (MemoryServerInfo::incarnation), named in every grant from now on: a
+    // peer given the key with it knows which life its connections must reach.
+    void SetIncarnation(std::string incarnation) { incarnation_ = std::move(incarnation); }
     // A descriptor of the heap of region `region_id` for a client of this node whose uid and
     // gid the kernel gave (`peer`), presenting `key`: the key must be a live whole-extent
     // grant of the region (an item-level grant would reach further through a heap descriptor
@@ -156,6 +159,7 @@ class LocalMemoryServer : public MemoryServer {
     Registrar *registrar_ = nullptr;
     Peers *peers_ = nullptr;
     std::string socket_;
+    std::string incarnation_;
     mutable std::mutex grants_mutex_;
     std::mutex zero_mutex_;
     std::multimap<uint64_t, Grant> grants_;  // GrantsOf(extent) -> its registrations

@@ -288,6 +288,7 @@ grpc::Status MemoryServerService::GrantKey(grpc::ServerContext *context,
         reply->set_node(grant.node);
         reply->set_socket(grant.socket);
         reply->set_server_uid(grant.server_uid);
+        reply->set_incarnation(grant.incarnation);
     });
 }
 

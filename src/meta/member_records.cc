@@ -298,8 +298,9 @@ ServerAccess MemberRecords::MemberKey(const RegionInfo &region, size_t member) {
     // The key a rebuild reads and writes the member with: no permissions are recorded with it
     // here (a client's grant of the same range shares it and records its own).
     KeyGrant grant = server_(placed.server).GrantKey(placed.extent, 0, 0, true, Permissions{});
-    return ServerAccess{placed.server,   grant.fabric_address, grant.key,    grant.base,
-                        grant.heap_path, grant.node,           grant.socket, grant.server_uid};
+    return ServerAccess{placed.server, grant.fabric_address, grant.key,
+                        grant.base,    grant.heap_path,      grant.node,
+                        grant.socket,  grant.server_uid,     grant.incarnation};
 }
 
 }  // namespace fampool

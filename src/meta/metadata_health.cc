@@ -319,9 +319,10 @@ void MetadataRpcService::RebuildLost(const std::string &name, bool automatic,
     }
     if (!marked.empty()) HoldAt("rebuild.marked");
     for (const Marked &one : marked) {
-        // Twice: a first transfer to a server that restarted may find the connection of its
-        // earlier life dead (the channel then opens a new one). The second attempt marks the
-        // member again.
+        // Twice: should the first attempt fail, the member is marked again and copied once
+        // more, and the log says why the first failed. A connection to a restarted server's
+        // earlier life is not such a cause: every key names the life that granted it, and a
+        // peer reaching a new life opens new connections (FabricPeers::NoteLives).
         std::string first_failure;  // of the first attempt, when there was a second
         for (int attempt = 0; attempt < 2; ++attempt) {
             try {
@@ -364,8 +365,11 @@ void MetadataRpcService::RebuildMember(uint64_t region_id, const Caller &caller,
         bool copy = region.attributes.redundancyLevel == RAID1 && m >= k;
         out.extent = ExtentRef{region.id, persistent, copy};
         out.state = StateOf(region, m);
-        out.incarnation = store_->GetValue(IncarnationKey(out.server_id));
         ServerAccess access = store_->Members().MemberKey(region, m);
+        // The life that granted the key (the store's record may not have seen a restart yet).
+        out.incarnation = access.incarnation.empty()
+                              ? store_->GetValue(IncarnationKey(out.server_id))
+                              : access.incarnation;
         out.fabric_address = access.fabric_address;
         out.key = access.key;
         out.base = access.base;

@@ -68,9 +68,9 @@ void KeyGrants::Hand(ItemInfo &item) {
             std::lock_guard<std::mutex> lock(mutex_);
             if (epochs_[region.id] == epoch) grants_[key] = grant;
         }
-        access[each.member] =
-            ServerAccess{each.server,     grant.fabric_address, grant.key,    grant.base,
-                         grant.heap_path, grant.node,           grant.socket, grant.server_uid};
+        access[each.member] = ServerAccess{each.server,  grant.fabric_address, grant.key,
+                                           grant.base,   grant.heap_path,      grant.node,
+                                           grant.socket, grant.server_uid,     grant.incarnation};
     }
 }
 

@@ -77,11 +77,13 @@ void ToProto(const ServerAccess &in, rpc::ServerAccess *out) {
     out->set_node(in.node);
     out->set_socket(in.socket);
     out->set_server_uid(in.server_uid);
+    out->set_incarnation(in.incarnation);
 }
 
 ServerAccess FromProto(const rpc::ServerAccess &in) {
-    return ServerAccess{in.server_id(), in.fabric_address(), in.key(),    in.base(),
-                        in.heap_path(), in.node(),           in.socket(), in.server_uid()};
+    return ServerAccess{in.server_id(), in.fabric_address(), in.key(),
+                        in.base(),      in.heap_path(),      in.node(),
+                        in.socket(),    in.server_uid(),     in.incarnation()};
 }
 
 void ToProto(const ItemInfo &in, rpc::Item *out) {
@@ -254,6 +256,7 @@ void ToProto(const ItemLayout &in, rpc::ItemLayout *out) {
         access->set_key(server.key);
         access->set_base(server.base);
         access->set_copy(server.copy);
+        access->set_incarnation(server.incarnation);
     }
     out->set_raid5_members(in.raid5_members);
 }
@@ -267,12 +270,9 @@ ItemLayout FromProto(const rpc::ItemLayout &in) {
     out.raid5_members = in.raid5_members();
     out.name = in.name();
     for (const rpc::ServerAccess &access : in.servers()) {
-        out.servers.push_back(ItemLayout::Server{access.server_id(),
-                                                 access.fabric_address(),
-                                                 access.key(),
-                                                 access.base(),
-                                                 access.copy(),
-                                                 {}});
+        out.servers.push_back(ItemLayout::Server{access.server_id(), access.fabric_address(),
+                                                 access.key(), access.base(), access.copy(),
+                                                 access.incarnation()});
     }
     return out;
 }

@@ -328,7 +328,7 @@ KeyGrant MemoryServerClient::GrantKeyWithin(ExtentRef extent, uint64_t offset, u
     Call(&rpc::MemoryServer::Stub::GrantKey, "MemoryServer.GrantKey", request, &reply,
          std::min(bound, timeout_));
     return KeyGrant{reply.key(),  reply.base(),   reply.fabric_address(), reply.heap_path(),
-                    reply.node(), reply.socket(), reply.server_uid()};
+                    reply.node(), reply.socket(), reply.server_uid(),     reply.incarnation()};
 }
 
 void MemoryServerClient::RevokeKeys(ExtentRef extent, uint64_t offset) {

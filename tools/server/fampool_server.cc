@@ -171,8 +171,10 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
         return *(*others)[id];
     };
     role.redundancy = std::make_unique<RedundancyService>(role.heaps.get(), role.peers.get(), peer);
-    role.service = std::make_unique<MemoryServerService>(role.heaps.get(), NewIncarnation(),
-                                                         role.redundancy.get());
+    std::string incarnation = NewIncarnation();
+    role.heaps->SetIncarnation(incarnation);  // named in its grants, as in its Info
+    role.service =
+        std::make_unique<MemoryServerService>(role.heaps.get(), incarnation, role.redundancy.get());
     // The user running the cluster may see and delete every backup.
     role.heaps->SetClusterUser(static_cast<uint32_t>(geteuid()));
     if (cluster.authentication == "munge") {

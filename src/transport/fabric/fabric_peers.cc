@@ -61,7 +61,9 @@ void FabricPeers::NoteLives(const ItemLayout &item) {
     for (const ItemLayout::Server &server : item.servers) {
         if (server.incarnation.empty() || server.fabric_address.empty()) continue;
         std::string &seen = lives_[server.fabric_address];
-        if (!seen.empty() && seen != server.incarnation) {
+        // A life not seen before: also when none was (a channel may have reached the server
+        // for a request that named no life, and the server restarted since).
+        if (seen != server.incarnation && (!seen.empty() || !idle_.empty())) {
             ++generation_;
             idle_.clear();
         }

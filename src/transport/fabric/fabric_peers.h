@@ -34,10 +34,12 @@ class FabricPeers : public Peers {
     void ReturnChannel(std::unique_ptr<Channel> channel, uint64_t generation);
 
   private:
-    // Records the lives of `item`'s servers; a server in a life other than the one last seen
-    // has restarted, and the channels' connections to its earlier life are dead: the idle
-    // channels are closed and those in use are not kept (a new generation). Without it the
-    // first transfer to the new life waited for the data path's bound (5 s) and failed.
+    // Records the lives of `item`'s servers (each key names the life that granted it); a
+    // server in a life other than the one last seen, or first seen with channels already
+    // open, may have restarted, and the channels' connections to its earlier life are dead:
+    // the idle channels are closed and those in use are not kept (a new generation). Without
+    // it the first transfer to the new life waited for the data path's bound (5 s) and failed:
+    // a connection to a life that ended is not found dead until a transfer on it times out.
     void NoteLives(const ItemLayout &item);
 
     FabricConfig config_;

@@ -84,6 +84,7 @@ MemberRef MemberOf(const ItemInfo &item, size_t m) {
     member.fabric_address = access.fabric_address;
     member.key = access.key;
     member.base = access.base;
+    member.incarnation = access.incarnation;
     return member;
 }
 
