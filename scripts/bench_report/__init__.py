@@ -58,13 +58,9 @@ def write_section(docs, name, begin_prefix, end, body):
     return page
 
 
-def run_notes(skipped, retries):
-    """The Markdown paragraphs a page gives a run's skipped steps and retried figures (the lines
-    of its suites' skipped.txt and retries.txt); [] when there were none."""
-    out = []
-    if skipped:
-        out.append("Steps skipped in this run:\n\n" + "".join(f"- {line}\n" for line in skipped))
-    if retries:
-        out.append("Failed once in this run and measured again (the figures below are the "
-                   "second attempt's):\n\n" + "".join(f"- {line}\n" for line in retries))
-    return out
+def run_notes(skipped):
+    """The Markdown paragraph a page gives a run's skipped steps (the lines of its suites'
+    skipped.txt); [] when there were none."""
+    if not skipped:
+        return []
+    return ["Steps skipped in this run:\n\n" + "".join(f"- {line}\n" for line in skipped)]

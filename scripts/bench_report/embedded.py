@@ -5,7 +5,7 @@ from scripts/bench embedded's results:
                            create+destroy region
   embedded/transfers.csv   transfer_bench api --label embedded --threads 1: blocking and
                            non-blocking get/put, 256 B to 64 MiB, against memcpy
-and each one's skipped.txt and retries.txt. The page checks issue 2's targets (PASS or MISS;
+and its skipped.txt. The page checks issue 2's targets (PASS or MISS;
 it enforces none) beside the figures the OpenFAM reference implementation gave on this machine
 (measured by hand once: REFERENCE below), lists every transfer size, and plots fampool /
 memcpy against the size. A run from before transfer_bench measured the transfers has no
@@ -122,7 +122,6 @@ class Page:
         self.smoke = smoke
         self.micro = {r["metric"]: r for r in read_csv(os.path.join(folder, "microbench.csv"))}
         self.skipped = read_lines(os.path.join(folder, "skipped.txt"))
-        self.retries = read_lines(os.path.join(folder, "retries.txt"))
         # {(op, size): (fampool GB/s, memcpy GB/s or None, ratio or None)}
         self.transfers, self.source = {}, None
         for r in read_csv(os.path.join(folder, "transfers.csv")):
@@ -297,7 +296,7 @@ class Page:
                "`bench/results/embedded/microbench.csv` and `transfers.csv`; this page and its "
                "plot are written from them by `scripts/bench-report embedded`; how each "
                "benchmark works is at the top of its program's source (`bench/`).\n"]
-        out += run_notes(self.skipped, self.retries)
+        out += run_notes(self.skipped)
         out += self.targets_section()
         out += self.sizes_section(plotted)
         out.append(REPRODUCE)

@@ -4,8 +4,8 @@ placement and metadata of scripts/bench.
 Reads (whichever exist) under the results directory: transfer/transfer.csv (transfer_bench,
 mode api), transfer/peers.csv (peers shmem and peers mpi-rma), placement/placement.csv
 (placement_bench), metadata/metadata_shards<N>.csv (metadata_bench scaling), and each of the
-three suites' skipped.txt (steps scripts/bench could not run, with the reason) and retries.txt
-(what failed once and was measured again); and results-notes.md of the docs directory (or of
+three suites' skipped.txt (steps scripts/bench could not run, with the reason); and
+results-notes.md of the docs directory (or of
 docs/bench: written by hand, what the numbers mean and the measured reasons of missed
 targets), which is copied into RESULTS.md. Every figure is a ratio to a baseline measured in
 the same run.
@@ -44,10 +44,9 @@ class Report:
             rows = read_csv(os.path.join(results, "metadata", f"metadata_shards{shards}.csv"))
             if rows:
                 self.metadata[shards] = rows
-        self.skipped, self.retries = [], []
+        self.skipped = []
         for suite in SUITES:
             self.skipped += read_lines(os.path.join(results, suite, "skipped.txt"))
-            self.retries += read_lines(os.path.join(results, suite, "retries.txt"))
         self.targets = []  # (name, met: bool|None, figures)
         self.plots = []
 
@@ -404,7 +403,7 @@ class Report:
                "benchmark works is at the top of its program's source (`transfer_bench`, mode "
                "`api`; `peers shmem` and `peers mpi-rma`; `placement_bench`; `metadata_bench "
                "scaling`).\n"]
-        out += run_notes(self.skipped, self.retries)
+        out += run_notes(self.skipped)
         out.append("## Targets\n")
         if self.targets:
             out.append(table(["target", "met", "measured"],

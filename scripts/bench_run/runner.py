@@ -23,7 +23,6 @@ class Runner:
         self.clusters = []
         self.skipped = []  # reasons, for the suite being run
         self.unmade = set()  # the files of the suite's skipped parts
-        self.retries = []
 
     def say(self, text):
         print(f"bench [{time.monotonic() - self.started:6.0f} s] {text}", flush=True)
