@@ -105,7 +105,7 @@ ItemLayout RedundantLayout(const ItemInfo &item, int copy) {
     layout.interleave = k > 1 ? region.interleave_size : 0;
     for (size_t s = 0; s < k; ++s) {
         size_t first = MemberHealthy(item, s) ? s : k + s;
-        if (!MemberHealthy(item, first)) NoMemberLeft(item, 0);
+        if (!MemberHealthy(item, first)) NoMemberLeft(item, 0, {s, k + s});
         size_t other = first == s ? k + s : s;
         add(copy == 1 && MemberWritable(item, other) ? other : first);
     }

@@ -51,7 +51,7 @@ void RedundantChannel::Raid1Atomic(RedundantBinding &binding, uint64_t offset, A
             } else {
                 applied_at = kNowhere;
                 if (!MemberHealthy(item, first)) std::swap(first, second);
-                if (!MemberHealthy(item, first)) NoMemberLeft(item, offset);
+                if (!MemberHealthy(item, first)) NoMemberLeft(item, offset, {first, second});
             }
             call.extent = MemberOf(item, first).extent;
             call.key = item.member_access[first].key;
@@ -128,7 +128,7 @@ void RedundantChannel::Raid5Atomic(RedundantBinding &binding, uint64_t offset, A
                 old = transport_.services().server(MemberServer(item.region, p)).Stripe(call);
             } else {
                 // No parity to keep: the data unit's server alone, with the same id.
-                if (!MemberHealthy(item, d)) NoMemberLeft(item, offset);
+                if (!MemberHealthy(item, d)) NoMemberLeft(item, offset, {d, p});
                 MirroredAtomicCall call;
                 call.extent = MemberOf(item, d).extent;
                 call.key = item.member_access[d].key;

@@ -23,14 +23,17 @@ bool IsRedundantBinding(const Binding *binding) {
 bool Reachable(const ItemInfo &item, size_t member) { return MemberReachable(item, member); }
 bool Healthy(const ItemInfo &item, size_t m) { return MemberHealthy(item, m); }
 bool Writable(const ItemInfo &item, size_t m) { return MemberWritable(item, m); }
-void BothLost(const ItemInfo &item, uint64_t at) { NoMemberLeft(item, at); }
 
 }  // namespace
 
 void RequireRaid5Writes(const ItemInfo &item, uint64_t at) {
     uint64_t unhealthy = 0;
-    for (uint64_t m = 0; m < MemberCount(item.region); ++m) unhealthy += !Healthy(item, m);
-    if (unhealthy > 1) NoMemberLeft(item, at);
+    std::vector<size_t> all;
+    for (uint64_t m = 0; m < MemberCount(item.region); ++m) {
+        unhealthy += !Healthy(item, m);
+        all.push_back(m);
+    }
+    if (unhealthy > 1) NoMemberLeft(item, at, all);
 }
 
 std::vector<Raid1Piece> Raid1Pieces(const ItemInfo &item, uint64_t offset, uint64_t nbytes) {
@@ -288,7 +291,7 @@ void RedundantChannel::Raid1Read(const RedundantBinding::View &view, uint64_t of
     if (first_copy) return Raid().Read(view.copies[0], offset, local, nbytes, false);
     for (const Raid1Piece &piece : pieces) {
         size_t copy = Healthy(item, piece.slot) ? 0 : Healthy(item, k + piece.slot) ? 1 : 2;
-        if (copy == 2) BothLost(item, piece.at);
+        if (copy == 2) NoMemberLeft(item, piece.at, {piece.slot, k + piece.slot});
         Raid().Read(view.copies[copy], piece.at, local + (piece.at - offset), piece.length, false);
     }
 }
@@ -301,7 +304,7 @@ bool RedundantChannel::Raid1Write(const RedundantBinding::View &view, uint64_t o
     bool healthy = true;
     for (const Raid1Piece &piece : pieces) {
         if (!Healthy(item, piece.slot) && !Healthy(item, k + piece.slot)) {
-            BothLost(item, piece.at);
+            NoMemberLeft(item, piece.at, {piece.slot, k + piece.slot});
         }
         healthy &= Healthy(item, piece.slot) && Healthy(item, k + piece.slot);
     }
@@ -357,10 +360,7 @@ void RedundantChannel::Raid5Read(const RedundantBinding::View &view, uint64_t of
             continue;
         }
         uint64_t p = Raid5ParityMember(piece.stripe, n);
-        if (!Healthy(item, p)) {
-            RequireMemberKeys(item, {d, p});  // no key in the view: waited for, not lost
-            BothLost(item, piece.at);
-        }
+        if (!Healthy(item, p)) NoMemberLeft(item, piece.at, {d, p});
         auto [call, fresh] = rebuilt.try_emplace(p);
         if (fresh) call->second = StripeCallOf(item, StripeCall::Op::kRead, p);
         call->second.pieces.push_back(
@@ -402,7 +402,7 @@ void RedundantChannel::Raid5Write(const RedundantBinding::View &view, uint64_t o
         uint64_t d = Raid5DataMember(piece.stripe, piece.column, n);
         const char *from = local + (piece.at - offset);
         if (!Writable(item, p)) {  // no parity to keep: the data unit alone
-            if (!Writable(item, d)) BothLost(item, piece.at);
+            if (!Writable(item, d)) NoMemberLeft(item, piece.at, {d, p});
             Raid().Write(view.columns[d], piece.stripe * unit + piece.within, from, piece.length,
                          false);
             continue;

@@ -7,7 +7,8 @@
 
 namespace fampool {
 
-void NoMemberLeft(const ItemInfo &item, uint64_t at) {
+void NoMemberLeft(const ItemInfo &item, uint64_t at, const std::vector<size_t> &members) {
+    RequireMemberKeys(item, members);
     Fail(openfam::FAM_ERR_RESOURCE,
          "item \"{}\" of region \"{}\": byte {} has no live member left (more memory servers "
          "lost than its redundancy survives)",

@@ -116,8 +116,13 @@ inline bool MemberHealthy(const ItemInfo &item, size_t m) {
 inline bool MemberWritable(const ItemInfo &item, size_t m) {
     return StateOf(item.region, m) != kLost && MemberReachable(item, m);
 }
-// Throws FAM_ERR_RESOURCE: item byte `at` has no live member left.
-[[noreturn]] void NoMemberLeft(const ItemInfo &item, uint64_t at);
+// Throws FAM_ERR_RESOURCE: item byte `at` has no live member left among `members` (those that
+// hold it). A member among them that is not lost but has no key in the view is waited for, as
+// RequireMemberKeys says (FAM_ERR_RPC): its server may be alive, only slow to answer the
+// metadata service (a read or atomic failed with one member down when its partner's key was
+// being granted again as the member's rebuild began).
+[[noreturn]] void NoMemberLeft(const ItemInfo &item, uint64_t at,
+                               const std::vector<size_t> &members);
 // Before a write or an atomic: throws FAM_ERR_RPC (recovered from as any failure: the servers
 // checked, the item fetched again) when one of the members it reaches that is not lost has no
 // key in the view (its server did not answer the metadata service in time: stopped, or dying).
