@@ -97,6 +97,7 @@ struct MirroredAtomicResult {
     bool mirror_failed = false;  // the copy could not be written: its server did not answer
     bool busy = false;           // the copy's word was held by another operation: not applied
     std::string value;           // the word's value after the operation
+    bool repeat = false;         // answered from memory: applied before, by an earlier call
 };
 
 // RAID1: the new value of a word a mirrored atomic changed, as the copy's server gets it.

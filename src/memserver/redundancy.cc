@@ -78,6 +78,24 @@ void RedundancyService::Remember(const std::string &op_id, ExtentRef extent, uin
     }
 }
 
+bool RedundancyService::AskedBefore(const std::string &op_id, ExtentRef extent, uint64_t life) {
+    if (op_id.empty()) return false;
+    std::pair<uint64_t, uint64_t> at{extent.region_id * 2 + extent.copy, life};
+    std::lock_guard<std::mutex> lock(recall_mutex_);
+    auto [found, fresh] = asked_.emplace(op_id, at);
+    if (!fresh) {
+        bool before = found->second == at;
+        found->second = at;
+        return before;
+    }
+    asked_order_.push_back(op_id);
+    if (asked_order_.size() > kRecalled) {
+        asked_.erase(asked_order_.front());
+        asked_order_.pop_front();
+    }
+    return false;
+}
+
 std::timed_mutex &RedundancyService::WordLock(const rpc::Extent &extent, uint64_t offset) {
     return word_locks_[Mix(extent.region_id() * 2 + extent.copy(), offset / 16) %
                        word_locks_.size()];
@@ -145,6 +163,7 @@ void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicRep
     HoldAt("atomic.applied");
     reply->set_result(applied.result);
     reply->set_value(applied.value);
+    reply->set_repeat(again);
 }
 
 void RedundancyService::Mirror(const rpc::MirrorRequest &request) {

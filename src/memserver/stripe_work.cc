@@ -261,17 +261,20 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     uint64_t life = 0;  // of this member's extent, which the parity change goes to
     std::shared_ptr<HeapMapping> hold;
     local_->Reach(mine, me.key(), p, size, true, "a RAID5 atomic", &hold, &life);
-    Applied applied;
-    if (Recall(request.op_id(), mine, life, &applied)) {  // a retry: applied, parity too
-        reply->set_data(applied.result);
-        return;
-    }
-    HoldAt("stripe.atomic");
     bool others_healthy = true;  // every data unit of the stripe but d's
     for (uint64_t m = 0; m < n; ++m) {
         if (m != d && m != self)
             others_healthy &= request.members(static_cast<int>(m)).state() == kHealthy;
     }
+    Applied applied;
+    if (Recall(request.op_id(), mine, life, &applied)) {  // a retry: applied, parity too
+        // A member being rebuilt may lack the word (the write there failed): it gets it
+        // again, as parity and the other units make it now.
+        if (data.state() == kRebuilding && others_healthy) RejoinWord(request, d, p, size);
+        reply->set_data(applied.result);
+        return;
+    }
+    HoldAt("stripe.atomic");
     char old[16] = {}, value[16] = {}, parity[16] = {};
     // The other members' words at p: the other data units', and parity (read only when it
     // stands for a data unit that is not healthy).
@@ -289,6 +292,7 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     if (data.state() == kHealthy) {
         // Applied by the data unit's server, once per op_id whoever asks (this server now, or
         // the client itself when this one is lost).
+        bool asked_before = AskedBefore(request.op_id(), mine, life);
         MirroredAtomicCall call;
         call.extent = FromProto(data.extent());
         call.key = data.key();
@@ -305,21 +309,26 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
         }
         std::memcpy(old, there.result.data(), size);
         std::memcpy(value, there.value.data(), size);
-        if (others_healthy) {
-            // Parity from the data as it is now: right whether or not an earlier life of this
-            // member's extent already counted this atomic (the data unit's server answers a
-            // repeat from memory, and a rebuilt parity holds what it did).
+        // From here to Remember nothing may fail: the data unit holds the change, and until
+        // parity does the stripe's parity is wrong (a unit rebuilt from it, or read in its
+        // member's absence, would take the difference). So parity changes by the difference,
+        // this server's own word alone, when this life of it lacks the change for sure: the
+        // data unit's server applied it just now, or at an earlier call from here at this
+        // life (which failed before it changed parity). A repeat first asked for at an
+        // earlier life of this member's extent holds it already: that life ended (its
+        // server declared dead, which revokes the keys it could ask with) before the rebuild
+        // of this one read the data. Parity is then made from the data as it is now when the
+        // others can be read (a failure leaves it as it was: this call changed nothing), and
+        // left as it is when they cannot.
+        MemberIo io(local_, peers_, request);
+        io.Read(self, p, parity, size);
+        if (!there.repeat || asked_before) {
+            XorInto(parity, old, size);
+            XorInto(parity, value, size);
+        } else if (others_healthy) {
             read_others(false);
             std::memcpy(parity, value, size);
             for (const std::vector<char> &bytes : others) XorInto(parity, bytes.data(), size);
-        } else {
-            // One other data unit is not healthy: parity stands for it, and changes by the
-            // difference.
-            MemberIo io(local_, peers_, request);
-            io.Read(self, p, parity, size);
-            io.Finish();
-            XorInto(parity, old, size);
-            XorInto(parity, value, size);
         }
     } else {
         // The data unit's value is what parity and the other units make of it.
@@ -336,14 +345,40 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     }
     {
         MemberIo io(local_, peers_, request);
-        io.Write(self, p, parity, size);
-        if (data.state() == kRebuilding) io.Write(d, p, value, size);  // it takes writes
-        io.Finish();
+        io.Write(self, p, parity, size);  // this server's own word: it does not fail
     }
     Remember(request.op_id(), mine, life,
              Applied{std::string(old, size), std::string(value, size)});
+    if (data.state() == kRebuilding) {
+        // It takes writes. When this one fails, the client's next call (answered from memory
+        // above) writes the word there again.
+        MemberIo io(local_, peers_, request);
+        io.Write(d, p, value, size);
+        io.Finish();
+    }
     HoldAt("stripe.atomic-applied");
     reply->set_data(old, size);
+}
+
+void RedundancyService::RejoinWord(const rpc::StripeRequest &request, uint64_t d, uint64_t p,
+                                   size_t size) {
+    uint64_t n = request.members_size(), self = request.self();
+    char word[16] = {};
+    std::vector<std::vector<char>> others;
+    {
+        MemberIo io(local_, peers_, request);  // after the buffers it uses
+        io.Read(self, p, word, size);
+        for (uint64_t m = 0; m < n; ++m) {
+            if (m == d || m == self) continue;
+            others.emplace_back(size);
+            io.Read(m, p, others.back().data(), size);
+        }
+        io.Finish();
+    }
+    for (const std::vector<char> &bytes : others) XorInto(word, bytes.data(), size);
+    MemberIo io(local_, peers_, request);
+    io.Write(d, p, word, size);
+    io.Finish();
 }
 
 void RedundancyService::StripeLease(const rpc::StripeRequest &request, rpc::StripeReply *reply) {

@@ -95,7 +95,7 @@ MirroredAtomicResult FabricMemoryServerClient::MirroredAtomic(const MirroredAtom
     }
     const rpc::AtomicReply &atomic = reply.atomic();
     return MirroredAtomicResult{atomic.result(), atomic.mirror_failed(), atomic.busy(),
-                                atomic.value()};
+                                atomic.value(), atomic.repeat()};
 }
 
 void FabricMemoryServerClient::Mirror(const MirrorWrite &call) {

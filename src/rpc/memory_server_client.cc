@@ -342,7 +342,8 @@ MirroredAtomicResult MemoryServerClient::MirroredAtomic(const MirroredAtomicCall
     ToProto(call, &request);
     rpc::AtomicReply reply;
     Call(&rpc::MemoryServer::Stub::Atomic, "MemoryServer.Atomic", request, &reply, timeout_);
-    return MirroredAtomicResult{reply.result(), reply.mirror_failed(), reply.busy(), reply.value()};
+    return MirroredAtomicResult{reply.result(), reply.mirror_failed(), reply.busy(), reply.value(),
+                                reply.repeat()};
 }
 
 void MemoryServerClient::Mirror(const MirrorWrite &call) {
