@@ -25,6 +25,17 @@ using Level = Fam_Redundancy_Level;
 
 std::string LevelName(Level level) { return level == RAID1 ? "Raid1" : "Raid5"; }
 
+// Stops (`stop`) and joins a thread of a test however the test ends (a failed assertion, an
+// exception).
+struct StopAndJoin {
+    std::atomic<bool> &stop;
+    std::thread &thread;
+    ~StopAndJoin() {
+        stop.store(true);
+        if (thread.joinable()) thread.join();
+    }
+};
+
 // A cluster of 4 memory servers (server 0 beside the metadata service is never stopped) whose
 // processes, and this one, hold where Holds() says.
 class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Level> {
@@ -95,6 +106,12 @@ class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Le
         std::vector<std::string> failures;
         std::atomic<uint64_t> calls{0};
         std::vector<std::thread> threads;
+        // Stopped and joined however the test ends (a failed assertion, an exception).
+        ~Adders() {
+            stop.store(true);
+            for (std::thread &thread : threads)
+                if (thread.joinable()) thread.join();
+        }
     };
     void StartAdders(Adders &adders, int threads, uint64_t words) {
         for (int t = 0; t < threads; ++t) {
@@ -122,7 +139,8 @@ class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Le
     }
     void StopAdders(Adders &adders) {
         adders.stop.store(true);
-        for (std::thread &thread : adders.threads) thread.join();
+        for (std::thread &thread : adders.threads)
+            if (thread.joinable()) thread.join();
     }
     // The words hold exactly the acknowledged adds; no result came twice; no call failed.
     void CheckAdders(Adders &adders, const char *when) {
@@ -319,6 +337,7 @@ TEST_P(OneMemberUnavailableTest, NoCallFails) {
             }
         }
     });
+    StopAndJoin join_writer{stop, writer};
     EXPECT_TRUE(WaitCalls(adders, 100));
     cluster()->Pause(2);
     EXPECT_TRUE(WaitDegraded("raid", 15)) << "memory server 2 stopped but not declared dead";
@@ -572,6 +591,58 @@ TEST_P(StripeMemberStoppedMidAtomicTest, TheStripeStaysWhole) {
     if (HasFailure()) std::fprintf(stderr, "the servers' logs:\n%s", cluster()->Logs().c_str());
 }
 
+// A killed server's partners have their keys revoked at its loss and again as its members'
+// rebuild starts, and each server is slower to grant a key again than a lookup waits for one
+// (server.key-regranted=1500x2: each server's first two grants after a revocation): a
+// client's view then has some words with one member lost or being rebuilt and a partner with
+// no key. That partner is not lost, so no call may fail: the call waits for its key. RAID5
+// reads failed "no live member left" (FAM_ERR_RESOURCE) before, every run.
+class KeylessPartnerTest : public RaceTest {
+  protected:
+    std::string Holds() const override { return "server.key-regranted=1500x2"; }
+};
+
+TEST_P(KeylessPartnerTest, NoCallFails) {
+    Adders adders;
+    StartAdders(adders, 2, kWords);
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> reads{0};
+    std::string failure;
+    std::thread reader([&] {
+        std::vector<uint8_t> back(kWords * kStride);
+        while (!stop.load() && failure.empty()) {
+            try {
+                fam()->fam_get_blocking(back.data(), words_.get(), 0, back.size());
+                reads.fetch_add(1);
+            } catch (const Fam_Exception &error) {
+                failure = error.fam_error_msg();
+            }
+        }
+    });
+    StopAndJoin join_reader{stop, reader};
+    EXPECT_TRUE(WaitCalls(adders, 100));
+    std::vector<size_t> before = LogLineCounts();
+    cluster()->Kill(1, SIGKILL);
+    EXPECT_TRUE(WaitDegraded("raid", 10));
+    EXPECT_TRUE(WaitCalls(adders, 100)) << "no atomics with memory server 1 dead";
+    uint64_t reads_then = reads.load();
+    cluster()->Restart(1);
+    cluster()->WaitReady();
+    EXPECT_TRUE(WaitHealthy("raid", 60));
+    EXPECT_TRUE(WaitCalls(adders, 100));
+    stop.store(true);
+    reader.join();
+    StopAdders(adders);
+    // The window was open: a partner's key granted again only after a lookup gave up on it.
+    bool held = false;
+    for (size_t server : {2, 3})
+        held |= LastLinesMention(server, before[server], "server.key-regranted");
+    EXPECT_TRUE(held) << "no key of memory servers 2 and 3 was granted again after the loss";
+    EXPECT_GT(reads.load(), reads_then) << "no reads after memory server 1 came back";
+    EXPECT_EQ(failure, "") << "a read";
+    CheckAdders(adders, "after a loss whose partners' keys came late");
+}
+
 auto Name = [](const ::testing::TestParamInfo<Level> &info) { return LevelName(info.param); };
 INSTANTIATE_TEST_SUITE_P(Levels, DiesBeforeItAnswersTest, ::testing::Values(RAID1, RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, StoppedMidAtomicTest, ::testing::Values(RAID1, RAID5), Name);
@@ -581,6 +652,7 @@ INSTANTIATE_TEST_SUITE_P(Levels, StoppedServerAnswersLateTest, ::testing::Values
 INSTANTIATE_TEST_SUITE_P(Levels, KeyGrantedAcrossALossTest, ::testing::Values(RAID1, RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, StaleViewAcrossRebuildTest, ::testing::Values(RAID1, RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, TornStripeWriteTest, ::testing::Values(RAID5), Name);
+INSTANTIATE_TEST_SUITE_P(Levels, KeylessPartnerTest, ::testing::Values(RAID1, RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, StripeMemberStoppedMidAtomicTest, ::testing::Values(RAID5), Name);
 INSTANTIATE_TEST_SUITE_P(Levels, OneMemberUnavailableTest, ::testing::Values(RAID1, RAID5), Name);
 

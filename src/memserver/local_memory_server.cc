@@ -13,6 +13,7 @@
 
 #include "common/atomic_apply.h"
 #include "common/error.h"
+#include "common/test_hold.h"
 
 namespace fampool {
 
@@ -444,6 +445,12 @@ KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t
                                      bool writable, const Permissions &permissions) {
     KeyGrant grant;
     if (!registrar_) return grant;
+    bool again;
+    {
+        std::lock_guard<std::mutex> lock(grants_mutex_);
+        again = revoked_.count(GrantsOf(extent)) > 0;
+    }
+    if (again) HoldAt("server.key-regranted");
     std::lock_guard<std::mutex> lock(grants_mutex_);
     // A whole-extent grant covers the heap as it is now: after the region grew, a mapping (and
     // a grant) of the old length would leave the new part out of reach.
@@ -576,6 +583,7 @@ void LocalMemoryServer::RevokeWhere(ExtentRef extent, bool (*match)(const Grant 
                                     uint64_t arg) {
     if (!registrar_) return;
     std::lock_guard<std::mutex> lock(grants_mutex_);
+    revoked_.insert(GrantsOf(extent));
     auto range = grants_.equal_range(GrantsOf(extent));
     for (auto it = range.first; it != range.second;) {
         if (match(it->second, arg)) {

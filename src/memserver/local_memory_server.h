@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "common/memory_server.h"
@@ -163,6 +164,9 @@ class LocalMemoryServer : public MemoryServer {
     mutable std::mutex grants_mutex_;
     std::mutex zero_mutex_;
     std::multimap<uint64_t, Grant> grants_;  // GrantsOf(extent) -> its registrations
+    // Extents (GrantsOf) whose keys were revoked at least once: a grant of one is a grant
+    // again (the test hold server.key-regranted).
+    std::set<uint64_t> revoked_;
 };
 
 }  // namespace fampool
