@@ -78,24 +78,6 @@ void RedundancyService::Remember(const std::string &op_id, ExtentRef extent, uin
     }
 }
 
-bool RedundancyService::AskedBefore(const std::string &op_id, ExtentRef extent, uint64_t life) {
-    if (op_id.empty()) return false;
-    std::pair<uint64_t, uint64_t> at{extent.region_id * 2 + extent.copy, life};
-    std::lock_guard<std::mutex> lock(recall_mutex_);
-    auto [found, fresh] = asked_.emplace(op_id, at);
-    if (!fresh) {
-        bool before = found->second == at;
-        found->second = at;
-        return before;
-    }
-    asked_order_.push_back(op_id);
-    if (asked_order_.size() > kRecalled) {
-        asked_.erase(asked_order_.front());
-        asked_order_.pop_front();
-    }
-    return false;
-}
-
 std::timed_mutex &RedundancyService::WordLock(const rpc::Extent &extent, uint64_t offset) {
     return word_locks_[Mix(extent.region_id() * 2 + extent.copy(), offset / 16) %
                        word_locks_.size()];
@@ -116,6 +98,7 @@ void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicRep
                              "a redundant atomic", &hold, &life);
     Applied applied;
     bool again = Recall(request.op_id(), extent, life, &applied);  // a retry: applied already
+    std::string after = applied.value;  // a retry's: the word's value right after it applied
     char before[16] = {};
     if (!again) {
         CopyFamBytes(before, at, size);
@@ -162,7 +145,9 @@ void RedundancyService::Atomic(const rpc::AtomicRequest &request, rpc::AtomicRep
     if (!again) Remember(request.op_id(), extent, life, applied);
     HoldAt("atomic.applied");
     reply->set_result(applied.result);
-    reply->set_value(applied.value);
+    // The change this atomic made (a retry's too, whatever came after it): what a RAID5
+    // parity server counts in parity.
+    reply->set_value(again ? after : applied.value);
     reply->set_repeat(again);
 }
 

@@ -65,12 +65,6 @@ class RedundancyService {
     bool Recall(const std::string &op_id, ExtentRef extent, uint64_t life, Applied *applied);
     void Remember(const std::string &op_id, ExtentRef extent, uint64_t life,
                   const Applied &applied);
-    // RAID5 atomics that this server, as their stripe's parity server, asked the data unit's
-    // server to apply, with the life of its parity extent then (bounded as Remember's). Until
-    // it remembers one (parity changed too), that life's parity does not count it, whether or
-    // not the data unit's server applied it. Notes that `op_id` is asked for now, at `life`;
-    // true when it was asked for at that life before.
-    bool AskedBefore(const std::string &op_id, ExtentRef extent, uint64_t life);
     // The lock of a word (stripe_work.cc's RAID5 atomics hold stripe locks instead).
     std::timed_mutex &WordLock(const rpc::Extent &extent, uint64_t offset);
     // Words this server applied an atomic to whose mirror did not land (the copy's server did
@@ -101,6 +95,15 @@ class RedundancyService {
     void StripeRead(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     void StripeWrite(const rpc::StripeRequest &request);
     void StripeAtomic(const rpc::StripeRequest &request, rpc::StripeReply *reply);
+    // The atomics pending in the held stripes (StripeGate::PendingAtomic), finished: each
+    // asked of its data unit's server again (applied once by its id) and counted in parity,
+    // or, its data member no longer healthy, dropped (that unit is what parity makes of it).
+    void FinishPending(const rpc::StripeRequest &request, StripeGate::Hold &held,
+                       const std::vector<uint64_t> &stripes);
+    // The call that has data member `data`'s server apply `atomic` (its id `op_id`).
+    static MirroredAtomicCall AtomicAt(const rpc::Member &data,
+                                       const StripeGate::PendingAtomic &atomic,
+                                       const std::string &op_id);
     // The word at physical offset `p` of data member `d` (being rebuilt), `size` bytes, written
     // there as the stripe's parity and other data units make it; the caller holds the stripe.
     void RejoinWord(const rpc::StripeRequest &request, uint64_t d, uint64_t p, size_t size);
@@ -128,8 +131,6 @@ class RedundancyService {
     std::mutex recall_mutex_;
     std::map<std::string, Recalled> recall_;
     std::deque<std::string> recall_order_;
-    std::map<std::string, std::pair<uint64_t, uint64_t>> asked_;  // op_id -> (extent, life)
-    std::deque<std::string> asked_order_;
     // Striped locks of words (RAID1 atomics and mirrors, atomics applied for a RAID5 parity
     // server), by hash; the stripes' locks and leases (RAID5).
     std::array<std::timed_mutex, 256> word_locks_;

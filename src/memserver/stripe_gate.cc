@@ -34,9 +34,10 @@ StripeGate::Hold::~Hold() { gate_.Give(region_, stripes_, owner_); }
 std::vector<uint64_t> StripeGate::Hold::suspects() const {
     std::lock_guard<std::mutex> lock(gate_.mutex_);
     std::vector<uint64_t> found;
-    if (gate_.suspect_.empty()) return found;
+    if (gate_.suspect_.empty() && gate_.pending_.empty()) return found;
     for (uint64_t stripe : stripes_) {
-        if (gate_.suspect_.count({region_, stripe})) found.push_back(stripe);
+        if (gate_.suspect_.count({region_, stripe}) || gate_.pending_.count({region_, stripe}))
+            found.push_back(stripe);
     }
     return found;
 }
@@ -63,6 +64,25 @@ void StripeGate::Hold::Repaired(uint64_t stripe) {
     gate_.intents_.erase({region_, stripe});
 }
 
+void StripeGate::Hold::Pending(uint64_t stripe, const std::string &op_id, PendingAtomic atomic) {
+    std::lock_guard<std::mutex> lock(gate_.mutex_);
+    gate_.pending_[{region_, stripe}][op_id] = std::move(atomic);
+}
+
+std::map<std::string, StripeGate::PendingAtomic> StripeGate::Hold::pending(uint64_t stripe) const {
+    std::lock_guard<std::mutex> lock(gate_.mutex_);
+    auto found = gate_.pending_.find({region_, stripe});
+    return found == gate_.pending_.end() ? std::map<std::string, PendingAtomic>{} : found->second;
+}
+
+void StripeGate::Hold::Finished(uint64_t stripe, const std::string &op_id) {
+    std::lock_guard<std::mutex> lock(gate_.mutex_);
+    auto found = gate_.pending_.find({region_, stripe});
+    if (found == gate_.pending_.end()) return;
+    found->second.erase(op_id);
+    if (found->second.empty()) gate_.pending_.erase(found);
+}
+
 bool StripeGate::Lease(uint64_t region, const std::vector<uint64_t> &stripes, uint64_t owner,
                        std::chrono::milliseconds lease, std::chrono::milliseconds wait) {
     if ((owner & kClientOwner) == 0) {
@@ -74,7 +94,7 @@ bool StripeGate::Lease(uint64_t region, const std::vector<uint64_t> &stripes, ui
         // A suspect stripe goes to a request here, which repairs it: the client's write of a
         // part of it would keep its parity wrong.
         for (uint64_t stripe : stripes) {
-            if (suspect_.count({region, stripe})) return false;
+            if (suspect_.count({region, stripe}) || pending_.count({region, stripe})) return false;
         }
         Clock::time_point now = Clock::now(), retry = Clock::time_point::max();
         if (TryTake(region, stripes, Holder{owner, now + lease}, now, &retry)) {

@@ -9,7 +9,10 @@
 // data (Hold::suspects); no lease is granted on it until then. A stripe that a request here
 // wrote part-way (parity or some units written, not all) is suspect too, and keeps what that
 // request meant its data units to be (Intent): with a data member missing, that member's unit
-// is the intended one, not what parity and the others make of it (those do not match).
+// is the intended one, not what parity and the others make of it (those do not match). A
+// stripe with a RAID5 atomic pending (its data unit's server did not answer: the word may hold
+// the change, parity does not) is suspect until the next request that holds it finishes the
+// atomic (PendingAtomic).
 #ifndef FAMPOOL_MEMSERVER_STRIPE_GATE_H_
 #define FAMPOOL_MEMSERVER_STRIPE_GATE_H_
 
@@ -29,6 +32,14 @@ namespace fampool {
 class StripeGate {
   public:
     using Clock = std::chrono::steady_clock;
+
+    // A RAID5 atomic that this server asked a data unit's server to apply and got no answer
+    // from: `member`'s word at physical offset `offset` may hold the change, parity does not.
+    struct PendingAtomic {
+        uint64_t member = 0, offset = 0;
+        uint32_t op = 0, type = 0;
+        std::string operand, compare;
+    };
 
     // What a write meant a stripe's data units to be: bytes [low, high) of each column, for
     // the parity member's extent `parity` (rpc::Extent, serialized: one meant for an earlier
@@ -54,9 +65,17 @@ class StripeGate {
         void Torn(uint64_t stripe, std::shared_ptr<const Intent> intent);
         // The intent of a held stripe written part-way, or null.
         std::shared_ptr<const Intent> intent(uint64_t stripe) const;
-        // Parity matches the data again: every held stripe, or one.
+        // Parity matches the data again: every held stripe, or one (its atomics pending are
+        // not: see Pending).
         void Repaired();
         void Repaired(uint64_t stripe);
+        // A held stripe's atomic `op_id` pending (see PendingAtomic): the stripe is suspect
+        // (suspects, no lease) until the next holder finishes it (asks the data unit's server
+        // again, which applies it once by its id, and counts it in parity) before anything else.
+        void Pending(uint64_t stripe, const std::string &op_id, PendingAtomic atomic);
+        std::map<std::string, PendingAtomic> pending(uint64_t stripe) const;
+        // Counted in parity, or found not applied (its data member lost): no more pending.
+        void Finished(uint64_t stripe, const std::string &op_id);
 
       private:
         StripeGate &gate_;
@@ -97,6 +116,7 @@ class StripeGate {
     std::map<Key, Holder> held_;
     std::set<Key> suspect_;
     std::map<Key, std::shared_ptr<const Intent>> intents_;  // of suspect stripes written here
+    std::map<Key, std::map<std::string, PendingAtomic>> pending_;  // by op id
     uint64_t next_owner_ = 1;  // this server's own requests (clients' owners have the top bit)
     Counts counts_;
 };

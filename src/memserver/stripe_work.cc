@@ -255,12 +255,14 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     uint64_t d = Raid5DataMember(s, piece.column(), n);
     const rpc::Member &data = request.members(static_cast<int>(d));
     StripeGate::Hold held(stripes_, request.members(0).extent().region_id(), {s});
-    RepairParity(request, held);
+    RepairParity(request, held);  // an earlier call's atomic still pending here: finished
     const rpc::Member &me = request.members(static_cast<int>(self));
     ExtentRef mine = FromProto(me.extent());
     uint64_t life = 0;  // of this member's extent, which the parity change goes to
     std::shared_ptr<HeapMapping> hold;
-    local_->Reach(mine, me.key(), p, size, true, "a RAID5 atomic", &hold, &life);
+    // This server's word of parity, reached once: a key revoked from now on (a member
+    // declared lost meanwhile) must not stop the change it counts.
+    char *word = local_->Reach(mine, me.key(), p, size, true, "a RAID5 atomic", &hold, &life);
     bool others_healthy = true;  // every data unit of the stripe but d's
     for (uint64_t m = 0; m < n; ++m) {
         if (m != d && m != self)
@@ -268,71 +270,59 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     }
     Applied applied;
     if (Recall(request.op_id(), mine, life, &applied)) {  // a retry: applied, parity too
-        // A member being rebuilt may lack the word (the write there failed): it gets it
-        // again, as parity and the other units make it now.
-        if (data.state() == kRebuilding && others_healthy) RejoinWord(request, d, p, size);
+        // The data member may lack the word (its write failed while it was being rebuilt,
+        // and its rebuild may have ended since): it gets it again, as parity and the other
+        // units make it now.
+        if (data.state() != kLost && others_healthy) {
+            RejoinWord(request, d, p, size);
+        }
         reply->set_data(applied.result);
         return;
     }
     HoldAt("stripe.atomic");
     char old[16] = {}, value[16] = {}, parity[16] = {};
-    // The other members' words at p: the other data units', and parity (read only when it
-    // stands for a data unit that is not healthy).
-    std::vector<std::vector<char>> others;
-    auto read_others = [&](bool with_parity) {
-        MemberIo io(local_, peers_, request);  // after the buffers it uses
-        if (with_parity) io.Read(self, p, parity, size);
-        for (uint64_t m = 0; m < n; ++m) {
-            if (m == d || m == self) continue;
-            others.emplace_back(size);
-            io.Read(m, p, others.back().data(), size);
-        }
-        io.Finish();
-    };
+    CopyFamBytes(parity, word, size);
     if (data.state() == kHealthy) {
         // Applied by the data unit's server, once per op_id whoever asks (this server now, or
-        // the client itself when this one is lost).
-        bool asked_before = AskedBefore(request.op_id(), mine, life);
-        MirroredAtomicCall call;
-        call.extent = FromProto(data.extent());
-        call.key = data.key();
-        call.offset = p;
-        call.op = static_cast<AtomicOp>(request.atomic_op());
-        call.type = type;
-        call.operand = request.operand();
-        call.compare = request.compare();
-        call.op_id = request.op_id();
-        MirroredAtomicResult there = peer_(data.server_id()).MirroredAtomic(call);
+        // the client itself when this one is lost). Pending until parity counts it: when no
+        // answer comes, the next holder of the stripe asks again (a late answer, or the
+        // request landing late there, applies nothing twice) before anything reads parity.
+        StripeGate::PendingAtomic pending{d,
+                                          p,
+                                          static_cast<uint32_t>(request.atomic_op()),
+                                          static_cast<uint32_t>(request.type()),
+                                          request.operand(),
+                                          request.compare()};
+        held.Pending(s, request.op_id(), pending);
+        MirroredAtomicResult there =
+            peer_(data.server_id()).MirroredAtomic(AtomicAt(data, pending, request.op_id()));
         if (there.result.size() != size || there.value.size() != size) {
             Fail(openfam::FAM_ERR_RPC, "memory server {} answered a RAID5 atomic with {} bytes",
                  data.server_id(), there.result.size());
         }
         std::memcpy(old, there.result.data(), size);
         std::memcpy(value, there.value.data(), size);
-        // From here to Remember nothing may fail: the data unit holds the change, and until
-        // parity does the stripe's parity is wrong (a unit rebuilt from it, or read in its
-        // member's absence, would take the difference). So parity changes by the difference,
-        // this server's own word alone, when this life of it lacks the change for sure: the
-        // data unit's server applied it just now, or at an earlier call from here at this
-        // life (which failed before it changed parity). A repeat first asked for at an
-        // earlier life of this member's extent holds it already: that life ended (its
-        // server declared dead, which revokes the keys it could ask with) before the rebuild
-        // of this one read the data. Parity is then made from the data as it is now when the
-        // others can be read (a failure leaves it as it was: this call changed nothing), and
-        // left as it is when they cannot.
-        MemberIo io(local_, peers_, request);
-        io.Read(self, p, parity, size);
-        if (!there.repeat || asked_before) {
+        // Parity changes by the difference, this server's own word alone (nothing may fail
+        // between the data unit's change and parity's). Not for a repeat: this atomic was
+        // not pending here, so the data unit's server applied it for an earlier life of this
+        // member, or for the client while parity was lost; parity, made from the data since
+        // (rebuilt), holds it already.
+        if (!there.repeat) {
             XorInto(parity, old, size);
             XorInto(parity, value, size);
-        } else if (others_healthy) {
-            read_others(false);
-            std::memcpy(parity, value, size);
-            for (const std::vector<char> &bytes : others) XorInto(parity, bytes.data(), size);
         }
     } else {
         // The data unit's value is what parity and the other units make of it.
-        read_others(true);
+        std::vector<std::vector<char>> others;
+        {
+            MemberIo io(local_, peers_, request);  // after the buffers it uses
+            for (uint64_t m = 0; m < n; ++m) {
+                if (m == d || m == self) continue;
+                others.emplace_back(size);
+                io.Read(m, p, others.back().data(), size);
+            }
+            io.Finish();
+        }
         std::memcpy(old, parity, size);
         for (const std::vector<char> &bytes : others) XorInto(old, bytes.data(), size);
         std::memcpy(value, old, size);
@@ -343,12 +333,10 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
         XorInto(parity, old, size);
         XorInto(parity, value, size);
     }
-    {
-        MemberIo io(local_, peers_, request);
-        io.Write(self, p, parity, size);  // this server's own word: it does not fail
-    }
+    CopyFamBytes(word, parity, size);
     Remember(request.op_id(), mine, life,
              Applied{std::string(old, size), std::string(value, size)});
+    held.Finished(s, request.op_id());
     if (data.state() == kRebuilding) {
         // It takes writes. When this one fails, the client's next call (answered from memory
         // above) writes the word there again.
@@ -358,6 +346,57 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     }
     HoldAt("stripe.atomic-applied");
     reply->set_data(old, size);
+}
+
+MirroredAtomicCall RedundancyService::AtomicAt(const rpc::Member &data,
+                                               const StripeGate::PendingAtomic &atomic,
+                                               const std::string &op_id) {
+    MirroredAtomicCall call;
+    call.extent = FromProto(data.extent());
+    call.key = data.key();
+    call.offset = atomic.offset;
+    call.op = static_cast<AtomicOp>(atomic.op);
+    call.type = static_cast<DataType>(atomic.type);
+    call.operand = atomic.operand;
+    call.compare = atomic.compare;
+    call.op_id = op_id;
+    return call;
+}
+
+void RedundancyService::FinishPending(const rpc::StripeRequest &request, StripeGate::Hold &held,
+                                      const std::vector<uint64_t> &stripes) {
+    const rpc::Member &me = request.members(static_cast<int>(request.self()));
+    ExtentRef mine = FromProto(me.extent());
+    for (uint64_t s : stripes) {
+        for (const auto &[op_id, atomic] : held.pending(s)) {
+            if (atomic.member >= static_cast<uint64_t>(request.members_size())) continue;
+            const rpc::Member &data = request.members(static_cast<int>(atomic.member));
+            if (data.state() != kHealthy) {
+                // Its unit is what parity and the others make of it, without the change (a
+                // rebuilt one is a new extent, which a late request no longer reaches).
+                held.Finished(s, op_id);
+                continue;
+            }
+            size_t size = SizeOf(static_cast<DataType>(atomic.type));
+            uint64_t life = 0;
+            std::shared_ptr<HeapMapping> hold;
+            char *word = local_->Reach(mine, me.key(), atomic.offset, size, true,
+                                       "a RAID5 atomic pending", &hold, &life);
+            MirroredAtomicResult there =
+                peer_(data.server_id()).MirroredAtomic(AtomicAt(data, atomic, op_id));
+            if (there.result.size() != size || there.value.size() != size) {
+                Fail(openfam::FAM_ERR_RPC, "memory server {} answered a RAID5 atomic with {} bytes",
+                     data.server_id(), there.result.size());
+            }
+            char parity[16];
+            CopyFamBytes(parity, word, size);
+            XorInto(parity, there.result.data(), size);
+            XorInto(parity, there.value.data(), size);
+            CopyFamBytes(word, parity, size);
+            Remember(op_id, mine, life, Applied{there.result, there.value});
+            held.Finished(s, op_id);
+        }
+    }
 }
 
 void RedundancyService::RejoinWord(const rpc::StripeRequest &request, uint64_t d, uint64_t p,
@@ -469,6 +508,7 @@ void RedundancyService::RecomputeUnits(const rpc::StripeRequest &request,
 void RedundancyService::RepairParity(const rpc::StripeRequest &request, StripeGate::Hold &held) {
     std::vector<uint64_t> suspects = held.suspects();
     if (suspects.empty()) return;
+    FinishPending(request, held, suspects);
     uint64_t n = request.members_size(), unit = request.interleave(), self = request.self();
     // The member whose bytes are not read: not healthy, or the one a rebuild makes.
     std::optional<uint64_t> missing;
