@@ -100,10 +100,18 @@ class RedundancyService {
     // or, its data member no longer healthy, dropped (that unit is what parity makes of it).
     void FinishPending(const rpc::StripeRequest &request, StripeGate::Hold &held,
                        const std::vector<uint64_t> &stripes);
-    // The call that has data member `data`'s server apply `atomic` (its id `op_id`).
+    // The call that has data member `data`'s server apply `atomic` (its id `op_id`), with
+    // `key` for the member.
     static MirroredAtomicCall AtomicAt(const rpc::Member &data,
                                        const StripeGate::PendingAtomic &atomic,
-                                       const std::string &op_id);
+                                       const std::string &op_id, uint64_t key);
+    // Throws unless a data unit's server answered an atomic of `size` bytes.
+    static void RequireWord(const MirroredAtomicResult &there, size_t size, uint64_t server);
+    // A RAID5 atomic that data member `d`'s server applied at physical offset `p` (its word
+    // `old` before, `value` right after), counted in this server's parity `word` there: by
+    // the difference, or, while this member is being rebuilt, as the data units make it.
+    void CountInParity(const rpc::StripeRequest &request, uint64_t d, uint64_t p, size_t size,
+                       const char *old, const char *value, char *word);
     // The word at physical offset `p` of data member `d` (being rebuilt), `size` bytes, written
     // there as the stripe's parity and other data units make it; the caller holds the stripe.
     void RejoinWord(const rpc::StripeRequest &request, uint64_t d, uint64_t p, size_t size);

@@ -35,10 +35,13 @@ class StripeGate {
 
     // A RAID5 atomic that this server asked a data unit's server to apply and got no answer
     // from: `member`'s word at physical offset `offset` may hold the change, parity does not.
+    // The data unit's server and key it was sent to (its extent then), and the key of this
+    // server's member that came with it.
     struct PendingAtomic {
         uint64_t member = 0, offset = 0;
         uint32_t op = 0, type = 0;
         std::string operand, compare;
+        uint64_t data_server = 0, data_key = 0, parity_key = 0;
     };
 
     // What a write meant a stripe's data units to be: bytes [low, high) of each column, for

@@ -270,18 +270,16 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     }
     Applied applied;
     if (Recall(request.op_id(), mine, life, &applied)) {  // a retry: applied, parity too
-        // The data member may lack the word (its write failed while it was being rebuilt,
-        // and its rebuild may have ended since): it gets it again, as parity and the other
-        // units make it now.
-        if (data.state() != kLost && others_healthy) {
+        // The data member being rebuilt may lack the word (its write failed): it gets it
+        // again, as parity and the other units make it now.
+        if (data.state() == kRebuilding && me.state() == kHealthy && others_healthy) {
             RejoinWord(request, d, p, size);
         }
         reply->set_data(applied.result);
         return;
     }
     HoldAt("stripe.atomic");
-    char old[16] = {}, value[16] = {}, parity[16] = {};
-    CopyFamBytes(parity, word, size);
+    char old[16] = {}, value[16] = {};
     if (data.state() == kHealthy) {
         // Applied by the data unit's server, once per op_id whoever asks (this server now, or
         // the client itself when this one is lost). Pending until parity counts it: when no
@@ -292,24 +290,23 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
                                           static_cast<uint32_t>(request.atomic_op()),
                                           static_cast<uint32_t>(request.type()),
                                           request.operand(),
-                                          request.compare()};
+                                          request.compare(),
+                                          data.server_id(),
+                                          data.key(),
+                                          me.key()};
         held.Pending(s, request.op_id(), pending);
         MirroredAtomicResult there =
-            peer_(data.server_id()).MirroredAtomic(AtomicAt(data, pending, request.op_id()));
-        if (there.result.size() != size || there.value.size() != size) {
-            Fail(openfam::FAM_ERR_RPC, "memory server {} answered a RAID5 atomic with {} bytes",
-                 data.server_id(), there.result.size());
-        }
+            peer_(data.server_id())
+                .MirroredAtomic(AtomicAt(data, pending, request.op_id(), data.key()));
+        RequireWord(there, size, data.server_id());
         std::memcpy(old, there.result.data(), size);
         std::memcpy(value, there.value.data(), size);
-        // Parity changes by the difference, this server's own word alone (nothing may fail
-        // between the data unit's change and parity's). Not for a repeat: this atomic was
-        // not pending here, so the data unit's server applied it for an earlier life of this
-        // member, or for the client while parity was lost; parity, made from the data since
-        // (rebuilt), holds it already.
-        if (!there.repeat) {
-            XorInto(parity, old, size);
-            XorInto(parity, value, size);
+        // Counted in parity (CountInParity) unless it is a repeat with this member healthy:
+        // this atomic was not pending here, so the data unit's server applied it for an
+        // earlier life of this member, or for the client while parity was lost; parity, made
+        // from the data since (rebuilt), holds it already.
+        if (!there.repeat || me.state() != kHealthy) {
+            CountInParity(request, d, p, size, old, value, word);
         }
     } else {
         // The data unit's value is what parity and the other units make of it.
@@ -323,6 +320,8 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
             }
             io.Finish();
         }
+        char parity[16] = {};
+        CopyFamBytes(parity, word, size);
         std::memcpy(old, parity, size);
         for (const std::vector<char> &bytes : others) XorInto(old, bytes.data(), size);
         std::memcpy(value, old, size);
@@ -332,8 +331,8 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
                     request.compare().empty() ? nullptr : request.compare().data(), result);
         XorInto(parity, old, size);
         XorInto(parity, value, size);
+        CopyFamBytes(word, parity, size);
     }
-    CopyFamBytes(word, parity, size);
     Remember(request.op_id(), mine, life,
              Applied{std::string(old, size), std::string(value, size)});
     held.Finished(s, request.op_id());
@@ -350,10 +349,10 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
 
 MirroredAtomicCall RedundancyService::AtomicAt(const rpc::Member &data,
                                                const StripeGate::PendingAtomic &atomic,
-                                               const std::string &op_id) {
+                                               const std::string &op_id, uint64_t key) {
     MirroredAtomicCall call;
     call.extent = FromProto(data.extent());
-    call.key = data.key();
+    call.key = key;
     call.offset = atomic.offset;
     call.op = static_cast<AtomicOp>(atomic.op);
     call.type = static_cast<DataType>(atomic.type);
@@ -363,36 +362,93 @@ MirroredAtomicCall RedundancyService::AtomicAt(const rpc::Member &data,
     return call;
 }
 
+void RedundancyService::RequireWord(const MirroredAtomicResult &there, size_t size,
+                                    uint64_t server) {
+    if (there.result.size() != size || there.value.size() != size) {
+        Fail(openfam::FAM_ERR_RPC, "memory server {} answered a RAID5 atomic with {} bytes", server,
+             there.result.size());
+    }
+}
+
+void RedundancyService::CountInParity(const rpc::StripeRequest &request, uint64_t d, uint64_t p,
+                                      size_t size, const char *old, const char *value, char *word) {
+    uint64_t n = request.members_size(), self = request.self();
+    char parity[16] = {};
+    if (request.members(static_cast<int>(self)).state() == kHealthy) {
+        CopyFamBytes(parity, word, size);
+        XorInto(parity, old, size);
+        XorInto(parity, value, size);
+    } else {
+        // This member is being rebuilt, its word perhaps not yet made from the data (and a
+        // rebuild does not write a unit that comes out all zeros): made from the data now.
+        std::vector<std::vector<char>> others;
+        {
+            MemberIo io(local_, peers_, request);  // after the buffers it uses
+            for (uint64_t m = 0; m < n; ++m) {
+                if (m == d || m == self) continue;
+                others.emplace_back(size);
+                io.Read(m, p, others.back().data(), size);
+            }
+            io.Finish();
+        }
+        std::memcpy(parity, value, size);
+        for (const std::vector<char> &bytes : others) XorInto(parity, bytes.data(), size);
+    }
+    CopyFamBytes(word, parity, size);
+}
+
 void RedundancyService::FinishPending(const rpc::StripeRequest &request, StripeGate::Hold &held,
                                       const std::vector<uint64_t> &stripes) {
     const rpc::Member &me = request.members(static_cast<int>(request.self()));
     ExtentRef mine = FromProto(me.extent());
+    bool rebuild = request.op() == rpc::StripeRequest::REBUILD;
     for (uint64_t s : stripes) {
         for (const auto &[op_id, atomic] : held.pending(s)) {
             if (atomic.member >= static_cast<uint64_t>(request.members_size())) continue;
             const rpc::Member &data = request.members(static_cast<int>(atomic.member));
-            if (data.state() != kHealthy) {
-                // Its unit is what parity and the others make of it, without the change (a
-                // rebuilt one is a new extent, which a late request no longer reaches).
+            // Its member made anew: the extent the atomic reached is gone, and the new one's
+            // unit is what parity and the others make of it, without the change.
+            if (rebuild && request.lost() == atomic.member) {
                 held.Finished(s, op_id);
                 continue;
             }
             size_t size = SizeOf(static_cast<DataType>(atomic.type));
             uint64_t life = 0;
             std::shared_ptr<HeapMapping> hold;
-            char *word = local_->Reach(mine, me.key(), atomic.offset, size, true,
-                                       "a RAID5 atomic pending", &hold, &life);
-            MirroredAtomicResult there =
-                peer_(data.server_id()).MirroredAtomic(AtomicAt(data, atomic, op_id));
-            if (there.result.size() != size || there.value.size() != size) {
-                Fail(openfam::FAM_ERR_RPC, "memory server {} answered a RAID5 atomic with {} bytes",
-                     data.server_id(), there.result.size());
+            char *word = nullptr;
+            try {
+                word = local_->Reach(mine, me.key(), atomic.offset, size, true,
+                                     "a RAID5 atomic pending", &hold, &life);
+            } catch (const Failure &) {  // this request's key reads only, or is older
+                word = local_->Reach(mine, atomic.parity_key, atomic.offset, size, true,
+                                     "a RAID5 atomic pending", &hold, &life);
             }
-            char parity[16];
-            CopyFamBytes(parity, word, size);
-            XorInto(parity, there.result.data(), size);
-            XorInto(parity, there.value.data(), size);
-            CopyFamBytes(word, parity, size);
+            // Asked again of the server and extent it was sent to (the key it went with
+            // reaches that extent only; a newer one of this request may be needed after a
+            // revocation, when this view has the member healthy).
+            MirroredAtomicResult there;
+            try {
+                there = peer_(atomic.data_server)
+                            .MirroredAtomic(AtomicAt(data, atomic, op_id, atomic.data_key));
+            } catch (const Failure &failure) {
+                bool healthy = data.state() == kHealthy;
+                if (failure.fam_error() == openfam::FAM_ERR_NOPERM && healthy &&
+                    data.server_id() == atomic.data_server && data.key() != atomic.data_key) {
+                    there = peer_(data.server_id())
+                                .MirroredAtomic(AtomicAt(data, atomic, op_id, data.key()));
+                } else if (failure.fam_error() != openfam::FAM_ERR_NOPERM && !healthy) {
+                    // No answer from a member this view has not healthy: its unit is what
+                    // parity and the others make of it, without the change, until it is
+                    // rebuilt (a new extent, which the request no longer reaches).
+                    held.Finished(s, op_id);
+                    continue;
+                } else {
+                    throw;  // still pending: the caller makes its call again
+                }
+            }
+            RequireWord(there, size, atomic.data_server);
+            CountInParity(request, atomic.member, atomic.offset, size, there.result.data(),
+                          there.value.data(), word);
             Remember(op_id, mine, life, Applied{there.result, there.value});
             held.Finished(s, op_id);
         }
