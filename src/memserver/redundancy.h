@@ -112,6 +112,10 @@ class RedundancyService {
     // the difference, or, while this member is being rebuilt, as the data units make it.
     void CountInParity(const rpc::StripeRequest &request, uint64_t d, uint64_t p, size_t size,
                        const char *old, const char *value, char *word);
+    // The words at physical offset `p` of the stripe's data units but `d`'s, `size` bytes
+    // each, XORed into `into` (read over the fabric).
+    void XorOthers(const rpc::StripeRequest &request, uint64_t d, uint64_t p, size_t size,
+                   char *into);
     // The word at physical offset `p` of data member `d` (being rebuilt), `size` bytes, written
     // there as the stripe's parity and other data units make it; the caller holds the stripe.
     void RejoinWord(const rpc::StripeRequest &request, uint64_t d, uint64_t p, size_t size);

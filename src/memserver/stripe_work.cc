@@ -310,20 +310,10 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
         }
     } else {
         // The data unit's value is what parity and the other units make of it.
-        std::vector<std::vector<char>> others;
-        {
-            MemberIo io(local_, peers_, request);  // after the buffers it uses
-            for (uint64_t m = 0; m < n; ++m) {
-                if (m == d || m == self) continue;
-                others.emplace_back(size);
-                io.Read(m, p, others.back().data(), size);
-            }
-            io.Finish();
-        }
         char parity[16] = {};
         CopyFamBytes(parity, word, size);
         std::memcpy(old, parity, size);
-        for (const std::vector<char> &bytes : others) XorInto(old, bytes.data(), size);
+        XorOthers(request, d, p, size, old);
         std::memcpy(value, old, size);
         char result[16];
         ApplyAtomic(value, static_cast<AtomicOp>(request.atomic_op()), type,
@@ -372,7 +362,7 @@ void RedundancyService::RequireWord(const MirroredAtomicResult &there, size_t si
 
 void RedundancyService::CountInParity(const rpc::StripeRequest &request, uint64_t d, uint64_t p,
                                       size_t size, const char *old, const char *value, char *word) {
-    uint64_t n = request.members_size(), self = request.self();
+    uint64_t self = request.self();
     char parity[16] = {};
     if (request.members(static_cast<int>(self)).state() == kHealthy) {
         CopyFamBytes(parity, word, size);
@@ -381,18 +371,8 @@ void RedundancyService::CountInParity(const rpc::StripeRequest &request, uint64_
     } else {
         // This member is being rebuilt, its word perhaps not yet made from the data (and a
         // rebuild does not write a unit that comes out all zeros): made from the data now.
-        std::vector<std::vector<char>> others;
-        {
-            MemberIo io(local_, peers_, request);  // after the buffers it uses
-            for (uint64_t m = 0; m < n; ++m) {
-                if (m == d || m == self) continue;
-                others.emplace_back(size);
-                io.Read(m, p, others.back().data(), size);
-            }
-            io.Finish();
-        }
         std::memcpy(parity, value, size);
-        for (const std::vector<char> &bytes : others) XorInto(parity, bytes.data(), size);
+        XorOthers(request, d, p, size, parity);
     }
     CopyFamBytes(word, parity, size);
 }
@@ -457,12 +437,23 @@ void RedundancyService::FinishPending(const rpc::StripeRequest &request, StripeG
 
 void RedundancyService::RejoinWord(const rpc::StripeRequest &request, uint64_t d, uint64_t p,
                                    size_t size) {
-    uint64_t n = request.members_size(), self = request.self();
     char word[16] = {};
+    {
+        MemberIo io(local_, peers_, request);
+        io.Read(request.self(), p, word, size);
+    }
+    XorOthers(request, d, p, size, word);
+    MemberIo io(local_, peers_, request);
+    io.Write(d, p, word, size);
+    io.Finish();
+}
+
+void RedundancyService::XorOthers(const rpc::StripeRequest &request, uint64_t d, uint64_t p,
+                                  size_t size, char *into) {
+    uint64_t n = request.members_size(), self = request.self();
     std::vector<std::vector<char>> others;
     {
         MemberIo io(local_, peers_, request);  // after the buffers it uses
-        io.Read(self, p, word, size);
         for (uint64_t m = 0; m < n; ++m) {
             if (m == d || m == self) continue;
             others.emplace_back(size);
@@ -470,10 +461,7 @@ void RedundancyService::RejoinWord(const rpc::StripeRequest &request, uint64_t d
         }
         io.Finish();
     }
-    for (const std::vector<char> &bytes : others) XorInto(word, bytes.data(), size);
-    MemberIo io(local_, peers_, request);
-    io.Write(d, p, word, size);
-    io.Finish();
+    for (const std::vector<char> &bytes : others) XorInto(into, bytes.data(), size);
 }
 
 void RedundancyService::StripeLease(const rpc::StripeRequest &request, rpc::StripeReply *reply) {
