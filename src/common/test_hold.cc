@@ -22,11 +22,13 @@ struct Hold {
 
 class Holds {
   public:
-    Holds() {
+    Holds() { Load(); }
+    void Load() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        holds_.clear();
         const char *text = std::getenv("FAMPOOL_TEST_HOLD");
-        if (!text || !*text) return;
-        std::string all = text;
-        for (size_t at = 0; at <= all.size();) {
+        std::string all = text ? text : "";
+        for (size_t at = 0; !all.empty() && at <= all.size();) {
             size_t end = all.find(',', at);
             if (end == std::string::npos) end = all.size();
             Parse(all.substr(at, end - at));
@@ -89,6 +91,8 @@ Holds &TheHolds() {
 }
 
 }  // namespace
+
+void ReloadTestHolds() { TheHolds().Load(); }
 
 void HoldAt(const char *point) {
     Holds &holds = TheHolds();

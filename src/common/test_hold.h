@@ -17,6 +17,9 @@
 namespace fampool {
 
 void HoldAt(const char *point);
+// Reads FAMPOOL_TEST_HOLD again (the holds are read at the first HoldAt otherwise), with every
+// count anew: for a process that runs several tests, each with holds of its own.
+void ReloadTestHolds();
 
 }  // namespace fampool
 

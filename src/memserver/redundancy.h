@@ -97,7 +97,8 @@ class RedundancyService {
     void StripeAtomic(const rpc::StripeRequest &request, rpc::StripeReply *reply);
     // The atomics pending in the held stripes (StripeGate::PendingAtomic), finished: each
     // asked of its data unit's server again (applied once by its id) and counted in parity,
-    // or, its data member no longer healthy, dropped (that unit is what parity makes of it).
+    // or its new word written to its data member (Rejoin); or, that member no longer healthy,
+    // dropped (that unit is what parity makes of it).
     void FinishPending(const rpc::StripeRequest &request, StripeGate::Hold &held,
                        const std::vector<uint64_t> &stripes);
     // The call that has data member `data`'s server apply `atomic` (its id `op_id`), with
@@ -116,8 +117,16 @@ class RedundancyService {
     // each, XORed into `into` (read over the fabric).
     void XorOthers(const rpc::StripeRequest &request, uint64_t d, uint64_t p, size_t size,
                    char *into);
-    // The word at physical offset `p` of data member `d` (being rebuilt), `size` bytes, written
-    // there as the stripe's parity and other data units make it; the caller holds the stripe.
+    // A pending atomic's new word (`atomic.rejoin`) written to its data member: the extent it
+    // was meant for, or, with a current view, the one `request` names when that is reached
+    // otherwise now (a newer key or life). With a current view, dropped instead when parity
+    // (this server's member) is not healthy or is being rebuilt (made from the data, which
+    // then stands), and made from parity when the member is being rebuilt by this request.
+    // True: finished. False: left pending (the view has that member lost; parity stands for
+    // its unit). Throws when it is still pending and the request cannot go on.
+    bool Rejoin(const rpc::StripeRequest &request, const StripeGate::PendingAtomic &atomic);
+    // The word at physical offset `p` of data member `d`, `size` bytes, written there as the
+    // stripe's parity and other data units make it; the caller holds the stripe.
     void RejoinWord(const rpc::StripeRequest &request, uint64_t d, uint64_t p, size_t size);
     void StripeRebuild(const rpc::StripeRequest &request);
     void StripeLease(const rpc::StripeRequest &request, rpc::StripeReply *reply);

@@ -38,18 +38,10 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     // This server's word of parity, reached once: a key revoked from now on (a member
     // declared lost meanwhile) must not stop the change it counts.
     char *word = local_->Reach(mine, me.key(), p, size, true, "a RAID5 atomic", &hold, &life);
-    bool others_healthy = true;  // every data unit of the stripe but d's
-    for (uint64_t m = 0; m < n; ++m) {
-        if (m != d && m != self)
-            others_healthy &= request.members(static_cast<int>(m)).state() == kHealthy;
-    }
     Applied applied;
-    if (Recall(request.op_id(), mine, life, &applied)) {  // a retry: applied, parity too
-        // The data member being rebuilt may lack the word (its write failed): it gets it
-        // again, as parity and the other units make it now.
-        if (data.state() == kRebuilding && me.state() == kHealthy && others_healthy) {
-            RejoinWord(request, d, p, size);
-        }
+    // A retry: applied, parity too (and its word written to a data member being rebuilt, or
+    // pending until it is: finished above).
+    if (Recall(request.op_id(), mine, life, &applied)) {
         reply->set_data(applied.result);
         return;
     }
@@ -101,12 +93,26 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
     Remember(request.op_id(), mine, life,
              Applied{std::string(old, size), std::string(value, size)});
     held.Finished(s, request.op_id());
-    if (data.state() == kRebuilding) {
-        // It takes writes. When this one fails, the client's next call (answered from memory
-        // above) writes the word there again.
+    if (data.state() == kRebuilding && std::memcmp(old, value, size) != 0) {
+        // It takes writes, and its rebuild may have passed this stripe: until this one has
+        // landed the atomic is pending, and the next holder of the stripe writes the word
+        // there before anything else (FinishPending), whether the client makes its call again
+        // or not, and whether the rebuild has ended by then or not.
+        StripeGate::PendingAtomic rejoin;
+        rejoin.member = d;
+        rejoin.offset = p;
+        rejoin.type = static_cast<uint32_t>(request.type());
+        rejoin.data_server = data.server_id();
+        rejoin.data_key = data.key();
+        rejoin.parity_key = me.key();
+        rejoin.rejoin.assign(value, size);
+        rejoin.data_member = data.SerializeAsString();
+        held.Pending(s, request.op_id(), std::move(rejoin));
+        HoldAt("stripe.atomic-rejoin");
         MemberIo io(local_, peers_, request);
         io.Write(d, p, value, size);
         io.Finish();
+        held.Finished(s, request.op_id());
     }
     HoldAt("stripe.atomic-applied");
     reply->set_data(old, size);
@@ -160,6 +166,10 @@ void RedundancyService::FinishPending(const rpc::StripeRequest &request, StripeG
     for (uint64_t s : stripes) {
         for (const auto &[op_id, atomic] : held.pending(s)) {
             if (atomic.member >= static_cast<uint64_t>(request.members_size())) continue;
+            if (!atomic.rejoin.empty()) {  // applied and counted here: its word written
+                if (Rejoin(request, atomic)) held.Finished(s, op_id);
+                continue;
+            }
             const rpc::Member &data = request.members(static_cast<int>(atomic.member));
             // Its member made anew: the extent the atomic reached is gone, and the new one's
             // unit is what parity and the others make of it, without the change.
@@ -208,6 +218,60 @@ void RedundancyService::FinishPending(const rpc::StripeRequest &request, StripeG
             held.Finished(s, op_id);
         }
     }
+}
+
+bool RedundancyService::Rejoin(const rpc::StripeRequest &request,
+                               const StripeGate::PendingAtomic &atomic) {
+    const rpc::Member &me = request.members(static_cast<int>(request.self()));
+    uint64_t d = atomic.member, size = atomic.rejoin.size();
+    // This request's view is current when its key of this server's member still reaches it:
+    // keys are revoked at every loss and every rebuild's start. Only a current view may
+    // drop the atomic or send its word elsewhere.
+    bool current = true;
+    try {
+        std::shared_ptr<HeapMapping> hold;
+        local_->Reach(FromProto(me.extent()), me.key(), atomic.offset, size, false,
+                      "a RAID5 atomic pending", &hold);
+    } catch (const Failure &) {
+        current = false;
+    }
+    bool rebuild = request.op() == rpc::StripeRequest::REBUILD;
+    if (current) {
+        // Parity made anew, from the data: the word stands as its member holds it (writing
+        // it there now could undo atomics applied there while parity was lost).
+        if (me.state() != kHealthy || (rebuild && request.lost() == request.self())) return true;
+        // The member made anew by this rebuild: the word as parity and the others make it,
+        // written now (the rebuild leaves a unit of zeros unwritten).
+        if (rebuild && request.lost() == d) {
+            RejoinWord(request, d, atomic.offset, size);
+            return true;
+        }
+    }
+    int m = static_cast<int>(d);
+    rpc::StripeRequest then;  // this request's members, with d's the one the word was meant for
+    *then.mutable_members() = request.members();
+    then.set_self(request.self());
+    if (!then.mutable_members(m)->ParseFromString(atomic.data_member)) {
+        Fail(openfam::FAM_ERR_RPC, "a RAID5 atomic pending names no member");
+    }
+    try {
+        MemberIo io(local_, peers_, then);
+        io.Write(d, atomic.offset, atomic.rejoin.data(), size);
+        io.Finish();
+        return true;
+    } catch (const Failure &) {
+        if (!current) throw;  // still pending
+        const rpc::Member &now = request.members(m), &meant = then.members(m);
+        // Lost: parity stands for its unit; pending until it is rebuilt or taken back.
+        if (now.state() == kLost) return false;
+        bool other = now.server_id() != meant.server_id() || now.key() != meant.key() ||
+                     now.incarnation() != meant.incarnation();
+        if (!other || now.fabric_address().empty()) throw;  // still pending
+    }
+    MemberIo io(local_, peers_, request);
+    io.Write(d, atomic.offset, atomic.rejoin.data(), size);
+    io.Finish();
+    return true;
 }
 
 void RedundancyService::RejoinWord(const rpc::StripeRequest &request, uint64_t d, uint64_t p,

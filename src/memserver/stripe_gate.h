@@ -11,8 +11,9 @@
 // request meant its data units to be (Intent): with a data member missing, that member's unit
 // is the intended one, not what parity and the others make of it (those do not match). A
 // stripe with a RAID5 atomic pending (its data unit's server did not answer: the word may hold
-// the change, parity does not) is suspect until the next request that holds it finishes the
-// atomic (PendingAtomic).
+// the change, parity does not; or the new word's write to a data member being rebuilt did not
+// end well) is suspect until the next request that holds it finishes the atomic
+// (PendingAtomic).
 #ifndef FAMPOOL_MEMSERVER_STRIPE_GATE_H_
 #define FAMPOOL_MEMSERVER_STRIPE_GATE_H_
 
@@ -36,12 +37,16 @@ class StripeGate {
     // A RAID5 atomic that this server asked a data unit's server to apply and got no answer
     // from: `member`'s word at physical offset `offset` may hold the change, parity does not.
     // The data unit's server and key it was sent to (its extent then), and the key of this
-    // server's member that came with it.
+    // server's member that came with it. With `rejoin` set, the other way round: the atomic
+    // was applied here from parity and the other units (its data member being rebuilt) and
+    // parity counts it, but its write of the new word (`rejoin`) to `data_member` (an
+    // rpc::Member, serialized) may not have landed.
     struct PendingAtomic {
         uint64_t member = 0, offset = 0;
         uint32_t op = 0, type = 0;
         std::string operand, compare;
         uint64_t data_server = 0, data_key = 0, parity_key = 0;
+        std::string rejoin, data_member;
     };
 
     // What a write meant a stripe's data units to be: bytes [low, high) of each column, for

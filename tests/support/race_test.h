@@ -7,6 +7,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_hold.h"
 #include "raid_cluster.h"
 #include "raid_state.h"
 
@@ -46,6 +48,7 @@ class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Le
     void PrepareEnvironment() override {
         RaidClusterTest::PrepareEnvironment();
         SetEnv("FAMPOOL_TEST_HOLD", Holds());
+        fampool::ReloadTestHolds();  // this process's holds too, when it runs several tests
     }
     bool AutoInitialize() const override { return false; }
     void SetUp() override {
@@ -64,6 +67,8 @@ class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Le
         words_.reset();
         region_.reset();
         RaidClusterTest::TearDown();
+        SetEnv("FAMPOOL_TEST_HOLD", std::nullopt);
+        fampool::ReloadTestHolds();  // none for the next test of this process
     }
 
     // Memory server index (1 to 3) whose log says it reached `point` since `lines_before`
@@ -74,6 +79,16 @@ class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Le
                 return i;
         }
         return 0;
+    }
+    // Waits (at most `seconds`) until server process `i`'s log says it reached `point` since
+    // `from` lines of it.
+    bool WaitMention(size_t i, size_t from, const char *point, double seconds) {
+        auto deadline = SteadyClock::now() + std::chrono::milliseconds(int64_t(seconds * 1000));
+        while (!LastLinesMention(i, from, point)) {
+            if (SteadyClock::now() > deadline) return false;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return true;
     }
     std::vector<size_t> LogLineCounts() {
         std::vector<size_t> counts;
@@ -153,12 +168,33 @@ class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Le
         }
         if (HasFailure()) std::fprintf(stderr, "the servers' logs:\n%s", cluster()->Logs().c_str());
     }
-    // `check(when)` with every member healthy, then with each of memory servers 1-3 killed in
-    // turn (restarted and rebuilt before the next): what parity makes of the killed members'
-    // units must be what they held.
-    void CheckWithEachServerKilled(const std::function<void(const std::string &)> &check) {
+    // The words' values, read with one get of the item; every other byte must be 0 (never
+    // written), `when` saying when for a failure.
+    std::vector<uint64_t> ReadWords(const std::string &when) {
+        std::vector<uint8_t> back(kWords * kStride);
+        fam()->fam_get_blocking(back.data(), words_.get(), 0, back.size());
+        std::vector<uint64_t> values(kWords);
+        for (uint64_t word = 0; word < kWords; ++word) {
+            std::memcpy(&values[word], back.data() + word * kStride, sizeof(uint64_t));
+            std::memset(back.data() + word * kStride, 0, sizeof(uint64_t));
+        }
+        uint64_t wrong = 0, first = back.size();
+        for (uint64_t i = 0; i < back.size(); ++i) {
+            if (!back[i]) continue;
+            ++wrong;
+            first = std::min(first, i);
+        }
+        EXPECT_EQ(wrong, 0u) << "bytes never written that are not 0 (the first at " << first
+                             << "), " << when;
+        return values;
+    }
+    // `check(when)` with every member healthy, then with each of memory servers `order` (1-3)
+    // killed in turn (restarted and rebuilt before the next): what parity makes of the killed
+    // members' units must be what they held.
+    void CheckWithEachServerKilled(const std::function<void(const std::string &)> &check,
+                                   const std::vector<size_t> &order = {1, 2, 3}) {
         check("with every member healthy");
-        for (size_t server : {1, 2, 3}) {
+        for (size_t server : order) {
             cluster()->Kill(server, SIGKILL);
             ASSERT_TRUE(WaitDegraded("raid", 10));
             check("with memory server " + std::to_string(server) + " killed");
