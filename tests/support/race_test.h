@@ -64,6 +64,9 @@ class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Le
         words_ = Allocate("words", kWords * kStride, region_.get());
     }
     void TearDown() override {
+        // Whatever failed (an assertion on a wait, a check), the servers' side of it.
+        if (HasFailure() && cluster())
+            std::fprintf(stderr, "the servers' logs:\n%s", cluster()->Logs().c_str());
         words_.reset();
         region_.reset();
         RaidClusterTest::TearDown();
@@ -166,7 +169,6 @@ class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Le
             EXPECT_EQ(value, acked) << "word " << word << " (below: an add lost; above: one "
                                     << "applied twice), " << when;
         }
-        if (HasFailure()) std::fprintf(stderr, "the servers' logs:\n%s", cluster()->Logs().c_str());
     }
     // The words' values, read with one get of the item; every other byte must be 0 (never
     // written), `when` saying when for a failure.
@@ -202,7 +204,6 @@ class RaceTest : public RaidClusterTest, public ::testing::WithParamInterface<Le
             cluster()->WaitReady();
             ASSERT_TRUE(WaitHealthy("raid", 60));
         }
-        if (HasFailure()) std::fprintf(stderr, "the servers' logs:\n%s", cluster()->Logs().c_str());
     }
     bool WaitCalls(Adders &adders, uint64_t more) {
         uint64_t from = adders.calls.load();
