@@ -98,13 +98,9 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
         // landed the atomic is pending, and the next holder of the stripe writes the word
         // there before anything else (FinishPending), whether the client makes its call again
         // or not, and whether the rebuild has ended by then or not.
-        StripeGate::PendingAtomic rejoin;
+        StripeGate::PendingAtomic rejoin;  // the member, its word and where: nothing to ask
         rejoin.member = d;
         rejoin.offset = p;
-        rejoin.type = static_cast<uint32_t>(request.type());
-        rejoin.data_server = data.server_id();
-        rejoin.data_key = data.key();
-        rejoin.parity_key = me.key();
         rejoin.rejoin.assign(value, size);
         rejoin.data_member = data.SerializeAsString();
         held.Pending(s, request.op_id(), std::move(rejoin));

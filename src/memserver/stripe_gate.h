@@ -40,7 +40,8 @@ class StripeGate {
     // server's member that came with it. With `rejoin` set, the other way round: the atomic
     // was applied here from parity and the other units (its data member being rebuilt) and
     // parity counts it, but its write of the new word (`rejoin`) to `data_member` (an
-    // rpc::Member, serialized) may not have landed.
+    // rpc::Member, serialized, with its server and key) may not have landed; the fields
+    // between are not used then.
     struct PendingAtomic {
         uint64_t member = 0, offset = 0;
         uint32_t op = 0, type = 0;
