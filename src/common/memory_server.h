@@ -211,6 +211,8 @@ class MemoryServer {
     virtual uint64_t id() const = 0;
     // Its memory's kind and speed (intent-based placement). Unknown (known false) by default.
     virtual MemoryProfile Profile() { return MemoryProfile{}; }
+    // Whether its calls travel to another process (a round trip each) rather than run here.
+    virtual bool remote() const { return false; }
 
     // Creates the extent's heap, `size` bytes long and sparse. `reserve` is what the region
     // counts on there (its share of the region's size): with a capacity set, refused with

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/at_once.h"
 #include "common/error.h"
 #include "common/region_attributes.h"
 #include "common/shards.h"
@@ -157,12 +158,11 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
 
     RequireCapacity(txn, region, Layout{}, layout, size, "create");
     std::vector<PlacedExtent> extents = ExtentsOf(region);
-    size_t created = 0;
+    std::vector<std::exception_ptr> failed = OnExtents(extents, [&](const PlacedExtent &each) {
+        Server(each.server).CreateExtent(each.extent, layout.extent_size, layout.share);
+    });
     try {
-        for (const PlacedExtent &each : extents) {
-            Server(each.server).CreateExtent(each.extent, layout.extent_size, layout.share);
-            ++created;
-        }
+        RethrowFirst(failed);
         txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
         txn.Put(Table::kRegionNames, name, Key(region.id));
         if (layout.interleaved()) {
@@ -175,17 +175,34 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
         }
         txn.Commit();
     } catch (...) {
-        for (size_t i = 0; i < created; ++i) {
-            try {
-                Server(extents[i].server).DestroyExtent(extents[i].extent);
-            } catch (const Failure &) {
-                // The server is gone; its heap goes with its next restart (volatile) or stays
-                // as an orphan file (persistent), never referenced by metadata.
-            }
+        std::vector<PlacedExtent> created;
+        for (size_t i = 0; i < extents.size(); ++i) {
+            if (!failed[i]) created.push_back(extents[i]);
         }
+        // A server that fails here is gone; its heap goes with its next restart (volatile) or
+        // stays as an orphan file (persistent), never referenced by metadata.
+        DestroyExtents(created);
         throw;
     }
     return region;
+}
+
+void MetadataStore::DestroyExtents(const std::vector<PlacedExtent> &extents) const {
+    OnExtents(extents, [&](const PlacedExtent &each) {
+        try {
+            Server(each.server).DestroyExtent(each.extent);
+        } catch (const Failure &) {
+        }
+    });
+}
+
+std::vector<std::exception_ptr> MetadataStore::OnExtents(
+    const std::vector<PlacedExtent> &extents,
+    const std::function<void(const PlacedExtent &)> &call) const {
+    bool remote = std::any_of(servers_.begin(), servers_.end(),
+                              [](const MemoryServer *server) { return server->remote(); });
+    return AtOnce(
+        extents.size(), [&](size_t i) { call(extents[i]); }, remote);
 }
 
 void MetadataStore::DestroyRegion(uint64_t region_id, const Caller &caller) {
@@ -195,14 +212,9 @@ void MetadataStore::DestroyRegion(uint64_t region_id, const Caller &caller) {
     RemoveRegionRecords(txn, region);
     txn.Commit();
     grants_.Forget(region.id);
-    for (const PlacedExtent &each : ExtentsOf(region)) {
-        try {
-            Server(each.server).DestroyExtent(each.extent);
-        } catch (const Failure &) {
-            // The region is gone from the metadata; an unreachable server's heap is released
-            // when it restarts (volatile) or stays as an unreferenced file (persistent).
-        }
-    }
+    // The region is gone from the metadata; an unreachable server's heap is released when it
+    // restarts (volatile) or stays as an unreferenced file (persistent).
+    DestroyExtents(ExtentsOf(region));
 }
 
 RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const Caller &caller) {
@@ -253,12 +265,15 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
                  "of its bytes and its memory server {} is down (resize once it is back)",
                  region.name, m, MemberServer(region, m));
         }
+        std::vector<PlacedExtent> kept;  // a lost member is rebuilt at the new size
         for (const PlacedExtent &each : ExtentsOf(region)) {
-            if (StateOf(region, each.member) == kLost) continue;  // rebuilt at the new size
+            if (StateOf(region, each.member) != kLost) kept.push_back(each);
+        }
+        RethrowFirst(OnExtents(kept, [&](const PlacedExtent &each) {
             Server(each.server)
                 .ResizeExtent(each.extent, old_extent, new_extent,
                               after.share - std::min(after.share, before.share));
-        }
+        }));
     }
     region.size = size;
     txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
@@ -386,13 +401,11 @@ void MetadataStore::ServerRestarted(uint64_t server_id) {
     }
     for (const RegionInfo &region : all) grants_.Forget(region.id);
     for (const RegionInfo &region : gone) {
+        std::vector<PlacedExtent> elsewhere;
         for (const PlacedExtent &each : ExtentsOf(region)) {
-            if (each.server == server_id) continue;
-            try {
-                Server(each.server).DestroyExtent(each.extent);
-            } catch (const Failure &) {
-            }
+            if (each.server != server_id) elsewhere.push_back(each);
         }
+        DestroyExtents(elsewhere);
     }
 }
 

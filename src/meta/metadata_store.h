@@ -21,6 +21,8 @@
 #define FAMPOOL_META_METADATA_STORE_H_
 
 #include <atomic>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,7 +40,8 @@ namespace fampool {
 
 namespace store {
 struct Layout;
-}
+struct PlacedExtent;
+}  // namespace store
 
 class MetadataStore : public MetadataService {
   public:
@@ -133,6 +136,14 @@ class MetadataStore : public MetadataService {
     // The memory server with this id; FAM_ERR_RESOURCE when the configuration has none (a
     // region placed on an embedded memory tier since removed from memory_tiers).
     MemoryServer &Server(uint64_t id) const;
+    // Runs call(e) for each of `extents` and returns what each threw (null: it returned), by
+    // index: at the same time when the servers are remote, so that a step on a region's S
+    // servers waits one round trip rather than S (common/at_once.h).
+    std::vector<std::exception_ptr> OnExtents(
+        const std::vector<store::PlacedExtent> &extents,
+        const std::function<void(const store::PlacedExtent &)> &call) const;
+    // Destroys these extents (at once), each whose server fails left as it is.
+    void DestroyExtents(const std::vector<store::PlacedExtent> &extents) const;
     // The servers `ids` as intent-based placement sees them: profile, domain, and free bytes
     // from `usage` (bytes placed per server; empty: free space not counted).
     std::vector<PlacementCandidate> AsCandidates(const std::vector<uint64_t> &ids,

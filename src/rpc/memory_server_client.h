@@ -39,6 +39,7 @@ class MemoryServerClient : public MemoryServer {
                        const TlsSettings &tls = TlsSettings());
 
     uint64_t id() const override { return id_; }
+    bool remote() const override { return true; }
     const std::string &address() const { return address_; }
     MemoryServerInfo Info();
     // A heartbeat's short wait. `wait_for_connection`: the call waits (within `timeout`) for a

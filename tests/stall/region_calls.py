@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Region creation and destruction timed while the memory servers' links are full.
+
+  tests/stall/region_calls.py --build-dir build [--runs N] [--seconds S] [--link-rate R]
+
+Each run starts a fresh emulated cluster (`fampool up --emulate`: 8 memory servers and 8
+client nodes, every link shaped to R, 64 KiB interleaving; root, for the network namespaces).
+7 PEs on client nodes 1-7 write interleaved items over all 8 servers for S seconds
+(`placement_bench placement --placements interleaved --ops put`): each server's incoming link
+is the in-cast of 7 flows and its queue stays full. Meanwhile a PE on client node 0 (Python)
+creates and destroys an interleaved region over the 8 servers again and again, and each call
+is timed. A region's creation asks each of its servers to create its extent; the metadata
+service makes those calls through the servers' full links.
+
+Prints, per run and over all runs, the count, median, 90th percentile and largest time of
+each call, and every call that failed. Exit status 1 when a call failed.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+PROBE = r"""
+import json, sys, time
+import fampool
+stop_file, out = sys.argv[1], sys.argv[2]
+import os
+times = {"create": [], "destroy": []}
+failures = []
+with fampool.Fam() as fam:
+    i = 0
+    while not os.path.exists(stop_file):
+        name = f"probe_{os.getpid()}_{i}"
+        i += 1
+        start = time.monotonic()
+        try:
+            region = fam.create_region(name, 16 << 20, 0o700, interleave=True)
+        except Exception as error:
+            failures.append(f"create_region {name} after {time.monotonic() - start:.2f} s: {error}")
+            continue
+        times["create"].append(time.monotonic() - start)
+        start = time.monotonic()
+        try:
+            fam.destroy_region(region)
+        except Exception as error:
+            failures.append(f"destroy_region {name} after {time.monotonic() - start:.2f} s: {error}")
+            continue
+        times["destroy"].append(time.monotonic() - start)
+with open(out, "w") as f:
+    json.dump({"times": times, "failures": failures}, f)
+"""
+
+
+def summary(values):
+    if not values:
+        return "none"
+    values = sorted(values)
+    p90 = values[min(len(values) - 1, int(0.9 * len(values)))]
+    return (f"{len(values):4} calls, median {statistics.median(values) * 1e3:7.1f} ms, "
+            f"p90 {p90 * 1e3:7.1f} ms, largest {values[-1] * 1e3:8.1f} ms")
+
+
+def namespaces(run_dir):
+    names = []
+    with open(os.path.join(run_dir, "emulation.yaml")) as f:
+        for line in f:
+            if "name: client" in line:
+                names.append(line.split("netns: ")[1].split(",")[0])
+    return names
+
+
+def one_run(args, build, index):
+    fampool = os.path.join(build, "tools", "fampool")
+    run_dir = tempfile.mkdtemp(prefix="fampool-regions-")
+    os.chmod(run_dir, 0o755)
+    config = os.path.join(run_dir, "cluster.yaml")
+    env = dict(os.environ, FAMPOOL_CONFIG=config)
+    try:
+        subprocess.run([fampool, "up", "--run-dir", run_dir, "--base-port", "auto",
+                        "--authentication", "none", "--emulate", "--memservers", "8",
+                        "--clients", "8", "--link-rate", args.link_rate, "--interleave",
+                        "65536"], check=True, capture_output=True, text=True, timeout=120)
+        spaces = namespaces(run_dir)
+        stop_file = os.path.join(run_dir, "stop")
+        out = os.path.join(run_dir, "probe.json")
+        probe_env = dict(env, PYTHONPATH=os.path.join(build, "python"))
+        probe = subprocess.Popen(["ip", "netns", "exec", spaces[0], sys.executable, "-c", PROBE,
+                                  stop_file, out], env=probe_env)
+        load = subprocess.run(
+            [os.path.join(build, "bench", "placement_bench"), "placement", "--netns",
+             ",".join(spaces[1:]), "--pes", str(len(spaces) - 1), "--placements",
+             "interleaved", "--ops", "put", "--seconds", str(args.seconds), "--link-bps",
+             str(args.link_bps)], env=env, capture_output=True, text=True,
+            timeout=args.seconds + 120)
+        with open(stop_file, "w"):
+            pass
+        probe.wait(timeout=120)
+        with open(out) as f:
+            got = json.load(f)
+        if load.returncode != 0:
+            got["failures"].append(f"the load failed ({load.returncode}): "
+                                   f"{load.stdout[-500:]}{load.stderr[-500:]}")
+        print(f"run {index}: create_region  {summary(got['times']['create'])}")
+        print(f"run {index}: destroy_region {summary(got['times']['destroy'])}")
+        for failure in got["failures"]:
+            print(f"run {index}: FAILED {failure}")
+        return got
+    finally:
+        subprocess.run([fampool, "down", "--run-dir", run_dir], capture_output=True, timeout=120)
+        subprocess.run(["rm", "-rf", run_dir])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build-dir", default="build")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--link-rate", default="200mbit")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("region_calls: needs root (network namespaces)")
+    units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+    rate = args.link_rate.lower()
+    args.link_bps = int(next(float(rate[:-len(u)]) * f for u, f in units.items()
+                             if rate.endswith(u)))
+    build = os.path.abspath(args.build_dir)
+    creates, destroys, failures = [], [], 0
+    for index in range(1, args.runs + 1):
+        got = one_run(args, build, index)
+        creates += got["times"]["create"]
+        destroys += got["times"]["destroy"]
+        failures += len(got["failures"])
+    print(f"all: create_region  {summary(creates)}")
+    print(f"all: destroy_region {summary(destroys)}")
+    print(f"all: {failures} failed calls")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
