@@ -217,6 +217,7 @@ void LocalMemoryServer::CreateExtent(ExtentRef extent, uint64_t size, uint64_t r
         RequireRoom(reserve, "CreateExtent");
         heap::Create(HeapPath(extent), size, location_.access);
     }
+    HoldAt("server.extent-created");  // answered late, as through a full link
     std::lock_guard<std::mutex> lock(grants_mutex_);
     ++lives_[GrantsOf(extent)];
 }

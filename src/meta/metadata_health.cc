@@ -136,7 +136,11 @@ void MetadataRpcService::ServerDied(uint64_t id) {
         std::lock_guard<std::mutex> lock(health_mutex_);
         if (!dead_.insert(id).second) return;
     }
-    std::vector<RegionInfo> changed = store_->Members().ServerLost(id);
+    std::vector<RegionInfo> changed;
+    {
+        auto members = store_->HoldMembers();
+        changed = store_->Members().ServerLost(id);
+    }
     std::fprintf(stderr,
                  "fampool-server: memory server %llu is not answering: declared dead; %zu "
                  "redundant region(s) degraded\n",

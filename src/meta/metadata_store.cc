@@ -147,22 +147,36 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
              layout.interleaved() ? "" : " (each of its servers can hold an item of its size)");
     }
 
-    Txn txn(*env_, /*write=*/true);
-    if (txn.Get(Table::kRegionNames, name, nullptr)) {
-        Fail(openfam::FAM_ERR_ALREADYEXIST, "region \"{}\" already exists", name);
+    // The name and id are taken in one short transaction, the extents made with none open,
+    // and the region recorded in a second: a write transaction held across the servers' calls
+    // held every other metadata write (allocations too) for as long as the slowest server took
+    // to answer, seconds when its link was full and a packet had to be sent again. A server's
+    // loss or restart, which records members' states, waits for creations in flight.
+    std::shared_lock<std::shared_mutex> creating(membership_);
+    auto require_new_name = [&](Txn &txn) {
+        if (txn.Get(Table::kRegionNames, name, nullptr)) {
+            Fail(openfam::FAM_ERR_ALREADYEXIST, "region \"{}\" already exists", name);
+        }
+    };
+    {
+        Txn txn(*env_, /*write=*/true);
+        require_new_name(txn);
+        std::string_view next;
+        txn.Get(Table::kMeta, "next_region", &next);
+        region.id = ReadU64(next);
+        txn.Put(Table::kMeta, "next_region", Key(region.id + 1));
+        RequireCapacity(txn, region, Layout{}, layout, size, "create");
+        txn.Commit();
     }
-    std::string_view next;
-    txn.Get(Table::kMeta, "next_region", &next);
-    region.id = ReadU64(next);
-    txn.Put(Table::kMeta, "next_region", Key(region.id + 1));
-
-    RequireCapacity(txn, region, Layout{}, layout, size, "create");
     std::vector<PlacedExtent> extents = ExtentsOf(region);
     std::vector<std::exception_ptr> failed = OnExtents(extents, [&](const PlacedExtent &each) {
         Server(each.server).CreateExtent(each.extent, layout.extent_size, layout.share);
     });
     try {
         RethrowFirst(failed);
+        Txn txn(*env_, /*write=*/true);
+        require_new_name(txn);  // a call made at the same time may have taken it meanwhile
+        RequireCapacity(txn, region, Layout{}, layout, size, "create");
         txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
         txn.Put(Table::kRegionNames, name, Key(region.id));
         if (layout.interleaved()) {
@@ -185,6 +199,10 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
         throw;
     }
     return region;
+}
+
+std::unique_lock<std::shared_mutex> MetadataStore::HoldMembers() {
+    return std::unique_lock<std::shared_mutex>(membership_);
 }
 
 void MetadataStore::DestroyExtents(const std::vector<PlacedExtent> &extents) const {
@@ -365,6 +383,7 @@ std::vector<MetadataStore::RegionUsage> MetadataStore::ListRegions() {
 }
 
 void MetadataStore::ServerRestarted(uint64_t server_id) {
+    std::unique_lock<std::shared_mutex> members = HoldMembers();
     std::vector<RegionInfo> gone, all;
     {
         Txn txn(*env_, /*write=*/true);

@@ -24,6 +24,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,9 @@ class MetadataStore : public MetadataService {
 
     // The members of redundant regions, lost and rebuilt (member_records.h).
     MemberRecords &Members() { return members_; }
+    // Held while a server's loss or restart is recorded: region creations in flight, which
+    // record every member as healthy, finish first, and new ones wait.
+    std::unique_lock<std::shared_mutex> HoldMembers();
     bool IsSpare(uint64_t server_id) const { return options_.spare(server_id); }
 
   private:
@@ -173,6 +177,7 @@ class MetadataStore : public MetadataService {
     KeyGrants grants_{server_};
     ServerProfiles profiles_{options_.profiles, servers_.size(), server_};
     MemberRecords members_{env_, servers_.size(), server_, grants_, options_};
+    std::shared_mutex membership_;  // see HoldMembers
     std::atomic<uint64_t> round_robin_{0};
     // Declared last: its thread, stopped first, uses the members above.
     ScrubQueue scrub_{env_, server_, grants_, options_.scrub_in_background, options_.grant_keys};

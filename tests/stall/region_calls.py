@@ -9,8 +9,10 @@ client nodes, every link shaped to R, 64 KiB interleaving; root, for the network
 (`placement_bench placement --placements interleaved --ops put`): each server's incoming link
 is the in-cast of 7 flows and its queue stays full. Meanwhile a PE on client node 0 (Python)
 creates and destroys an interleaved region over the 8 servers again and again, and each call
-is timed. A region's creation asks each of its servers to create its extent; the metadata
-service makes those calls through the servers' full links.
+is timed; beside it a second PE there allocates and deallocates 4 KiB items in a plain region
+of its own, also timed. A region's creation asks each of its servers to create its extent; the
+metadata service makes those calls through the servers' full links, and an allocation must not
+wait for them.
 
 Prints, per run and over all runs, the count, median, 90th percentile and largest time of
 each call, and every call that failed. Exit status 1 when a call failed.
@@ -23,32 +25,45 @@ import subprocess
 import sys
 import tempfile
 
+MODES = ("regions", "items")  # the two probes: regions created and destroyed, items allocated
+CALLS = {"create": "regions", "destroy": "regions", "allocate": "items", "deallocate": "items"}
+
 PROBE = r"""
-import json, sys, time
+import json, os, sys, time
 import fampool
-stop_file, out = sys.argv[1], sys.argv[2]
-import os
-times = {"create": [], "destroy": []}
+mode, stop_file, out = sys.argv[1], sys.argv[2], sys.argv[3]
+times = {"create": [], "destroy": []} if mode == "regions" else {"allocate": [], "deallocate": []}
 failures = []
+
+
+def timed(kind, call):
+    start = time.monotonic()
+    try:
+        got = call()
+    except Exception as error:
+        failures.append(f"{kind} after {time.monotonic() - start:.2f} s: {error}")
+        return None
+    times[kind].append(time.monotonic() - start)
+    return got
+
+
 with fampool.Fam() as fam:
+    own = None if mode == "regions" else fam.create_region(f"items_{os.getpid()}", 64 << 20)
     i = 0
     while not os.path.exists(stop_file):
-        name = f"probe_{os.getpid()}_{i}"
         i += 1
-        start = time.monotonic()
-        try:
-            region = fam.create_region(name, 16 << 20, 0o700, interleave=True)
-        except Exception as error:
-            failures.append(f"create_region {name} after {time.monotonic() - start:.2f} s: {error}")
-            continue
-        times["create"].append(time.monotonic() - start)
-        start = time.monotonic()
-        try:
-            fam.destroy_region(region)
-        except Exception as error:
-            failures.append(f"destroy_region {name} after {time.monotonic() - start:.2f} s: {error}")
-            continue
-        times["destroy"].append(time.monotonic() - start)
+        if mode == "regions":
+            name = f"probe_{os.getpid()}_{i}"
+            region = timed("create", lambda: fam.create_region(name, 16 << 20, 0o700,
+                                                               interleave=True))
+            if region is not None:
+                timed("destroy", lambda: fam.destroy_region(region))
+        else:
+            item = timed("allocate", lambda: fam.allocate(own, f"x{i}", 4096, 0o600))
+            if item is not None:
+                timed("deallocate", lambda: fam.deallocate(item))
+    if own is not None:
+        fam.destroy_region(own)
 with open(out, "w") as f:
     json.dump({"times": times, "failures": failures}, f)
 """
@@ -85,10 +100,10 @@ def one_run(args, build, index):
                         "65536"], check=True, capture_output=True, text=True, timeout=120)
         spaces = namespaces(run_dir)
         stop_file = os.path.join(run_dir, "stop")
-        out = os.path.join(run_dir, "probe.json")
         probe_env = dict(env, PYTHONPATH=os.path.join(build, "python"))
-        probe = subprocess.Popen(["ip", "netns", "exec", spaces[0], sys.executable, "-c", PROBE,
-                                  stop_file, out], env=probe_env)
+        probes = {mode: subprocess.Popen(
+            ["ip", "netns", "exec", spaces[0], sys.executable, "-c", PROBE, mode, stop_file,
+             os.path.join(run_dir, f"{mode}.json")], env=probe_env) for mode in MODES}
         load = subprocess.run(
             [os.path.join(build, "bench", "placement_bench"), "placement", "--netns",
              ",".join(spaces[1:]), "--pes", str(len(spaces) - 1), "--placements",
@@ -97,14 +112,18 @@ def one_run(args, build, index):
             timeout=args.seconds + 120)
         with open(stop_file, "w"):
             pass
-        probe.wait(timeout=120)
-        with open(out) as f:
-            got = json.load(f)
+        got = {"times": {}, "failures": []}
+        for mode, probe in probes.items():
+            probe.wait(timeout=120)
+            with open(os.path.join(run_dir, f"{mode}.json")) as f:
+                each = json.load(f)
+            got["times"].update(each["times"])
+            got["failures"] += each["failures"]
         if load.returncode != 0:
             got["failures"].append(f"the load failed ({load.returncode}): "
                                    f"{load.stdout[-500:]}{load.stderr[-500:]}")
-        print(f"run {index}: create_region  {summary(got['times']['create'])}")
-        print(f"run {index}: destroy_region {summary(got['times']['destroy'])}")
+        for kind in CALLS:
+            print(f"run {index}: {kind:<10} {summary(got['times'][kind])}")
         for failure in got["failures"]:
             print(f"run {index}: FAILED {failure}")
         return got
@@ -127,14 +146,14 @@ def main():
     args.link_bps = int(next(float(rate[:-len(u)]) * f for u, f in units.items()
                              if rate.endswith(u)))
     build = os.path.abspath(args.build_dir)
-    creates, destroys, failures = [], [], 0
+    every, failures = {kind: [] for kind in CALLS}, 0
     for index in range(1, args.runs + 1):
         got = one_run(args, build, index)
-        creates += got["times"]["create"]
-        destroys += got["times"]["destroy"]
+        for kind in CALLS:
+            every[kind] += got["times"][kind]
         failures += len(got["failures"])
-    print(f"all: create_region  {summary(creates)}")
-    print(f"all: destroy_region {summary(destroys)}")
+    for kind in CALLS:
+        print(f"all: {kind:<10} {summary(every[kind])}")
     print(f"all: {failures} failed calls")
     return 1 if failures else 0
 
