@@ -63,6 +63,11 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
         if (done + failed != last_done) {
             last_done = done + failed;
             last_change = now;
+            // Operations complete: the next ones will soon too. A manual-progress provider
+            // (tcp) reads its sockets only when polled, and a waiter napping 1 ms between
+            // polls through a stream of completions held non-blocking gets over tcp to a third
+            // of their rate (0.34 against 0.99 GB/s at 64 KiB).
+            nap = kFirstNap;
             int64_t real =
                 static_cast<int64_t>(done + failed) - static_cast<int64_t>(probes_ - probes_before);
             if (real > best_real) {
