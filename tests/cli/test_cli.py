@@ -95,6 +95,17 @@ def stop_cluster(run_dir):
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def cluster_logs(run_dir, lines=80):
+    """The last `lines` lines of each server log of the cluster in `run_dir`, each under its
+    name: what a failed test prints, since the directory goes with the cluster."""
+    logs = os.path.join(run_dir, "logs")
+    out = []
+    for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
+        with open(os.path.join(logs, name), errors="replace") as f:
+            out.append(f"--- {name} (last {lines} lines)\n" + "".join(f.readlines()[-lines:]))
+    return "\n".join(out)
+
+
 def new_run_dir():
     path = tempfile.mkdtemp(prefix="fampool-cli-")
     # Readable by all (clients of other users read the cluster file and reach the munged
