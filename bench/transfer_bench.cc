@@ -61,6 +61,7 @@ int StripedMain(int argc, char **argv);
 int ChannelMain(int argc, char **argv);
 int SameNodeMain(int argc, char **argv);
 int ApiMain(int argc, char **argv);
+int LargeMain(int argc, char **argv);
 
 namespace {
 
@@ -413,6 +414,7 @@ int main(int argc, char **argv) {
         {{"api", ApiMain, "get/put through the OpenFAM API against memcpy or raw libfabric"},
          {"striped", StripedMain, "an item striped over every server against one on one server"},
          {"channel", ChannelMain, "the libfabric channel against a raw libfabric loop, in-process"},
-         {"same-node", SameNodeMain, "the same-node descriptor path against opening heap files"}},
+         {"same-node", SameNodeMain, "the same-node descriptor path against opening heap files"},
+         {"large", LargeMain, "first write, write again and read of large items against raw"}},
         argc, argv);
 }

@@ -147,6 +147,33 @@ def cluster(r, out):
         r.down(none)
 
 
+def large(r, out):
+    """transfer_bench large: the first write, a write again and a read of one large item, on
+    the embedded model and a 3-server tcp cluster (no interleaving: one server holds the item),
+    each beside memcpy into a fresh mapping of the same kind of memory in the same run."""
+    csv = os.path.join(out, "large.csv")
+    if os.path.exists(csv):
+        os.remove(csv)  # transfer_bench appends
+    shape = ["--sizes", str(64 << 20), "--trials", "1"] if r.smoke else \
+        ["--sizes", ",".join(str(n) for n in (256 << 20, 1 << 30, 4 << 30)), "--trials", "3"]
+    shm = os.path.join("/dev/shm", os.path.basename(r.work) + "-large")
+    os.makedirs(shm, exist_ok=True)
+    try:
+        r.say("large: the embedded model against memcpy into a fresh /dev/shm mapping")
+        r.run([r.bench("transfer_bench"), "large", "--label", "embedded", *shape, "--csv", csv],
+              env={"FAMPOOL_HOME": os.path.join(r.work, "large-home"), "FAMPOOL_SHM_DIR": shm,
+                   "FAMPOOL_CONFIG": None, "OPENFAM_ROOT": None})
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+    r.say("large: three memory servers over tcp against memcpy into a fresh /dev/shm mapping")
+    run_dir = r.up("large-tcp", "--memservers", "3", "--provider", "tcp")
+    try:
+        r.run([r.bench("transfer_bench"), "large", "--label", "tcp", *shape, "--csv", csv],
+              env={"FAMPOOL_CONFIG": r.config(run_dir)})
+    finally:
+        r.down(run_dir)
+
+
 def small_ops(r, out):
     """small_ops_bench on the embedded model and one-server clusters (shm with and without
     fabric_direct, tcp), and OpenSHMEM's rate (peers shmem-rate); on each cluster also
