@@ -1,5 +1,9 @@
 #include "common/atomic_apply.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -201,6 +205,47 @@ __attribute__((noinline)) void CopyFamBytes(void *to, const void *from, size_t n
     }
 #endif
     std::memcpy(to, from, nbytes);
+}
+
+namespace {
+
+#ifndef MADV_POPULATE_WRITE
+constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14
+#endif
+constexpr size_t kPopulateFrom = size_t{4} << 20;
+constexpr size_t kPopulateStep = size_t{8} << 20;
+
+// Whether the pages at both ends of [at, at + length) exist (mincore: in the page cache of the
+// mapped file). Two pages stand for the step: a step written before has them, a fresh one not.
+bool Present(uintptr_t at, size_t length, uintptr_t page) {
+    unsigned char first = 0, last = 0;
+    uintptr_t end_page = (at + length - 1) / page * page;
+    if (mincore(reinterpret_cast<void *>(at), 1, &first) != 0) return true;
+    if (mincore(reinterpret_cast<void *>(end_page), 1, &last) != 0) return true;
+    return (first & 1) && (last & 1);
+}
+
+}  // namespace
+
+void WriteFamBytes(void *to, const void *from, size_t nbytes) {
+    static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    char *d = static_cast<char *>(to);
+    // The pages first, the bytes after in one copy: memcpy in steps of 8 MiB moved 5-6 GB/s
+    // where one of the whole range, with non-temporal stores, moved 9-10.
+    for (size_t done = nbytes < kPopulateFrom ? nbytes : 0; done < nbytes;) {
+        size_t length = std::min(kPopulateStep, nbytes - done);
+        uintptr_t first = reinterpret_cast<uintptr_t>(d + done) / page * page;
+        uintptr_t end = reinterpret_cast<uintptr_t>(d + done + length);
+        done += length;
+        // Populating pages already there still walks their page tables: only steps whose
+        // pages are not there yet. EINVAL (an older kernel), ENOMEM, EFAULT: the copy's own
+        // faults do it, or say what is wrong.
+        if (!Present(first, end - first, page) &&
+            madvise(reinterpret_cast<void *>(first), end - first, MADV_POPULATE_WRITE) != 0) {
+            break;
+        }
+    }
+    CopyFamBytes(to, from, nbytes);
 }
 
 }  // namespace fampool

@@ -265,7 +265,7 @@ void channel::CopyDirect(const FabricBinding &item, uint64_t offset, char *local
         FabricBinding::Place place = item.Locate(offset);
         uint64_t length = std::min(nbytes, place.contiguous);
         char *fam = item.servers[place.server].direct + place.physical;
-        CopyFamBytes(write ? fam : local, write ? local : fam, length);
+        write ? WriteFamBytes(fam, local, length) : CopyFamBytes(local, fam, length);
         offset += length;
         local += length;
         nbytes -= length;

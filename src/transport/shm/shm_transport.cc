@@ -52,11 +52,11 @@ class ShmChannel : public Channel {
     void Write(const std::shared_ptr<Binding> &item, uint64_t offset, const void *local,
                uint64_t nbytes, bool blocking) override {
         if (blocking || nbytes <= kInlineBytes) {
-            CopyFamBytes(Base(*item) + offset, local, nbytes);
+            WriteFamBytes(Base(*item) + offset, local, nbytes);
             return;
         }
         queue_.Post(
-            [item, offset, local, nbytes] { CopyFamBytes(Base(*item) + offset, local, nbytes); });
+            [item, offset, local, nbytes] { WriteFamBytes(Base(*item) + offset, local, nbytes); });
     }
 
     void Elements(const std::shared_ptr<Binding> &item, ElementPlan plan, char *local,
