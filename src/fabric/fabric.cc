@@ -204,9 +204,6 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
         fi_freeinfo(all);
         if (!info_) Fail(openfam::FAM_ERR_RESOURCE, "fi_dupinfo: out of memory");
     }
-    const char *name = info_->fabric_attr->prov_name;
-    closing_in_flight_crashes_ = std::strstr(name, "tcp") && std::strstr(name, "ofi_rxm") &&
-                                 fi_version() < FI_VERSION(1, 18);
     try {
         fid_fabric *fabric = nullptr;
         CheckFabric(fi_fabric(info_->fabric_attr, &fabric, nullptr), "fi_fabric", provider());
@@ -220,17 +217,6 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
         fi_freeinfo(info_);
         throw;
     }
-}
-
-bool FabricDomain::Retire(FabricEndpoint *endpoint) {
-    std::lock_guard<std::mutex> lock(retired_mutex_);
-    if (retired_ == kMostRetired) return false;
-    ++retired_;
-    // Released, not closed; the domain and fabric then refuse to close too (FI_EBUSY) and stay.
-    static_cast<void>(endpoint->endpoint.release());
-    static_cast<void>(endpoint->queue.release());
-    static_cast<void>(endpoint->counter.release());
-    return true;
 }
 
 FabricDomain::~FabricDomain() {

@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 
 namespace fampool {
@@ -92,8 +91,6 @@ struct FidCloser {
 template <typename T>
 using FidPtr = std::unique_ptr<T, FidCloser>;
 
-struct FabricEndpoint;
-
 // One provider's fabric and domain, opened for a client (initiates RMA and atomics), a server
 // (is their target), or an endpoint that sends and receives messages (the metadata calls).
 class FabricDomain {
@@ -158,20 +155,6 @@ class FabricDomain {
     }
 
     FidPtr<fid_av> OpenAddressVector();
-
-    // Whether closing an endpoint with operations in flight can crash this process: libfabric
-    // before 1.18, tcp under ofi_rxm. Its tcp provider reports a read whose response was half
-    // received twice when the endpoint closes, the second time with no context, and ofi_rxm
-    // dereferences that context inside fi_close (SIGSEGV at address 0x20; fixed upstream in
-    // 1.18; docs/robustness.md, "Large transfers, and giving up on them").
-    bool closing_in_flight_crashes() const { return closing_in_flight_crashes_; }
-    // Takes an endpoint with operations in flight that the caller gave up on, where closing it
-    // could crash (closing_in_flight_crashes): keeps it open and never drives it again, so that
-    // nothing it still holds completes (a manual-progress provider moves bytes only when
-    // driven) and nothing crashes. It is never closed: kept endpoints outlive the domain. At
-    // most kMostRetired; false when that many are kept already (the caller then closes it).
-    static constexpr size_t kMostRetired = 16;
-    bool Retire(FabricEndpoint *endpoint);
     // Registers [address, address + length) for `access` (FI_READ, FI_REMOTE_WRITE, ...); binds
     // and enables it on `endpoint` when the provider wants endpoint-bound registrations.
     FidPtr<fid_mr> Register(const void *address, size_t length, uint64_t access, fid_ep *endpoint);
@@ -192,9 +175,6 @@ class FabricDomain {
     uint64_t write_flags_ = 0;
     bool two_read_paths_ = false;  // see ReadFlags
     bool provider_names_endpoints_ = false;
-    bool closing_in_flight_crashes_ = false;
-    std::mutex retired_mutex_;
-    size_t retired_ = 0;
 };
 
 // An RDM endpoint bound to an address vector, a completion queue and, optionally, a

@@ -37,11 +37,6 @@ FabricChannel::~FabricChannel() {
 void FabricChannel::CloseEndpoint() {
     registrations_.clear();
     scratch_mr_.reset();
-    // Operations in flight on a provider whose close of them can crash: the domain keeps the
-    // endpoint, never driven again, instead (FabricDomain::Retire).
-    if (endpoint_.endpoint && posted_ != settled_ && domain_.closing_in_flight_crashes()) {
-        domain_.Retire(&endpoint_);
-    }
     endpoint_.endpoint.reset();
     endpoint_.queue.reset();
     endpoint_.counter.reset();
