@@ -15,10 +15,9 @@ namespace fampool {
 void CopyFamBytes(void *to, const void *from, size_t nbytes);
 // CopyFamBytes into FAM: a copy of kPopulateFrom bytes or more first has the kernel make the
 // destination's pages that are not there yet (MADV_POPULATE_WRITE, kPopulateStep at a time),
-// instead of faulting them in one by one under the copy. Into fresh 1 GiB of /dev/shm, memcpy alone
-// moved 1.2-1.3 GB/s and populate-then-copy 2.2-2.3; over pages already there the populate
-// costs a walk of their page tables (transfer_bench large). Where the kernel cannot (before
-// Linux 5.14) it copies as CopyFamBytes does.
+// instead of faulting them in one by one under the copy. Into a fresh 1 GiB of /dev/shm,
+// memcpy alone moved 1.2-1.4 GB/s and populate-then-copy 2.2-2.6 (transfer_bench large).
+// Where the kernel cannot (before Linux 5.14) it copies as CopyFamBytes does.
 void WriteFamBytes(void *to, const void *from, size_t nbytes);
 
 void ApplyAtomic(char *address, AtomicOp op, DataType type, const void *operand,
