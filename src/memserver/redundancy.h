@@ -84,7 +84,8 @@ class RedundancyService {
     // A Mirror request of atomics to remember for its extent (MirrorWrite::remembered).
     void TakeRemembered(const rpc::MirrorRequest &request);
     // Sends the atomics remembered for `source` (those applied or mirrored to it in its
-    // present life) to the member `target`, which a rebuild copies `source` to.
+    // present life) to the member `target`, which a rebuild copies `source` to (RAID1) or
+    // makes from units that hold them (RAID5).
     void SendRemembered(ExtentRef source, const rpc::Member &target);
     // Resync's check of the batch of the extent at `batch` that `snapshot` was written from:
     // the chunks that changed since are copied again.
@@ -108,13 +109,13 @@ class RedundancyService {
                                        const std::string &op_id, uint64_t key);
     // Throws unless a data unit's server answered an atomic of `size` bytes.
     static void RequireWord(const MirroredAtomicResult &there, size_t size, uint64_t server);
-    // A RAID5 atomic that data member `d`'s server applied at physical offset `p` (its word
+    // A RAID5 atomic that a data member's server applied at physical offset `p` (its word
     // `old` before, `value` right after), counted in this server's parity `word` there: by
-    // the difference, or, while this member is being rebuilt, as the data units make it.
-    void CountInParity(const rpc::StripeRequest &request, uint64_t d, uint64_t p, size_t size,
-                       const char *old, const char *value, char *word);
-    // The words at physical offset `p` of the stripe's data units but `d`'s, `size` bytes
-    // each, XORed into `into` (read over the fabric).
+    // the difference, or, while this member is being rebuilt, as the data units make it now.
+    void CountInParity(const rpc::StripeRequest &request, uint64_t p, size_t size, const char *old,
+                       const char *value, char *word);
+    // The words at physical offset `p` of the stripe's members but `d`'s and this server's,
+    // `size` bytes each, XORed into `into` (read over the fabric).
     void XorOthers(const rpc::StripeRequest &request, uint64_t d, uint64_t p, size_t size,
                    char *into);
     // A pending atomic's new word (`atomic.rejoin`) written to its data member: the extent it

@@ -52,15 +52,17 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
         // the client itself when this one is lost). Pending until parity counts it: when no
         // answer comes, the next holder of the stripe asks again (a late answer, or the
         // request landing late there, applies nothing twice) before anything reads parity.
-        StripeGate::PendingAtomic pending{d,
-                                          p,
-                                          static_cast<uint32_t>(request.atomic_op()),
-                                          static_cast<uint32_t>(request.type()),
-                                          request.operand(),
-                                          request.compare(),
-                                          data.server_id(),
-                                          data.key(),
-                                          me.key()};
+        StripeGate::PendingAtomic pending;
+        pending.member = d;
+        pending.offset = p;
+        pending.op = static_cast<uint32_t>(request.atomic_op());
+        pending.type = static_cast<uint32_t>(request.type());
+        pending.operand = request.operand();
+        pending.compare = request.compare();
+        pending.data_server = data.server_id();
+        pending.data_key = data.key();
+        pending.parity_key = me.key();
+        pending.parity_life = life;
         held.Pending(s, request.op_id(), pending);
         MirroredAtomicResult there =
             peer_(data.server_id())
@@ -73,7 +75,7 @@ void RedundancyService::StripeAtomic(const rpc::StripeRequest &request, rpc::Str
         // earlier life of this member, or for the client while parity was lost; parity, made
         // from the data since (rebuilt), holds it already.
         if (!there.repeat || me.state() != kHealthy) {
-            CountInParity(request, d, p, size, old, value, word);
+            CountInParity(request, p, size, old, value, word);
         }
     } else {
         // The data unit's value is what parity and the other units make of it.
@@ -137,8 +139,8 @@ void RedundancyService::RequireWord(const MirroredAtomicResult &there, size_t si
     }
 }
 
-void RedundancyService::CountInParity(const rpc::StripeRequest &request, uint64_t d, uint64_t p,
-                                      size_t size, const char *old, const char *value, char *word) {
+void RedundancyService::CountInParity(const rpc::StripeRequest &request, uint64_t p, size_t size,
+                                      const char *old, const char *value, char *word) {
     uint64_t self = request.self();
     char parity[16] = {};
     if (request.members(static_cast<int>(self)).state() == kHealthy) {
@@ -147,9 +149,13 @@ void RedundancyService::CountInParity(const rpc::StripeRequest &request, uint64_
         XorInto(parity, value, size);
     } else {
         // This member is being rebuilt, its word perhaps not yet made from the data (and a
-        // rebuild does not write a unit that comes out all zeros): made from the data now.
-        std::memcpy(parity, value, size);
-        XorOthers(request, d, p, size, parity);
+        // rebuild does not write a unit that comes out all zeros): made from the data units as
+        // they are now, data member `d`'s word read too. Not from `value`: a repeat's is the
+        // word right after that atomic applied, and atomics applied there since are then lost
+        // from parity (a stale request made again after its first was answered and the
+        // word counted on: parity 56 behind, and the word rebuilt from it 56 ahead of its
+        // acknowledged adds when `d` was lost next).
+        XorOthers(request, /*d=*/self, p, size, parity);
     }
     CopyFamBytes(word, parity, size);
 }
@@ -184,6 +190,13 @@ void RedundancyService::FinishPending(const rpc::StripeRequest &request, StripeG
                 word = local_->Reach(mine, atomic.parity_key, atomic.offset, size, true,
                                      "a RAID5 atomic pending", &hold, &life);
             }
+            // This member made anew since it was recorded: its parity was made from the data
+            // by the rebuild, which holds the atomic if its data unit's server applied it by
+            // then (after, only through a request to this life, which records its own).
+            if (life != atomic.parity_life) {
+                held.Finished(s, op_id);
+                continue;
+            }
             // Asked again of the server and extent it was sent to (the key it went with
             // reaches that extent only; a newer one of this request may be needed after a
             // revocation, when this view has the member healthy).
@@ -208,8 +221,8 @@ void RedundancyService::FinishPending(const rpc::StripeRequest &request, StripeG
                 }
             }
             RequireWord(there, size, atomic.data_server);
-            CountInParity(request, atomic.member, atomic.offset, size, there.result.data(),
-                          there.value.data(), word);
+            CountInParity(request, atomic.offset, size, there.result.data(), there.value.data(),
+                          word);
             Remember(op_id, mine, life, Applied{there.result, there.value});
             held.Finished(s, op_id);
         }

@@ -47,6 +47,7 @@ class StripeGate {
         uint32_t op = 0, type = 0;
         std::string operand, compare;
         uint64_t data_server = 0, data_key = 0, parity_key = 0;
+        uint64_t parity_life = 0;  // of the parity member's extent when it was recorded
         std::string rejoin, data_member;
     };
 

@@ -271,6 +271,16 @@ void RedundancyService::StripeRebuild(const rpc::StripeRequest &request) {
     if (lost >= n || request.end() < request.first()) {
         Fail(openfam::FAM_ERR_INVALID, "rebuild request of member {} of {}", lost, n);
     }
+    if (request.target_empty() && self != lost) {
+        // The atomics this member's server applied or counted (with their ids), to the member
+        // made anew, whose parity or data is made next from bytes that hold them: a call made
+        // again there, when this server is lost later, is answered from that memory instead of
+        // applied a second time from parity (an add applied twice: a client's call, answered
+        // by no one while the parity server was stopped past its death, made again after that
+        // server's member was rebuilt and the data unit's server was lost in turn).
+        SendRemembered(FromProto(request.members(static_cast<int>(self)).extent()),
+                       request.members(static_cast<int>(lost)));
+    }
     RebuildWorkCounts &progress = RebuildWork();
     int64_t left = 0;  // this server's stripes of the range: those whose parity it keeps
     for (uint64_t s = request.first(); s < request.end(); ++s)
