@@ -542,6 +542,7 @@ int Up(const UpOptions &options) {
         for (const Started &shard : metadata) {
             status = WaitReachable(servers, shard, cluster, start, deadline, options.timeout_s);
         }
+        ReleaseBasePort();  // every port is bound now
 
         std::map<uint64_t, std::string> providers;
         for (const rpc::ServerState &server : status.servers()) {

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -258,8 +259,27 @@ std::pair<int, int> EphemeralPorts() {
 // loopback interface now. The place is above the kernel's ephemeral ports (61000-65135 with
 // Linux's default range), else below them, in 20000 and up; the test suite's own clusters use
 // 20000-32000.
+namespace {
+int base_port_lock = -1;  // held from FreeBasePort to ReleaseBasePort
+}  // namespace
+
+void ReleaseBasePort() {
+    if (base_port_lock >= 0) close(base_port_lock);  // and with it the lock
+    base_port_lock = -1;
+}
+
 int FreeBasePort(unsigned servers, unsigned shards) {
     constexpr int kRoom = 500, kLowest = 20000, kEnough = 1000, kStep = 317;
+    // Two `up`s at once each found the other's ports free before either bound them (a
+    // fresh clone's bench_smoke: "cannot serve metrics on 127.0.0.1:64009 (port taken)"):
+    // one chooses and starts its servers at a time. Readable by every user, so that anyone's
+    // `up` can wait on it; without it (an unwritable /tmp), the probe alone.
+    if (base_port_lock < 0) {
+        const char *path = "/tmp/fampool-base-port.lock";
+        base_port_lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (base_port_lock < 0) base_port_lock = open(path, O_RDONLY | O_CLOEXEC);
+        if (base_port_lock >= 0 && flock(base_port_lock, LOCK_EX) != 0) ReleaseBasePort();
+    }
     auto [low, high] = EphemeralPorts();
     int first = high + 1, last = 65535 - kRoom;
     if (last - first < kEnough) first = kLowest, last = low - 1 - kRoom;

@@ -57,7 +57,11 @@ int MetricsPort(int base, bool metadata, unsigned index);
 // host from base port `base`.
 std::vector<int> PortsFrom(int base, unsigned servers, unsigned shards);
 // `up --base-port auto`: a base port whose every port is free on the loopback interface now.
+// Holds a lock that other processes' FreeBasePort wait for, until ReleaseBasePort (or exit):
+// a port found free must stay free until this cluster's servers have bound it.
 int FreeBasePort(unsigned servers, unsigned shards);
+// This process's servers listen on every port of the base FreeBasePort chose.
+void ReleaseBasePort();
 // 0 when a TCP socket can bind 127.0.0.1:port, else the errno of bind (EADDRINUSE: taken).
 int BindError(int port);
 // The PID of a process listening on TCP port `port`, 0 when none is found.
