@@ -149,12 +149,12 @@ void RedundancyService::CountInParity(const rpc::StripeRequest &request, uint64_
         XorInto(parity, value, size);
     } else {
         // This member is being rebuilt, its word perhaps not yet made from the data (and a
-        // rebuild does not write a unit that comes out all zeros): made from the data units as
-        // they are now, data member `d`'s word read too. Not from `value`: a repeat's is the
-        // word right after that atomic applied, and atomics applied there since are then lost
-        // from parity (a stale request made again after its first was answered and the
-        // word counted on: parity 56 behind, and the word rebuilt from it 56 ahead of its
-        // acknowledged adds when `d` was lost next).
+        // rebuild does not write a unit that comes out all zeros): made from every data
+        // unit's word as it is now, the atomic's own included. Not from `value`: a repeat's is
+        // the word right after that atomic applied, and parity would then lack every atomic
+        // applied to the word since (a call made again after its first copy was answered:
+        // parity 56 behind, and the word rebuilt from it 56 ahead of its acknowledged adds
+        // when its data member was lost next).
         XorOthers(request, /*d=*/self, p, size, parity);
     }
     CopyFamBytes(word, parity, size);
