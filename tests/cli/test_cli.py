@@ -51,12 +51,15 @@ def pids_of(run_dir):
 
 
 def free_base_port(servers=2):
-    """A base port P in 20000-29000 with the ports `up` takes for that many memory servers
+    """A base port P in 10000-19000 with the ports `up` takes for that many memory servers
     (P..P+servers, P+100..P+100+servers-1, and the metrics endpoints P+300 and
-    P+400..P+400+servers-1) free right now."""
+    P+400..P+400+servers-1) free right now. Below the range the C++ suites' clusters draw
+    their ports from (20000-32000, tests/support/test_cluster.cc), which run alongside: a port
+    found free there was taken by one of them before `up` bound it ("cannot serve metrics on
+    127.0.0.1:20343 (port taken)", beside a CPU hog)."""
     import socket
     for _ in range(50):
-        base = random.randint(20000, 29000)
+        base = random.randint(10000, 19000)
         ok = True
         ports = (list(range(base, base + servers + 1)) + list(range(base + 100, base + 100 + servers))
                  + [base + 300] + list(range(base + 400, base + 400 + servers)))
@@ -70,7 +73,7 @@ def free_base_port(servers=2):
                     break
         if ok:
             return base
-    pytest.fail("no free base port found in 20000-29000")
+    pytest.fail("no free base port found in 10000-19000")
 
 
 def stop_process(process, log=None):

@@ -75,7 +75,7 @@ def free_base_port(servers):
     """A base port whose ports `fampool up` takes (P..P+servers, P+100.., P+300, P+400..) are
     free now."""
     for _ in range(100):
-        base = random.SystemRandom().randint(20000, 29000)
+        base = random.SystemRandom().randint(10000, 19000)
         ports = [*range(base, base + servers + 1), *range(base + 100, base + 100 + servers),
                  base + 300, *range(base + 400, base + 400 + servers)]
         try:
@@ -86,7 +86,7 @@ def free_base_port(servers):
         except OSError:
             continue
         return base
-    sys.exit("thrash: no free base port found in 20000-29000")
+    sys.exit("thrash: no free base port found in 10000-19000")
 
 
 def running(pid):
