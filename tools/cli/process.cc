@@ -274,11 +274,22 @@ int FreeBasePort(unsigned servers, unsigned shards) {
     // fresh clone's bench_smoke: "cannot serve metrics on 127.0.0.1:64009 (port taken)"):
     // one chooses and starts its servers at a time. Readable by every user, so that anyone's
     // `up` can wait on it; without it (an unwritable /tmp), the probe alone.
+    // Waited for 30 s at most: a lock held longer (an `up` stuck, or another user holding it
+    // on purpose) leaves this one to the probe alone rather than waiting for ever.
     if (base_port_lock < 0) {
         const char *path = "/tmp/fampool-base-port.lock";
         base_port_lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (base_port_lock < 0) base_port_lock = open(path, O_RDONLY | O_CLOEXEC);
-        if (base_port_lock >= 0 && flock(base_port_lock, LOCK_EX) != 0) ReleaseBasePort();
+        if (base_port_lock >= 0) {
+            fchmod(base_port_lock, 0644);  // whatever the umask (fails, harmlessly, if not ours)
+        } else {
+            base_port_lock = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        bool locked = false;
+        for (int i = 0; base_port_lock >= 0 && !locked && i < 600; ++i) {
+            locked = flock(base_port_lock, LOCK_EX | LOCK_NB) == 0;
+            if (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        if (!locked) ReleaseBasePort();
     }
     auto [low, high] = EphemeralPorts();
     int first = high + 1, last = 65535 - kRoom;
