@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 
+#include "common/atomic_apply.h"
 #include "common/error.h"
 #include "memserver/local_memory_server.h"
 #include "memserver/peers.h"

@@ -17,6 +17,16 @@
 //     the PE's first contact with that server's fabric endpoint. Prints one line per server:
 //       server S put_s SECONDS get_s SECONDS ok
 //     Exit status 0 on success, 1 on a mismatch, 2 on a fam error.
+//   emulation_worker given-up DIR BYTES
+//     A RAID1 write given up behind a cut link, with the test driving the faults through files
+//     in DIR: creates RAID1 region "given-up" and item "slot" of BYTES, puts bytes 'A', creates
+//     DIR/ready and waits for DIR/cut (the link of one copy's server is cut then); puts 'B'
+//     (given up at that server after the members' bound, made again once it can be), then
+//     'C', creates DIR/written and waits for DIR/read (the other copy's server is killed
+//     meanwhile); gets the item and prints
+//       given-up put_b_s SECONDS a N b N c N
+//     N: how many bytes read back hold each pattern. Exit status 0 when all hold 'C', 1
+//     otherwise, 2 on a fam error or a file not created within 120 s.
 #include <arpa/inet.h>
 #include <fam/fam.h>
 #include <fam/fam_exception.h>
@@ -27,8 +37,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 using openfam::fam;
@@ -104,6 +116,57 @@ int First(uint64_t interleave, uint64_t servers) {
     return ok ? 0 : 1;
 }
 
+// Waits for the file at `path` (the test's go-ahead).
+bool AwaitFile(const std::string &path) {
+    auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (!std::filesystem::exists(path)) {
+        if (Clock::now() > deadline) {
+            std::fprintf(stderr, "emulation_worker: %s not created within 120 s\n", path.c_str());
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+}
+
+void CreateFile(const std::string &path) {
+    if (FILE *file = std::fopen(path.c_str(), "w")) std::fclose(file);
+}
+
+int GivenUp(const std::string &dir, uint64_t bytes) {
+    fam f;
+    f.fam_initialize("default", nullptr);
+    Fam_Region_Attributes attributes{};
+    attributes.redundancyLevel = RAID1;
+    attributes.interleaveEnable = DISABLE;
+    std::unique_ptr<Fam_Region_Descriptor> region(
+        f.fam_create_region("given-up", 2 * bytes, 0700, &attributes));
+    std::unique_ptr<Fam_Descriptor> item(f.fam_allocate("slot", bytes, 0600, region.get()));
+    std::vector<char> a(bytes, 'A'), b(bytes, 'B'), c(bytes, 'C'), in(bytes);
+    f.fam_put_blocking(a.data(), item.get(), 0, bytes);
+    CreateFile(dir + "/ready");
+    if (!AwaitFile(dir + "/cut")) return 2;
+    auto start = Clock::now();
+    f.fam_put_blocking(b.data(), item.get(), 0, bytes);
+    double put_b_s = Since(start);
+    f.fam_put_blocking(c.data(), item.get(), 0, bytes);
+    CreateFile(dir + "/written");
+    if (!AwaitFile(dir + "/read")) return 2;
+    f.fam_get_blocking(in.data(), item.get(), 0, bytes);
+    uint64_t count[3] = {0, 0, 0};
+    for (char byte : in) {
+        if (byte >= 'A' && byte <= 'C') ++count[byte - 'A'];
+    }
+    std::printf("given-up put_b_s %.3f a %llu b %llu c %llu\n", put_b_s,
+                static_cast<unsigned long long>(count[0]),
+                static_cast<unsigned long long>(count[1]),
+                static_cast<unsigned long long>(count[2]));
+    std::fflush(stdout);
+    f.fam_destroy_region(region.get());
+    f.fam_finalize("default");
+    return count[2] == bytes ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     std::string mode = argc > 1 ? argv[1] : "";
     try {
@@ -114,13 +177,17 @@ int main(int argc, char **argv) {
         if (mode == "first" && argc == 4) {
             return First(std::strtoull(argv[2], nullptr, 0), std::strtoull(argv[3], nullptr, 0));
         }
+        if (mode == "given-up" && argc == 4) {
+            return GivenUp(argv[2], std::strtoull(argv[3], nullptr, 0));
+        }
     } catch (const Fam_Exception &e) {
         std::fprintf(stderr, "emulation_worker %s: %s\n", mode.c_str(), e.fam_error_msg());
         return 2;
     }
     if (argc != 2) {
         std::fprintf(stderr,
-                     "usage: emulation_worker BYTES | setup BYTES | first INTERLEAVE SERVERS\n");
+                     "usage: emulation_worker BYTES | setup BYTES | first INTERLEAVE SERVERS | "
+                     "given-up DIR BYTES\n");
         return 2;
     }
     const uint64_t bytes = std::strtoull(argv[1], nullptr, 0);

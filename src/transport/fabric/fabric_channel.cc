@@ -139,14 +139,15 @@ const FabricBinding::Server &FabricChannel::Reachable(const FabricBinding &item,
 // --- posting -------------------------------------------------------------------------------
 
 template <typename PostCall>
-void FabricChannel::Post(PostCall &&post, const char *call, uint64_t server_id,
+void FabricChannel::Post(PostCall &&post, const char *call, const FabricBinding::Server &server,
                          Clock::time_point deadline) {
+    const uint64_t server_id = server.id;
     uint64_t last_done = ~uint64_t{0};
     for (;;) {
         ssize_t ret = post();
         if (ret == 0) {
             ++posted_;
-            busy_servers_.insert(server_id);
+            busy_servers_.emplace(server_id, server.address);
             return;
         }
         if (ret != -FI_EAGAIN) {
@@ -166,7 +167,7 @@ void FabricChannel::Post(PostCall &&post, const char *call, uint64_t server_id,
             deadline = std::max(deadline, now + std::chrono::milliseconds(context_->timeout_ms()));
         }
         if (now >= deadline) {
-            busy_servers_.insert(server_id);
+            busy_servers_.emplace(server_id, server.address);
             GiveUp(Outcome::kTimedOut);
         }
     }
@@ -210,7 +211,7 @@ void FabricChannel::PostPieces(const FabricBinding &item, size_t index, uint64_t
                          : fi_readmsg(endpoint, &message,
                                       domain_.ReadFlags(length, writes_in_flight_));
         },
-        write ? "fi_write" : "fi_read", server.id, deadline);
+        write ? "fi_write" : "fi_read", server, deadline);
     writes_in_flight_ |= write;
     Touch(server, write, remote, length);
 }
@@ -471,7 +472,7 @@ void FabricChannel::Atomic(Binding &binding, uint64_t offset, AtomicOp op, DataT
                                              server.key, atomic.type, atomic.op, context);
             }
         },
-        "fi_atomic", server.id, deadline);
+        "fi_atomic", server, deadline);
     writes_in_flight_ = true;
     if (!blocking) {
         ++atomics_in_flight_;

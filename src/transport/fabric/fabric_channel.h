@@ -14,6 +14,7 @@
 #include <chrono>
 #include <deque>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -123,7 +124,8 @@ class FabricChannel : public Channel {
                     Clock::time_point deadline);
     // Calls `post` until the provider takes the operation, driving progress while it is full.
     template <typename PostCall>
-    void Post(PostCall &&post, const char *call, uint64_t server_id, Clock::time_point deadline);
+    void Post(PostCall &&post, const char *call, const FabricBinding::Server &server,
+              Clock::time_point deadline);
     void Touch(const FabricBinding::Server &server, bool write, uint64_t remote, uint64_t length);
     const FabricBinding::Server &Reachable(const FabricBinding &item, size_t index) const;
     void *LocalDescriptor(const void *local, uint64_t length, Clock::time_point deadline);
@@ -209,7 +211,8 @@ class FabricChannel : public Channel {
     // posted_ at the end of each non-blocking call not known to be complete, oldest first:
     // Pending counts calls, not the operations they were split into.
     std::deque<uint64_t> call_ends_;
-    std::set<uint64_t> busy_servers_;  // servers with operations since all last completed
+    // Servers with operations since all last completed, and their addresses.
+    std::map<uint64_t, fi_addr_t> busy_servers_;
     std::vector<Touched> touched_;
     std::vector<Failed> refusals_;
 

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "fabric/connection_reset.h"
 #include "transport/fabric/fabric_channel.h"
 #include "transport/fabric/fabric_channel_internals.h"
 
@@ -185,7 +186,7 @@ std::string FabricChannel::GiveUpMessage(Outcome outcome) const {
         return message;
     }
     std::string servers;
-    for (uint64_t id : busy_servers_) {
+    for (const auto &[id, address] : busy_servers_) {
         servers += (servers.empty() ? "" : ", ") + std::to_string(id);
     }
     return fmt::format(
@@ -214,6 +215,18 @@ void FabricChannel::GiveUp(Outcome outcome) {
     // A refusal and an operation that never completed are both data-path failures; the
     // message tells them apart.
     std::string message = GiveUpMessage(outcome);
+    // Writes still queued toward a server that stopped answering would not be taken back by
+    // the close below: tcp closes a connection gracefully, and its kernel delivers what it
+    // holds once the link is back, seconds later maybe, over what the caller wrote since (a
+    // redundant item's write made again on a fresh endpoint, then newer writes). The
+    // connections to the servers given up on are reset instead (ResetOnClose): what this node
+    // still holds of them is dropped. A refusal needs none: the server dropped that
+    // connection, and what followed on it.
+    if (outcome == Outcome::kTimedOut) {
+        std::vector<fi_addr_t> peers;
+        for (const auto &[id, address] : busy_servers_) peers.push_back(address);
+        ResetOnClose(context_->av(), domain_.info()->addr_format, peers);
+    }
     std::string reopen_failure = Reopen();
     if (!reopen_failure.empty()) {
         message += "; reopening the channel's endpoint then failed: " + reopen_failure;
