@@ -32,8 +32,36 @@ bool SocketAddress(const sockaddr_storage &address, socklen_t length, Endpoint *
     return false;
 }
 
-bool Same(const Endpoint &a, const Endpoint &b) {
-    return a.second == b.second && std::memcmp(&a.first, &b.first, sizeof a.first) == 0;
+// Whether a connection to `peer` is one to `wanted`: the same address and port, or the same
+// port where `wanted` names no address (a server listening on every address is reached at
+// one of them).
+bool Reaches(const Endpoint &peer, const Endpoint &wanted) {
+    static const in6_addr kAny = IN6ADDR_ANY_INIT;
+    static const in6_addr kAnyV4 = {{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0}}};
+    if (peer.second != wanted.second) return false;
+    return std::memcmp(&peer.first, &wanted.first, sizeof peer.first) == 0 ||
+           std::memcmp(&wanted.first, &kAny, sizeof kAny) == 0 ||
+           std::memcmp(&wanted.first, &kAnyV4, sizeof kAnyV4) == 0;
+}
+
+// The peer of socket `fd`, when it is a connected TCP socket.
+bool PeerOf(int fd, Endpoint *peer) {
+    int type = 0;
+    socklen_t size = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) != 0 || type != SOCK_STREAM) {
+        return false;
+    }
+    sockaddr_storage name{};
+    socklen_t length = sizeof name;
+    return getpeername(fd, reinterpret_cast<sockaddr *>(&name), &length) == 0 &&
+           SocketAddress(name, length, peer);
+}
+
+bool Wanted(const Endpoint &peer, const std::vector<Endpoint> &wanted) {
+    for (const Endpoint &each : wanted) {
+        if (Reaches(peer, each)) return true;
+    }
+    return false;
 }
 
 }  // namespace
@@ -62,25 +90,17 @@ size_t ResetOnClose(fid_av *av, uint32_t addr_format, const std::vector<fi_addr_
         char *end = nullptr;
         const int fd = static_cast<int>(std::strtol(entry->d_name, &end, 10));
         if (end == entry->d_name || *end != '\0' || fd == dirfd(listing)) continue;
-        int type = 0;
-        socklen_t size = sizeof type;
-        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) != 0 || type != SOCK_STREAM) {
-            continue;
-        }
-        sockaddr_storage peer{};
-        socklen_t length = sizeof peer;
-        Endpoint endpoint;
-        if (getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &length) != 0 ||
-            !SocketAddress(peer, length, &endpoint)) {
-            continue;
-        }
-        for (const Endpoint &each : wanted) {
-            if (!Same(each, endpoint)) continue;
-            linger abort{1, 0};
-            if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort) == 0) {
-                ++set;
-            }
-            break;
+        Endpoint peer;
+        if (!PeerOf(fd, &peer) || !Wanted(peer, wanted)) continue;
+        linger abort{1, 0};
+        if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort) != 0) continue;
+        // Another thread may have closed the descriptor and opened another socket under its
+        // number meanwhile: that one is put back as it was.
+        if (PeerOf(fd, &peer) && Wanted(peer, wanted)) {
+            ++set;
+        } else {
+            linger keep{0, 0};
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &keep, sizeof keep);
         }
     }
     closedir(listing);

@@ -16,8 +16,9 @@
 namespace fampool {
 
 // Every TCP socket of this process connected to one of `peers` (addresses in `av`, whose
-// format is `addr_format`: only the sockaddr formats name sockets; others set nothing) is
-// reset when it is closed (SO_LINGER with no time) rather than closed gracefully. A socket of
+// format is `addr_format`: only the sockaddr formats name sockets; others set nothing; a peer
+// at the unspecified address matches by port) is reset when it is closed (SO_LINGER with no
+// time) rather than closed gracefully. A socket of
 // an endpoint that stays open works on as before; when that endpoint closes, it too drops
 // what it still holds. Returns how many sockets it set.
 size_t ResetOnClose(fid_av *av, uint32_t addr_format, const std::vector<fi_addr_t> &peers);

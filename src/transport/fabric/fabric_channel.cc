@@ -11,6 +11,7 @@
 
 #include "common/atomic_apply.h"
 #include "common/error.h"
+#include "fabric/connection_reset.h"
 #include "transport/fabric/fabric_channel_internals.h"
 
 namespace fampool {
@@ -35,6 +36,21 @@ FabricChannel::~FabricChannel() {
 }
 
 void FabricChannel::CloseEndpoint() {
+    // Operations not all completed, or some failed (tcp can count one lost with its connection
+    // twice): tcp would close the connections gracefully, and its kernel deliver what they still
+    // hold once the servers can be reached, seconds later maybe, over what the caller wrote
+    // since (a redundant item's write made again on a fresh endpoint, then newer writes).
+    // Those connections are reset instead (ResetOnClose): what this node holds of them is
+    // dropped. Only where a write completes once it is in the server's memory
+    // (FI_DELIVERY_COMPLETE): elsewhere a completed write may still be queued, and the other
+    // endpoints' connections to the server, reset when they close, would drop it.
+    if (endpoint_.endpoint && (posted_ != settled_ || failures_seen_ != 0) &&
+        !busy_servers_.empty() && domain_.write_flags() != 0) {
+        std::vector<fi_addr_t> peers;
+        for (const auto &[id, address] : busy_servers_) peers.push_back(address);
+        ResetOnClose(context_->av(), domain_.info()->addr_format, peers);
+    }
+    busy_servers_.clear();
     registrations_.clear();
     scratch_mr_.reset();
     endpoint_.endpoint.reset();
@@ -79,7 +95,6 @@ void FabricChannel::Open() {
     writes_in_flight_ = false;
     atomics_in_flight_ = 0;
     call_ends_.clear();
-    busy_servers_.clear();
     touched_.clear();
     refusals_.clear();
     if (domain_.local_registration()) {

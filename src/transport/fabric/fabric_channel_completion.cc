@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "common/error.h"
-#include "fabric/connection_reset.h"
 #include "transport/fabric/fabric_channel.h"
 #include "transport/fabric/fabric_channel_internals.h"
 
@@ -53,7 +52,8 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
             call_ends_.clear();
             touched_.clear();
             refusals_.clear();
-            busy_servers_.clear();
+            // Kept after a failure: the endpoint is closed next (Settle), resetting them.
+            if (failed == 0) busy_servers_.clear();
             writes_in_flight_ = false;
             atomics_in_flight_ = 0;
             settled_ = posted_;
@@ -215,18 +215,8 @@ void FabricChannel::GiveUp(Outcome outcome) {
     // A refusal and an operation that never completed are both data-path failures; the
     // message tells them apart.
     std::string message = GiveUpMessage(outcome);
-    // Writes still queued toward a server that stopped answering would not be taken back by
-    // the close below: tcp closes a connection gracefully, and its kernel delivers what it
-    // holds once the link is back, seconds later maybe, over what the caller wrote since (a
-    // redundant item's write made again on a fresh endpoint, then newer writes). The
-    // connections to the servers given up on are reset instead (ResetOnClose): what this node
-    // still holds of them is dropped. A refusal needs none: the server dropped that
-    // connection, and what followed on it.
-    if (outcome == Outcome::kTimedOut) {
-        std::vector<fi_addr_t> peers;
-        for (const auto &[id, address] : busy_servers_) peers.push_back(address);
-        ResetOnClose(context_->av(), domain_.info()->addr_format, peers);
-    }
+    // The close resets the connections to the servers with operations still queued
+    // (CloseEndpoint), so that none of them lands after the caller writes those bytes again.
     std::string reopen_failure = Reopen();
     if (!reopen_failure.empty()) {
         message += "; reopening the channel's endpoint then failed: " + reopen_failure;
