@@ -303,8 +303,8 @@ class MemoryServer {
     virtual std::string Stripe(const StripeCall &call,
                                std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
     virtual void Resync(const ResyncCall &call, std::chrono::milliseconds timeout);
-    // Makes the pages of `extent` for `ranges` ([first, last) pairs) present ahead of a
-    // rebuild's writes there, in the background; returns once `key` is checked.
+    // Makes the pages of `extent` for `ranges` ([first, last) pairs) present ahead of writes
+    // there (a rebuild's, a large put's), in the background; returns once `key` is checked.
     virtual void Populate(ExtentRef extent, uint64_t key,
                           const std::vector<std::pair<uint64_t, uint64_t>> &ranges);
     // A stripe call whose reply the caller does not need (a release of leases it held

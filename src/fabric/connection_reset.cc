@@ -4,7 +4,9 @@
 #include <netinet/in.h>
 #include <rdma/fi_domain.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -64,14 +66,14 @@ bool Wanted(const Endpoint &peer, const std::vector<Endpoint> &wanted) {
     return false;
 }
 
-}  // namespace
-
-size_t ResetOnClose(fid_av *av, uint32_t addr_format, const std::vector<fi_addr_t> &peers) {
+// The addresses of `peers` that name sockets: none for formats other than sockaddrs.
+std::vector<Endpoint> Addresses(fid_av *av, uint32_t addr_format,
+                                const std::vector<fi_addr_t> &peers) {
+    std::vector<Endpoint> wanted;
     if (addr_format != FI_SOCKADDR && addr_format != FI_SOCKADDR_IN &&
         addr_format != FI_SOCKADDR_IN6) {
-        return 0;
+        return wanted;
     }
-    std::vector<Endpoint> wanted;
     for (fi_addr_t peer : peers) {
         sockaddr_storage name{};
         size_t length = sizeof name;
@@ -81,30 +83,99 @@ size_t ResetOnClose(fid_av *av, uint32_t addr_format, const std::vector<fi_addr_
             wanted.push_back(endpoint);
         }
     }
-    if (wanted.empty()) return 0;
-    // The provider does not name its sockets: every descriptor of the process is looked at.
+    return wanted;
+}
+
+// Calls `each` with every descriptor of the process: the provider does not name its sockets.
+template <typename Each>
+void ForEachDescriptor(Each &&each) {
     DIR *listing = opendir("/proc/self/fd");
-    if (!listing) return 0;
-    size_t set = 0;
+    if (!listing) return;
     while (dirent *entry = readdir(listing)) {
         char *end = nullptr;
         const int fd = static_cast<int>(std::strtol(entry->d_name, &end, 10));
         if (end == entry->d_name || *end != '\0' || fd == dirfd(listing)) continue;
-        Endpoint peer;
-        if (!PeerOf(fd, &peer) || !Wanted(peer, wanted)) continue;
-        linger abort{1, 0};
-        if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort) != 0) continue;
-        // Another thread may have closed the descriptor and opened another socket under its
-        // number meanwhile: that one is put back as it was.
-        if (PeerOf(fd, &peer) && Wanted(peer, wanted)) {
-            ++set;
-        } else {
-            linger keep{0, 0};
-            setsockopt(fd, SOL_SOCKET, SO_LINGER, &keep, sizeof keep);
-        }
+        each(fd);
     }
     closedir(listing);
+}
+
+// The inode of socket `fd`; false when `fd` is no socket.
+bool InodeOf(int fd, uint64_t *inode) {
+    struct stat status {};
+    if (fstat(fd, &status) != 0 || !S_ISSOCK(status.st_mode)) return false;
+    *inode = status.st_ino;
+    return true;
+}
+
+bool Named(const SocketName &socket) {
+    uint64_t inode = 0;
+    return InodeOf(socket.fd, &inode) && inode == socket.inode;
+}
+
+// Sets `fd`, when it is connected to one of `wanted`, to reset when closed.
+bool SetReset(int fd, const std::vector<Endpoint> &wanted) {
+    Endpoint peer;
+    if (!PeerOf(fd, &peer) || !Wanted(peer, wanted)) return false;
+    linger abort{1, 0};
+    if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort) != 0) return false;
+    // Another thread may have closed the descriptor and opened another socket under its
+    // number meanwhile: that one is put back as it was.
+    if (PeerOf(fd, &peer) && Wanted(peer, wanted)) return true;
+    linger keep{0, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &keep, sizeof keep);
+    return false;
+}
+
+}  // namespace
+
+size_t ResetOnClose(fid_av *av, uint32_t addr_format, const std::vector<fi_addr_t> &peers) {
+    std::vector<Endpoint> wanted = Addresses(av, addr_format, peers);
+    if (wanted.empty()) return 0;
+    size_t set = 0;
+    ForEachDescriptor([&](int fd) { set += SetReset(fd, wanted) ? 1 : 0; });
     return set;
 }
+
+std::vector<SocketName> OpenSockets() {
+    std::vector<SocketName> sockets;
+    ForEachDescriptor([&](int fd) {
+        uint64_t inode = 0;
+        if (InodeOf(fd, &inode)) sockets.push_back({fd, inode});
+    });
+    std::sort(sockets.begin(), sockets.end());
+    return sockets;
+}
+
+std::mutex &SocketsOpening() {
+    static std::mutex opening;
+    return opening;
+}
+
+std::vector<SocketName> DropConnections(fid_av *av, uint32_t addr_format, fi_addr_t peer,
+                                        const std::vector<SocketName> &among) {
+    std::vector<SocketName> dropped;
+    std::vector<Endpoint> wanted = Addresses(av, addr_format, {peer});
+    if (wanted.empty()) return dropped;
+    auto drop = [&](const SocketName &socket) {
+        if (!SetReset(socket.fd, wanted)) return;
+        // Connecting a TCP socket to AF_UNSPEC aborts its connection (RFC 793's ABORT): a
+        // reset goes to the peer, both queues are emptied, and the socket holds the error.
+        sockaddr unspecified{};
+        unspecified.sa_family = AF_UNSPEC;
+        if (connect(socket.fd, &unspecified, sizeof unspecified) != 0) return;
+        // A socket closed that way polls as an error and a hang-up, not as readable, and the
+        // provider reads it only when readable: ending reception makes it so. (The call says
+        // ENOTCONN and marks the socket all the same.)
+        shutdown(socket.fd, SHUT_RD);
+        dropped.push_back(socket);
+    };
+    for (const SocketName &socket : among) {
+        if (Named(socket)) drop(socket);
+    }
+    return dropped;
+}
+
+bool StillOpen(const SocketName &socket) { return Named(socket); }
 
 }  // namespace fampool

@@ -198,6 +198,9 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
     chosen->tx_attr->op_flags &= ~FI_DELIVERY_COMPLETE;
     two_read_paths_ = client && std::strcmp(chosen->fabric_attr->prov_name, "shm") == 0 &&
                       write_flags_ != 0 && (chosen->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
+    half_received_reads_crash_ = std::strstr(chosen->fabric_attr->prov_name, "tcp") &&
+                                 std::strstr(chosen->fabric_attr->prov_name, "ofi_rxm") &&
+                                 fi_version() < FI_VERSION(1, 18);
     if (chosen != info_ || info_->next) {
         fi_info *all = info_;
         info_ = fi_dupinfo(chosen);

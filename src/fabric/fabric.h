@@ -154,6 +154,13 @@ class FabricDomain {
         return checked ? write_flags_ : 0;
     }
 
+    // Whether closing an endpoint while a read's response is half received crashes the
+    // process: libfabric before 1.18, tcp under ofi_rxm. Its tcp provider then reports the
+    // read twice, the second time with no context, which ofi_rxm dereferences (fixed upstream
+    // in 1.18; docs/robustness.md, "Large transfers, and giving up on them"). A channel aborts
+    // such connections first (DropConnections, fabric/connection_reset.h).
+    bool half_received_reads_crash() const { return half_received_reads_crash_; }
+
     FidPtr<fid_av> OpenAddressVector();
     // Registers [address, address + length) for `access` (FI_READ, FI_REMOTE_WRITE, ...); binds
     // and enables it on `endpoint` when the provider wants endpoint-bound registrations.
@@ -175,6 +182,7 @@ class FabricDomain {
     uint64_t write_flags_ = 0;
     bool two_read_paths_ = false;  // see ReadFlags
     bool provider_names_endpoints_ = false;
+    bool half_received_reads_crash_ = false;
 };
 
 // An RDM endpoint bound to an address vector, a completion queue and, optionally, a

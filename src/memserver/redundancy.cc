@@ -371,7 +371,7 @@ void RedundancyService::Populate(const rpc::PopulateRequest &request) {
         if (end <= begin) continue;
         std::shared_ptr<HeapMapping> hold;
         char *at = local_->Reach(FromProto(request.extent()), request.key(), begin, end - begin,
-                                 true, "a rebuild's pages", &hold);
+                                 true, "pages made ahead of writes", &hold);
         holds->push_back(std::move(hold));
         ranges.push_back({at, end - begin});
     }

@@ -1,5 +1,7 @@
 #include "rpc/memory_server_client.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "common/data_path.h"
@@ -379,7 +381,11 @@ void MemoryServerClient::Populate(ExtentRef extent, uint64_t key,
         request.add_end(last);
     }
     rpc::Empty reply;
-    Call(&rpc::MemoryServer::Stub::Populate, "MemoryServer.Populate", request, &reply, timeout_);
+    // Only speed rides on it (the writes after it make their pages themselves): a server slow
+    // to answer is not waited for long.
+    constexpr std::chrono::milliseconds kPopulateWait{1000};
+    Call(&rpc::MemoryServer::Stub::Populate, "MemoryServer.Populate", request, &reply,
+         std::min(timeout_, kPopulateWait));
 }
 
 }  // namespace fampool

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <thread>
 
 #include "common/atomic_apply.h"
@@ -44,6 +45,10 @@ void FabricChannel::CloseEndpoint() {
     // dropped. Only where a write completes once it is in the server's memory
     // (FI_DELIVERY_COMPLETE): elsewhere a completed write may still be queued, and the other
     // endpoints' connections to the server, reset when they close, would drop it.
+    if (endpoint_.endpoint && reads_in_flight_ && posted_ != settled_ &&
+        domain_.half_received_reads_crash()) {
+        EndReads();
+    }
     if (endpoint_.endpoint && (posted_ != settled_ || failures_seen_ != 0) &&
         !busy_servers_.empty() && domain_.write_flags() != 0) {
         std::vector<fi_addr_t> peers;
@@ -51,6 +56,7 @@ void FabricChannel::CloseEndpoint() {
         ResetOnClose(context_->av(), domain_.info()->addr_format, peers);
     }
     busy_servers_.clear();
+    sockets_.clear();
     registrations_.clear();
     scratch_mr_.reset();
     endpoint_.endpoint.reset();
@@ -59,7 +65,7 @@ void FabricChannel::CloseEndpoint() {
     // What was counted on it went with it: a closed channel has nothing in flight, and a
     // wait on it (BeginWait) needs no endpoint.
     posted_ = settled_ = reported_ = failures_seen_ = probes_ = 0;
-    writes_in_flight_ = false;
+    writes_in_flight_ = reads_in_flight_ = false;
     atomics_in_flight_ = 0;
     call_ends_.clear();
 }
@@ -92,7 +98,7 @@ void FabricChannel::Open() {
     }
     counter_waits_ = options.counter_wait != FI_WAIT_NONE;
     posted_ = settled_ = reported_ = failures_seen_ = 0;
-    writes_in_flight_ = false;
+    writes_in_flight_ = reads_in_flight_ = false;
     atomics_in_flight_ = 0;
     call_ends_.clear();
     touched_.clear();
@@ -159,7 +165,7 @@ void FabricChannel::Post(PostCall &&post, const char *call, const FabricBinding:
     const uint64_t server_id = server.id;
     uint64_t last_done = ~uint64_t{0};
     for (;;) {
-        ssize_t ret = post();
+        ssize_t ret = PostNotingSockets(post, server_id);
         if (ret == 0) {
             ++posted_;
             busy_servers_.emplace(server_id, server.address);
@@ -186,6 +192,22 @@ void FabricChannel::Post(PostCall &&post, const char *call, const FabricBinding:
             GiveUp(Outcome::kTimedOut);
         }
     }
+}
+
+template <typename PostCall>
+ssize_t FabricChannel::PostNotingSockets(PostCall &post, uint64_t server_id) {
+    if (!domain_.half_received_reads_crash() || sockets_.count(server_id) != 0) return post();
+    // The provider opens the connection (and its socket) inside the call. Other sockets the
+    // process opens meanwhile are told apart later by their peers (DropConnections); another
+    // channel's first operations wait.
+    std::lock_guard<std::mutex> lock(SocketsOpening());
+    std::vector<SocketName> before = OpenSockets();
+    ssize_t ret = post();
+    std::vector<SocketName> after = OpenSockets();
+    std::vector<SocketName> &opened = sockets_[server_id];
+    std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
+                        std::back_inserter(opened));
+    return ret;
 }
 
 uint64_t FabricChannel::LargestOperation() const {
@@ -228,6 +250,7 @@ void FabricChannel::PostPieces(const FabricBinding &item, size_t index, uint64_t
         },
         write ? "fi_write" : "fi_read", server, deadline);
     writes_in_flight_ |= write;
+    reads_in_flight_ |= !write;
     Touch(server, write, remote, length);
 }
 
@@ -336,6 +359,7 @@ void FabricChannel::Write(const std::shared_ptr<Binding> &binding, uint64_t offs
     Begin(blocking);
     auto deadline = Deadline();
     AfterAtomics(deadline);
+    MakePagesAhead(item, offset, nbytes);
     if (blocking && domain_.local_registration() && nbytes <= kBounce) {
         std::memcpy(scratch_->bounce, local, nbytes);
         Transfer(item, offset, scratch_->bounce, nbytes, scratch_desc_, true, deadline);
@@ -363,6 +387,9 @@ void FabricChannel::WriteCopies(const std::vector<std::shared_ptr<Binding>> &ite
     Begin(true);
     auto deadline = Deadline();
     AfterAtomics(deadline);
+    for (const auto &item : items) {
+        MakePagesAhead(static_cast<const FabricBinding &>(*item), offset, nbytes);
+    }
     void *desc = scratch_desc_;
     if (domain_.local_registration() && nbytes <= kBounce) {
         std::memcpy(scratch_->bounce, local, nbytes);

@@ -19,9 +19,11 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/async_queue.h"
+#include "fabric/connection_reset.h"
 #include "fabric/fabric_context.h"
 #include "fam/fam_exception.h"
 
@@ -114,6 +116,10 @@ class FabricChannel : public Channel {
     // Transfer for an item striped over several servers.
     void TransferStriped(const FabricBinding &item, uint64_t offset, char *local, uint64_t nbytes,
                          void *desc, bool write, Clock::time_point deadline);
+    // Before a put of kPagesAheadFrom bytes or more: asks each server it reaches to make the
+    // pages of its part present (MemoryServer::Populate), unless this channel asked for them
+    // before (fabric_channel_pages.cc).
+    void MakePagesAhead(const FabricBinding &item, uint64_t offset, uint64_t nbytes);
     // The most bytes one operation moves: the provider's largest message, at most
     // kLargestOperation.
     uint64_t LargestOperation() const;
@@ -126,6 +132,11 @@ class FabricChannel : public Channel {
     template <typename PostCall>
     void Post(PostCall &&post, const char *call, const FabricBinding::Server &server,
               Clock::time_point deadline);
+    // `post`; when it is this endpoint's first operation to the server and the domain needs
+    // to know the endpoint's sockets (half_received_reads_crash), notes in sockets_ which
+    // ones it opened (its connection to the server).
+    template <typename PostCall>
+    ssize_t PostNotingSockets(PostCall &post, uint64_t server_id);
     void Touch(const FabricBinding::Server &server, bool write, uint64_t remote, uint64_t length);
     const FabricBinding::Server &Reachable(const FabricBinding &item, size_t index) const;
     void *LocalDescriptor(const void *local, uint64_t length, Clock::time_point deadline);
@@ -147,6 +158,11 @@ class FabricChannel : public Channel {
     // Closes the endpoint and what is bound to it, endpoint first (a counter or queue still
     // bound cannot close, and would leak its file descriptors).
     void CloseEndpoint();
+    // Before CloseEndpoint with reads not all completed, where closing could then crash
+    // (half_received_reads_crash): aborts this endpoint's connections to the busy servers and
+    // drives the provider until it has failed what they were receiving and closed them
+    // (fabric_channel_completion.cc).
+    void EndReads();
     // Ends a non-blocking call: remembers how many operations had been posted when it ended.
     void EndNonBlocking(bool blocking);
     [[noreturn]] void GiveUp(Outcome outcome);
@@ -207,7 +223,14 @@ class FabricChannel : public Channel {
     uint64_t reported_ = 0;  // failures read from the queue
     uint64_t failures_seen_ = 0;
     bool writes_in_flight_ = false;  // writes or atomics posted since all last completed
-    size_t atomics_in_flight_ = 0;   // non-fetching atomics posted since all last completed
+    bool reads_in_flight_ = false;   // reads posted since all last completed
+    // The sockets each server's first operation on this endpoint opened (PostNotingSockets):
+    // its connection to that server, among others the process opened meanwhile.
+    std::map<uint64_t, std::vector<SocketName>> sockets_;
+    // The ranges (first byte, end) of each extent (server, region, persistent) whose pages
+    // MakePagesAhead had its server make.
+    std::map<std::tuple<uint64_t, uint64_t, bool>, std::map<uint64_t, uint64_t>> pages_made_;
+    size_t atomics_in_flight_ = 0;  // non-fetching atomics posted since all last completed
     // posted_ at the end of each non-blocking call not known to be complete, oldest first:
     // Pending counts calls, not the operations they were split into.
     std::deque<uint64_t> call_ends_;

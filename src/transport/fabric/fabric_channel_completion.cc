@@ -54,7 +54,7 @@ FabricChannel::Outcome FabricChannel::WaitAll(Clock::time_point deadline) {
             refusals_.clear();
             // Kept after a failure: the endpoint is closed next (Settle), resetting them.
             if (failed == 0) busy_servers_.clear();
-            writes_in_flight_ = false;
+            writes_in_flight_ = reads_in_flight_ = false;
             atomics_in_flight_ = 0;
             settled_ = posted_;
             return Outcome::kDone;
@@ -195,6 +195,35 @@ std::string FabricChannel::GiveUpMessage(Outcome outcome) const {
         "revoked key, address outside the registration){}",
         busy_servers_.size() == 1 ? "" : "s", servers.empty() ? "?" : servers,
         context_->timeout_ms(), context_->provider(), BufferSizeHint(context_->provider()));
+}
+
+void FabricChannel::EndReads() {
+    // A read's response half received when the endpoint closes would crash the process
+    // (FabricDomain::half_received_reads_crash). Aborted first, each connection to a busy
+    // server fails under the provider as a reset from the server would: it fails the read it
+    // was receiving once, and closes the connection; nothing more lands in the reads' buffers,
+    // and no response is half received when the endpoint closes. Only this endpoint's own
+    // connections (PostNotingSockets): one the provider replaced since (a connection lost
+    // while idle, made again by a later operation) is not known, and is closed as before.
+    std::vector<SocketName> dropped;
+    const uint32_t format = domain_.info()->addr_format;
+    for (const auto &[id, address] : busy_servers_) {
+        auto known = sockets_.find(id);
+        if (known == sockets_.end()) continue;
+        std::vector<SocketName> some =
+            DropConnections(context_->av(), format, address, known->second);
+        dropped.insert(dropped.end(), some.begin(), some.end());
+    }
+    // The provider sees the failure at its next progress, and closes the socket a few rounds
+    // later; bounded.
+    auto until = Clock::now() + kDroppingConnections;
+    for (;;) {
+        bool open = false;
+        for (const SocketName &socket : dropped) open = open || StillOpen(socket);
+        if (!open || Clock::now() >= until) return;
+        fi_cntr_read(endpoint_.counter.get());  // drives a manual-progress provider
+        std::this_thread::yield();
+    }
 }
 
 std::string FabricChannel::Reopen() {

@@ -46,6 +46,14 @@ constexpr auto kProbeAfter = std::chrono::milliseconds(200);
 // within noise at 64 KiB-64 MiB, puts faster at 16-64 MiB, and 64 MiB gets 0.94-0.99 of the
 // loop where one operation of 64 MiB was 1.22-1.29 (docs/robustness.md).
 constexpr uint64_t kLargestOperation = uint64_t{1} << 20;
+// How long EndReads drives the provider to see the connections it aborted fail and close
+// them: a few hundred rounds of progress (ofi_rxm looks at connections once in 128).
+constexpr auto kDroppingConnections = std::chrono::milliseconds(500);
+// A put of this many bytes or more has its servers make its pages first (MakePagesAhead), the
+// size from which the embedded model's copy does (WriteFamBytes).
+constexpr uint64_t kPagesAheadFrom = uint64_t{4} << 20;
+// Extents, and ranges in each, whose pages a channel remembers having had made.
+constexpr size_t kPagesAheadKept = 256;
 // Key and range records kept for probing; operations beyond them are not probed.
 constexpr size_t kTouchedKept = 32;
 // Local registrations kept when the provider wants local buffers registered.
