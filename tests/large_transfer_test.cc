@@ -1,5 +1,6 @@
 // Transfers of any size on the memory-server model over tcp: a 4 GiB put and get of one item, a
-// 2 GiB item striped over three servers and a RAID1 one, all verified; and a memory server
+// 2 GiB item striped over three servers and a RAID1 one, 1 GiB totals over RAID5, non-blocking
+// calls and a strided scatter and gather, and 1 GiB over shm, all verified; and a memory server
 // stopped (SIGSTOP) for twice the data path's bound, or killed, while two threads have 1 GiB
 // gets and puts in flight: each thread gets a Fam_Exception naming the server, the process
 // lives, and the next calls succeed once the server answers again; and the same with one get's
@@ -131,6 +132,73 @@ TEST_F(LargeTransferTest, TwoGiBStripedAndRaid1PutsAndGetsComplete) {
         fam()->fam_deallocate(item.get());
         fam()->fam_destroy_region(region.get());
     }
+}
+
+// Large totals on the other paths: non-blocking calls and quiet, a strided scatter and gather
+// (each element its own operation or more), a RAID5 item, and shm, all verified. A quarter of
+// the size under AddressSanitizer.
+constexpr uint64_t kOtherPaths = (kAddressSanitizer ? 1 : 4) * 256 * kMiB;
+
+TEST_F(LargeTransferTest, NonBlockingAndScatterGatherTotalsComplete) {
+    Pattern buffer(kOtherPaths);
+    auto region = CreateRegion("plain", 3 * kOtherPaths, 0700, &plain_);
+    {
+        SCOPED_TRACE("non-blocking");
+        auto item = Allocate("item", kOtherPaths, region.get());
+        buffer.Fill(9);
+        fam()->fam_put_nonblocking(buffer.data(), item.get(), 0, kOtherPaths);
+        fam()->fam_quiet();
+        buffer.Clear();
+        fam()->fam_get_nonblocking(buffer.data(), item.get(), 0, kOtherPaths);
+        fam()->fam_quiet();
+        EXPECT_EQ(buffer.FirstWrong(9), buffer.words());
+        fam()->fam_deallocate(item.get());
+    }
+    {
+        SCOPED_TRACE("scatter and gather");
+        // Every other 64 KiB element of an item twice the buffer: the buffer's whole size.
+        constexpr uint64_t kElement = 64 * 1024;
+        const uint64_t elements = kOtherPaths / kElement;
+        auto item = Allocate("strided", 2 * kOtherPaths, region.get());
+        buffer.Fill(10);
+        fam()->fam_scatter_blocking(buffer.data(), item.get(), elements, 0, 2, kElement);
+        buffer.Clear();
+        fam()->fam_gather_blocking(buffer.data(), item.get(), elements, 0, 2, kElement);
+        EXPECT_EQ(buffer.FirstWrong(10), buffer.words());
+        fam()->fam_deallocate(item.get());
+    }
+    fam()->fam_destroy_region(region.get());
+}
+
+// RAID5 stripes by the interleave size: a cluster with 1 MiB stripe units.
+class LargeTransferRaid5Test : public LargeTransferTest {
+  protected:
+    const char *Spec() const override {
+        return "3:1048576:tcp:region_span_size_per_memoryserver=0";
+    }
+};
+
+TEST_F(LargeTransferRaid5Test, GibibytePutAndGetOfOneItemComplete) {
+    Fam_Region_Attributes parity{};
+    parity.redundancyLevel = RAID5;
+    parity.interleaveEnable = ENABLE;
+    auto region = CreateRegion("raid5", 2 * kOtherPaths + 12 * kMiB, 0700, &parity);
+    auto item = Allocate("item", kOtherPaths, region.get());
+    Pattern buffer(kOtherPaths);
+    PutGetAndCheck(item.get(), &buffer, 8);
+}
+
+// The same server-side paths over shm: items this process maps (fabric_direct, the default).
+class LargeTransferShmTest : public LargeTransferTest {
+  protected:
+    const char *Spec() const override { return "3:0:shm:region_span_size_per_memoryserver=0"; }
+};
+
+TEST_F(LargeTransferShmTest, GibibytePutAndGetOfOneItemComplete) {
+    auto region = CreateRegion("big", kOtherPaths + 4 * kMiB, 0700, &plain_);
+    auto item = Allocate("item", kOtherPaths, region.get());
+    Pattern buffer(kOtherPaths);
+    PutGetAndCheck(item.get(), &buffer, 11);
 }
 
 // Two threads each make blocking 1 GiB calls on the item (one puts, one gets) until one fails
