@@ -4,11 +4,13 @@
 #include <netinet/in.h>
 #include <rdma/fi_domain.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 namespace fampool {
@@ -87,8 +89,12 @@ std::vector<Endpoint> Addresses(fid_av *av, uint32_t addr_format,
 }
 
 // Calls `each` with every descriptor of the process: the provider does not name its sockets.
+// One listing at a time in the process: another would find this one's own descriptor, and
+// look at it while it closes.
 template <typename Each>
 void ForEachDescriptor(Each &&each) {
+    static std::mutex listing_one;
+    std::lock_guard<std::mutex> lock(listing_one);
     DIR *listing = opendir("/proc/self/fd");
     if (!listing) return;
     while (dirent *entry = readdir(listing)) {
@@ -100,11 +106,17 @@ void ForEachDescriptor(Each &&each) {
     closedir(listing);
 }
 
-// The inode of socket `fd`; false when `fd` is no socket.
+// The inode of socket `fd`; false when `fd` is no socket. Read from the descriptor's link
+// ("socket:[INODE]"), not from the descriptor itself, which another thread may be closing.
 bool InodeOf(int fd, uint64_t *inode) {
-    struct stat status {};
-    if (fstat(fd, &status) != 0 || !S_ISSOCK(status.st_mode)) return false;
-    *inode = status.st_ino;
+    char path[64], target[64];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t length = readlink(path, target, sizeof target - 1);
+    if (length <= 0) return false;
+    target[length] = '\0';
+    unsigned long long number = 0;
+    if (std::sscanf(target, "socket:[%llu]", &number) != 1) return false;
+    *inode = number;
     return true;
 }
 
