@@ -25,6 +25,15 @@ class Failure : public Fam_Exception {
     Failure(Fam_Error error, const std::string &message) : Fam_Exception(error, message.c_str()) {}
 };
 
+// A memory server refused to make an extent for a caller that knew an earlier life of it (the
+// server restarted since): the caller must handle the restart first (the metadata service
+// releases the regions the earlier life held), then make the call again.
+class LifeChanged : public Failure {
+  public:
+    explicit LifeChanged(const std::string &message)
+        : Failure(openfam::FAM_ERR_RESOURCE, message) {}
+};
+
 template <typename... Args>
 [[noreturn]] void Fail(Fam_Error error, fmt::format_string<Args...> format, Args &&...args) {
     throw Failure(error, fmt::format(format, std::forward<Args>(args)...));

@@ -110,6 +110,12 @@ grpc::Status MemoryServerService::CreateExtent(grpc::ServerContext *context,
                                                const rpc::ExtentRequest *request, rpc::Empty *) {
     return Serve([&] {
         Authorize(TokenOf(context), "MemoryServer.CreateExtent");
+        if (!request->life().empty() && request->life() != incarnation_) {
+            throw LifeChanged(fmt::format(
+                "memory server {} restarted since the metadata service last saw it (life {}, "
+                "now {}): its restart is handled before extents are made there",
+                server_->id(), request->life(), incarnation_));
+        }
         server_->CreateExtent(FromProto(request->extent()), request->size(), request->reserve());
     });
 }

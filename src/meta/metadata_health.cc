@@ -110,17 +110,45 @@ void MetadataRpcService::CheckServers() {
                          static_cast<unsigned long long>(id));
             store_->Members().FenceLostMembers(id);
         }
-        std::string name = IncarnationKey(id);
-        std::string known = store_->GetValue(name);
-        if (known == info->incarnation) continue;
+        NoteLife(servers_[i], info->incarnation);
+    }
+}
+
+void MetadataRpcService::NoteLife(MemoryServerClient *server, const std::string &incarnation) {
+    uint64_t id = server->id();
+    std::string name = IncarnationKey(id);
+    std::string known = store_->GetValue(name);
+    if (known != incarnation) {
         if (!known.empty()) {
+            HoldAt("meta.new-life");
             std::fprintf(stderr,
                          "fampool-server: memory server %llu restarted; releasing its volatile "
                          "regions (members of redundant ones are rebuilt)\n",
                          static_cast<unsigned long long>(id));
             store_->ServerRestarted(id);
         }
-        store_->SetValue(name, info->incarnation);
+        store_->SetValue(name, incarnation);
+    }
+    server->KnowLife(incarnation);
+}
+
+void MetadataRpcService::AdoptLives() {
+    std::lock_guard<std::mutex> checking(check_mutex_);
+    std::vector<std::future<std::optional<MemoryServerInfo>>> answers;
+    for (MemoryServerClient *server : servers_) {
+        answers.push_back(
+            std::async(std::launch::async, [server]() -> std::optional<MemoryServerInfo> {
+                try {
+                    return server->Info(kHeartbeatTimeout);
+                } catch (const Failure &) {
+                    return std::nullopt;  // a dead server makes no extent: nothing to adopt
+                }
+            }));
+    }
+    for (size_t i = 0; i < servers_.size(); ++i) {
+        if (std::optional<MemoryServerInfo> info = answers[i].get()) {
+            NoteLife(servers_[i], info->incarnation);
+        }
     }
 }
 

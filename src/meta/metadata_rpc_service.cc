@@ -60,11 +60,22 @@ grpc::Status MetadataRpcService::CreateRegion(grpc::ServerContext *,
                                               rpc::Region *reply) {
     return Serve([&] {
         RequireOwnName(request->name(), "Metadata.CreateRegion");
-        ToProto(store_->CreateRegion(request->name(), request->size(), request->perm(),
-                                     FromProto(request->attributes(), request->name()),
-                                     FromProto(request->intent()),
-                                     Identify(request->caller(), "Metadata.CreateRegion")),
-                reply);
+        Caller caller = Identify(request->caller(), "Metadata.CreateRegion");
+        auto create = [&] {
+            return store_->CreateRegion(request->name(), request->size(), request->perm(),
+                                        FromProto(request->attributes(), request->name()),
+                                        FromProto(request->intent()), caller);
+        };
+        RegionInfo region;
+        try {
+            region = create();
+        } catch (const LifeChanged &) {
+            // A server restarted and the monitor has not handled it yet: handled here, so
+            // that the new region is not released with the earlier life's ones.
+            AdoptLives();
+            region = create();
+        }
+        ToProto(region, reply);
     });
 }
 

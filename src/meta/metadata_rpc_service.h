@@ -119,6 +119,13 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     // rebuild any.
     bool IsClusterUser(const Caller &caller) const { return caller.uid == cluster_user_; }
     void CheckServers();
+    // A server answered with its life `incarnation`: a life other than the one last seen is a
+    // restart, whose volatile regions are released (members of redundant ones lost). Under
+    // check_mutex_.
+    void NoteLife(MemoryServerClient *server, const std::string &incarnation);
+    // A server refused an extent for a life it no longer has (LifeChanged): asks every server
+    // its life now and handles the restarts, so that the call can be made again.
+    void AdoptLives();
     // Throw Failure(FAM_ERR_INVALID) when another shard owns the region named `name` or with
     // id `region_id`: the caller's list of shards differs from the cluster's.
     void RequireOwnName(const std::string &name, const char *call) const;

@@ -286,6 +286,7 @@ Caller FromProto(const rpc::Caller &in) { return Caller{in.uid(), in.gid()}; }
 
 void CheckStatus(const grpc::Status &status, const char *method, const std::string &target) {
     if (status.ok()) return;
+    if (status.error_code() == grpc::StatusCode::ABORTED) throw LifeChanged(status.error_message());
     if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
         status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
         int error = openfam::FAM_ERR_UNKNOWN;

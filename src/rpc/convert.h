@@ -55,6 +55,9 @@ grpc::Status Serve(Body &&body) {
     } catch (const Unauthenticated &e) {
         return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, e.fam_error_msg(),
                             std::to_string(e.fam_error()));
+    } catch (const LifeChanged &e) {
+        return grpc::Status(grpc::StatusCode::ABORTED, e.fam_error_msg(),
+                            std::to_string(e.fam_error()));
     } catch (const Fam_Exception &e) {
         return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, e.fam_error_msg(),
                             std::to_string(e.fam_error()));
@@ -64,7 +67,8 @@ grpc::Status Serve(Body &&body) {
     }
 }
 
-// Client side: throws the Failure a status stands for (UNAUTHENTICATED: FAM_ERR_NOPERM).
+// Client side: throws the Failure a status stands for (UNAUTHENTICATED: FAM_ERR_NOPERM;
+// ABORTED: LifeChanged).
 // `target` names the server for messages.
 void CheckStatus(const grpc::Status &status, const char *method, const std::string &target);
 

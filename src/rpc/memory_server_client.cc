@@ -157,9 +157,18 @@ MemoryProfile MemoryServerClient::Profile() {
                          info.capacity, HostOf(address_), true};
 }
 
+void MemoryServerClient::KnowLife(const std::string &incarnation) {
+    std::lock_guard<std::mutex> lock(life_mutex_);
+    life_ = incarnation;
+}
+
 void MemoryServerClient::CreateExtent(ExtentRef extent, uint64_t size, uint64_t reserve) {
     rpc::ExtentRequest request = Request(extent, 0, size);
     request.set_reserve(reserve);
+    {
+        std::lock_guard<std::mutex> lock(life_mutex_);
+        request.set_life(life_);
+    }
     rpc::Empty reply;
     Call(&rpc::MemoryServer::Stub::CreateExtent, "MemoryServer.CreateExtent", request, &reply,
          timeout_);

@@ -54,6 +54,11 @@ class MemoryServerClient : public MemoryServer {
     void UseMunge(const std::string &socket);
     // Ends the session opened with the server, if any (its token stops working there).
     void EndSession() override;
+    // The server's life (MemoryServerInfo::incarnation) whose restart the metadata service
+    // has handled: CreateExtent names it, and a later life refuses with LifeChanged, so that no
+    // region is made on a restarted server before the regions of its earlier life are released
+    // (which would release the new one too).
+    void KnowLife(const std::string &incarnation);
 
     void CreateExtent(ExtentRef extent, uint64_t size, uint64_t reserve) override;
     void DestroyExtent(ExtentRef extent) override;
@@ -122,6 +127,8 @@ class MemoryServerClient : public MemoryServer {
     std::string munge_socket_;
     std::string token_;
     bool session_open_ = false;
+    std::mutex life_mutex_;
+    std::string life_;  // KnowLife
 };
 
 }  // namespace fampool
