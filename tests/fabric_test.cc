@@ -6,6 +6,8 @@
 #include <atomic>
 
 #include "fabric_fixture.h"
+#include "transport/fabric/fabric_channel.h"
+#include "transport/fabric/fabric_channel_internals.h"
 #include "transport/thread_channels.h"
 
 namespace fampool {
@@ -520,6 +522,44 @@ TEST_P(FabricTest, RegisteredLocalBuffersWorkLikeUnregistered) {
     uint64_t first;
     std::memcpy(&first, out.data(), 8);
     EXPECT_EQ(first, old);
+}
+
+// Where local buffers are registered, a call on a buffer of any size registers it a window at
+// a time (a 4 GiB put registered all 4 GiB): 100 MiB scattered from and gathered into, 64 KiB
+// elements in an order that never makes two adjacent, with at most kRegistrationCache windows
+// (and one piece) registered at once.
+TEST_P(FabricTest, LargeRegisteredBuffersAreRegisteredAWindowAtATime) {
+    StartServers(1);
+    OpenClient(10000, /*register_local=*/true, /*checked_reads=*/false, /*direct=*/true,
+               /*memory_side_elements=*/0);
+    auto item = Plain(0, 0, kServerBytes);
+    constexpr uint64_t kElement = 64 << 10, kCount = 1600;
+    const uint64_t in_item = kServerBytes / kElement;
+    ElementPlan plan;
+    plan.strided = false;
+    for (uint64_t i = 0; i < kCount; ++i) plan.indices.push_back(i * 7 % in_item);
+    // Every element written to one place carries the same bytes: the result is one answer.
+    std::vector<char> out(kCount * kElement), in(kCount * kElement, 0);
+    for (uint64_t i = 0; i < kCount; ++i) {
+        std::vector<char> bytes = Pattern(kElement, static_cast<unsigned>(plan.indices[i]));
+        std::memcpy(out.data() + i * kElement, bytes.data(), kElement);
+    }
+    channel_->Elements(item, plan, out.data(), kCount, kElement, true, /*blocking=*/false);
+    channel_->Quiet();
+    for (uint64_t e = 0; e < in_item; ++e) {
+        std::vector<char> bytes = Pattern(kElement, static_cast<unsigned>(e));
+        ASSERT_EQ(0,
+                  std::memcmp(servers_[0]->extent.bytes() + e * kElement, bytes.data(), kElement))
+            << "element " << e;
+    }
+    channel_->Elements(item, plan, in.data(), kCount, kElement, false, /*blocking=*/true);
+    EXPECT_TRUE(in == out);
+    using channel::kLargestOperation, channel::kRegistrationCache, channel::kRegistrationWindow;
+    auto &channel =
+        dynamic_cast<FabricChannel &>(static_cast<ThreadChannels &>(*channel_).OfThisThread());
+    EXPECT_GE(channel.MostRegistered(), kRegistrationWindow);
+    EXPECT_LE(channel.MostRegistered(),
+              kRegistrationCache * kRegistrationWindow + kLargestOperation);
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, FabricTest, Providers(), ProviderName);

@@ -66,6 +66,8 @@ class ThreadChannels : public Channel {
 
     // Channels opened so far (for tests).
     size_t opened();
+    // The calling thread's channel (for tests).
+    Channel &OfThisThread() { return Mine(); }
 
   private:
     // The calling thread's channel: from a one-entry cache per thread, else looked up (and

@@ -58,6 +58,7 @@ void FabricChannel::CloseEndpoint() {
     busy_servers_.clear();
     sockets_.clear();
     registrations_.clear();
+    registered_bytes_ = 0;
     scratch_mr_.reset();
     endpoint_.endpoint.reset();
     endpoint_.queue.reset();
@@ -236,6 +237,14 @@ void FabricChannel::PostPieces(const FabricBinding &item, size_t index, uint64_t
         Settle(deadline, false);  // earlier pieces may be in flight on the caller's buffer
         Reachable(item, index);   // throws
     }
+    // The callers' descriptors stand for every piece they post: kByWindow is resolved here.
+    void *resolved[FabricDomain::kMostPieces];
+    for (size_t i = 0; i < count; ++i) {
+        resolved[i] = descs[i] == kByWindow
+                          ? WindowDescriptor(static_cast<const char *>(pieces[i].iov_base),
+                                             pieces[i].iov_len, deadline)
+                          : descs[i];
+    }
     fid_ep *endpoint = endpoint_.endpoint.get();
     const FabricBinding::Server &server = item.servers[index];
     uint64_t remote = server.base + physical;
@@ -243,7 +252,7 @@ void FabricChannel::PostPieces(const FabricBinding &item, size_t index, uint64_t
     Post(
         [&]() -> ssize_t {
             fi_rma_iov rma{remote, length, server.key};
-            fi_msg_rma message{pieces, descs, count, server.address, &rma, 1, context, 0};
+            fi_msg_rma message{pieces, resolved, count, server.address, &rma, 1, context, 0};
             return write ? fi_writemsg(endpoint, &message, domain_.write_flags())
                          : fi_readmsg(endpoint, &message,
                                       domain_.ReadFlags(length, writes_in_flight_));
@@ -270,30 +279,6 @@ void FabricChannel::Transfer(const FabricBinding &item, uint64_t offset, char *l
         local += length;
         nbytes -= length;
     }
-}
-
-void *FabricChannel::LocalDescriptor(const void *local, uint64_t length,
-                                     Clock::time_point deadline) {
-    if (!domain_.local_registration()) return nullptr;
-    const char *start = static_cast<const char *>(local);
-    for (auto it = registrations_.begin(); it != registrations_.end(); ++it) {
-        if (start >= it->start && start + length <= it->start + it->length) {
-            registrations_.splice(registrations_.begin(), registrations_, it);
-            return fi_mr_desc(registrations_.front().mr.get());
-        }
-    }
-    if (registrations_.size() >= kRegistrationCache) {
-        Settle(deadline, true);  // the oldest registration may back an operation in flight
-        // After a failure Settle replaced the endpoint, registrations and all (and when it
-        // could not open a new one, this call opens it or fails saying why).
-        if (!endpoint_.endpoint) Open();
-        if (!registrations_.empty()) registrations_.pop_back();
-    }
-    FidPtr<fid_mr> mr =
-        domain_.Register(local, length, FI_READ | FI_WRITE, endpoint_.endpoint.get());
-    void *desc = fi_mr_desc(mr.get());
-    registrations_.push_front(LocalRegistration{start, length, std::move(mr)});
-    return desc;
 }
 
 // --- operations ----------------------------------------------------------------------------

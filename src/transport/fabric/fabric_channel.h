@@ -53,6 +53,10 @@ class FabricChannel : public Channel {
     void Quiet() override;
     void Drain() override;
     uint64_t Pending() override;
+    // The most bytes of callers' buffers this channel held registered at once (where the
+    // provider wants local buffers registered; else 0): at most kRegistrationCache windows
+    // of kRegistrationWindow bytes (and a piece) whatever the size of a call.
+    uint64_t MostRegistered();
 
   private:
     using Clock = std::chrono::steady_clock;
@@ -139,7 +143,18 @@ class FabricChannel : public Channel {
     ssize_t PostNotingSockets(PostCall &post, uint64_t server_id);
     void Touch(const FabricBinding::Server &server, bool write, uint64_t remote, uint64_t length);
     const FabricBinding::Server &Reachable(const FabricBinding &item, size_t index) const;
+    // The descriptor of a caller's buffer where the provider wants local buffers registered
+    // (else null): a registration of the whole buffer, from registrations_ or made now; for a
+    // buffer of more than kRegistrationWindow bytes, kByWindow: PostPieces registers it window by
+    // window (WindowDescriptor).
     void *LocalDescriptor(const void *local, uint64_t length, Clock::time_point deadline);
+    // The descriptor of a registration of [start, start + length), from registrations_ or made
+    // now (the least recently used ones dropped, once what is in flight completed, when
+    // kRegistrationCache are held).
+    void *Registered(const char *start, uint64_t length, Clock::time_point deadline);
+    // The descriptor for a piece of the buffer LocalDescriptor last answered kByWindow for: a
+    // registration of the window of kRegistrationWindow bytes of that buffer around it.
+    void *WindowDescriptor(const char *piece, uint64_t length, Clock::time_point deadline);
     void Fallback(const FabricBinding &item, const FabricBinding::Place &place, AtomicOp op,
                   DataType type, const void *operand, const void *compare, void *result,
                   Clock::time_point deadline);
@@ -213,7 +228,10 @@ class FabricChannel : public Channel {
     std::unique_ptr<char[]> stage_;
     FidPtr<fid_mr> scratch_mr_;
     void *scratch_desc_ = nullptr;
-    std::list<LocalRegistration> registrations_;  // most recently used first
+    std::list<LocalRegistration> registrations_;           // most recently used first
+    uint64_t registered_bytes_ = 0, most_registered_ = 0;  // by registrations_ (MostRegistered)
+    const char *window_buffer_ = nullptr;                  // LocalDescriptor's last kByWindow
+    uint64_t window_buffer_length_ = 0;
     bool counter_waits_ = true;  // false: the counter has no wait object; poll and nap
 
     // On the current endpoint:

@@ -58,6 +58,16 @@ constexpr size_t kPagesAheadKept = 256;
 constexpr size_t kTouchedKept = 32;
 // Local registrations kept when the provider wants local buffers registered.
 constexpr size_t kRegistrationCache = 16;
+// A caller's buffer larger than this is registered a window of this size at a time, as its
+// pieces are posted: at most kRegistrationCache windows (64 MiB) are registered at once for a
+// call of any size, where a 4 GiB put registered (pinned, on verbs) all 4 GiB. The cache is
+// emptied to half once what is in flight completed, so a large call waits for its operations
+// once per 8 windows (32 MiB).
+constexpr uint64_t kRegistrationWindow = uint64_t{4} << 20;
+// LocalDescriptor's answer for a buffer registered by windows (a value no provider hands out:
+// the address of a byte of ours).
+inline char by_window_tag;
+inline void *const kByWindow = &by_window_tag;
 // Failures of non-blocking operations kept word for word until Quiet; more are counted.
 constexpr size_t kDeferredKept = 16;
 
