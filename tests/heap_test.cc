@@ -72,6 +72,15 @@ TEST(HeapPopulateTest, MakesTheRangesPagesPresentAndLeavesTheirBytes) {
     EXPECT_EQ(mapping->base()[8 * kMiB + 4095], 7);
     EXPECT_EQ(mapping->base()[4 * kMiB], 0);
     EXPECT_TRUE(fampool::heap::DataRanges(path, 0, 4 * kMiB).empty());
+    // Several ranges on several threads (a large put's pages): each range's pages, no others.
+    fampool::heap::PopulateForWrite(
+        {{mapping->base() + 1 * kMiB, kMiB + 8192}, {mapping->base() + 26 * kMiB, 5 * kMiB}}, 3);
+    EXPECT_EQ(resident(0, 1 * kMiB), 0u);
+    EXPECT_EQ(resident(1 * kMiB, 2 * kMiB + 8192), (kMiB + 8192) / page);
+    EXPECT_EQ(resident(2 * kMiB + 8192, 4 * kMiB), 0u);
+    EXPECT_EQ(resident(24 * kMiB, 26 * kMiB), 0u);
+    EXPECT_EQ(resident(26 * kMiB, 31 * kMiB), 5 * kMiB / page);
+    EXPECT_EQ(resident(31 * kMiB, 32 * kMiB), 0u);
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "common/error.h"
 #include "memserver/heap_guard.h"
@@ -51,6 +53,11 @@ HeapMapping::~HeapMapping() {
 }
 
 namespace heap {
+
+namespace {
+// MADV_POPULATE_WRITE's step: a step is where a writer may wait for the pages being made.
+constexpr uint64_t kPopulateStep = 16 << 20;
+}  // namespace
 
 void Create(const std::string &path, uint64_t size, const FileAccess &access) {
     Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
@@ -97,12 +104,31 @@ void PopulateForWrite(char *at, uint64_t length) {
     uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     uint64_t first = reinterpret_cast<uint64_t>(at) / page * page;
     uint64_t end = reinterpret_cast<uint64_t>(at) + length;
-    constexpr uint64_t kStep = 16 << 20;
-    for (uint64_t p = first; p < end; p += kStep) {
-        if (madvise(reinterpret_cast<void *>(p), std::min(kStep, end - p), MADV_POPULATE_WRITE)) {
+    for (uint64_t p = first; p < end; p += kPopulateStep) {
+        if (madvise(reinterpret_cast<void *>(p), std::min(kPopulateStep, end - p),
+                    MADV_POPULATE_WRITE)) {
             return;  // EINVAL: an older kernel; ENOMEM, EFAULT: leave the pages to the writes
         }
     }
+}
+
+void PopulateForWrite(const std::vector<std::pair<char *, uint64_t>> &ranges, unsigned threads) {
+    std::vector<std::pair<char *, uint64_t>> steps;
+    for (const auto &[at, length] : ranges) {
+        for (uint64_t done = 0; done < length; done += kPopulateStep) {
+            steps.emplace_back(at + done, std::min(kPopulateStep, length - done));
+        }
+    }
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        for (size_t i; (i = next.fetch_add(1)) < steps.size();) {
+            PopulateForWrite(steps[i].first, steps[i].second);
+        }
+    };
+    std::vector<std::thread> helpers;
+    for (unsigned k = 1; k < threads && k < steps.size(); ++k) helpers.emplace_back(work);
+    work();
+    for (std::thread &helper : helpers) helper.join();
 }
 
 void Extend(const std::string &path, uint64_t size) {

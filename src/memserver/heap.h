@@ -58,6 +58,11 @@ std::vector<std::pair<uint64_t, uint64_t>> DataRanges(const std::string &path, u
 // 16 MiB at a time), so that writes into them take no page fault; their bytes stay as they are.
 // Does nothing where the kernel cannot (before Linux 5.14) or memory is short.
 void PopulateForWrite(char *at, uint64_t length);
+// The same for several ranges, on `threads` threads (this one among them) taking their steps of
+// 16 MiB in order: the pages are made from the first onwards `threads` times as fast as one
+// thread makes them (a single thread, 1.9-2.8 GB/s here, was slower than a put's bytes over
+// tcp, which then caught up with it and faulted pages in one at a time).
+void PopulateForWrite(const std::vector<std::pair<char *, uint64_t>> &ranges, unsigned threads);
 // Maps the whole file (shared, no swap reservation).
 std::shared_ptr<HeapMapping> Map(const std::string &path);
 
