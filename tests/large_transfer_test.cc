@@ -3,9 +3,9 @@
 // calls and a strided scatter and gather, and 1 GiB over shm, all verified; and a memory server
 // stopped (SIGSTOP) for twice the data path's bound, or killed, while two threads have 1 GiB
 // gets and puts in flight: each thread gets a Fam_Exception naming the server, the process
-// lives, and the next calls succeed once the server answers again; and the same with one get's
-// response half received when the server stops (closing an endpoint then crashed libfabric
-// 1.17's tcp under ofi_rxm).
+// lives, and the next calls succeed once the server answers again (over tcp, and where the
+// providers allow it over shm and sockets); and the same with one get's response half received
+// when the server stops (closing an endpoint then crashed libfabric 1.17's tcp under ofi_rxm).
 #include <signal.h>
 
 #include <algorithm>
@@ -279,35 +279,69 @@ std::vector<CaughtError> InterruptedCalls(fam *f, Fam_Descriptor *item,
     return threads.Join();
 }
 
-TEST_F(LargeTransferTest, ServerStoppedWithGibibytesInFlightFailsThemAndServesAgain) {
-    auto region = CreateRegion("r", 6 * kGiB, 0700, &plain_);
-    auto item = ItemOnServer(region.get(), kGiB, 1);
-    ASSERT_NE(item, nullptr);
-    auto caught = InterruptedCalls(fam(), item.get(), [this] {
-        cluster()->Pause(1);
-        std::this_thread::sleep_for(2 * kBound);
-    });
-    cluster()->Resume(1);
-    ExpectGivenUpOn(caught, 1);
-    // The server answers again: whole-item calls on the same item succeed.
-    Pattern buffer(kGiB);
-    PutGetAndCheck(item.get(), &buffer, 4);
-}
+// A memory server stopped for twice the bound, or killed, while two threads' 1 GiB calls are
+// in flight on an item it holds: each call fails naming it, and once it answers again (or was
+// restarted) whole-item calls succeed.
+class GiveUpTest : public LargeTransferTest {
+  protected:
+    void Stopped() {
+        auto region = CreateRegion("r", 6 * kGiB, 0700, &plain_);
+        auto item = ItemOnServer(region.get(), kGiB, 1);
+        ASSERT_NE(item, nullptr);
+        auto caught = InterruptedCalls(fam(), item.get(), [this] {
+            cluster()->Pause(1);
+            std::this_thread::sleep_for(2 * kBound);
+        });
+        cluster()->Resume(1);
+        ExpectGivenUpOn(caught, 1);
+        // The server answers again: whole-item calls on the same item succeed.
+        Pattern buffer(kGiB);
+        PutGetAndCheck(item.get(), &buffer, 4);
+    }
+    void Killed() {
+        auto region = CreateRegion("r", 6 * kGiB, 0700, &plain_);
+        auto item = ItemOnServer(region.get(), kGiB, 1);
+        ASSERT_NE(item, nullptr);
+        auto caught = InterruptedCalls(fam(), item.get(), [this] { cluster()->Kill(1, SIGKILL); });
+        ExpectGivenUpOn(caught, 1);
+        // The restarted server serves new regions: whole-item calls there succeed.
+        cluster()->Restart(1);
+        WaitForCluster();
+        auto again = CreateRegion("again", 6 * kGiB, 0700, &plain_);
+        auto fresh = ItemOnServer(again.get(), kGiB, 1);
+        ASSERT_NE(fresh, nullptr);
+        Pattern buffer(kGiB);
+        PutGetAndCheck(fresh.get(), &buffer, 5);
+    }
+};
 
-TEST_F(LargeTransferTest, ServerKilledWithGibibytesInFlightFailsThemAndTheProcessGoesOn) {
-    auto region = CreateRegion("r", 6 * kGiB, 0700, &plain_);
-    auto item = ItemOnServer(region.get(), kGiB, 1);
-    ASSERT_NE(item, nullptr);
-    auto caught = InterruptedCalls(fam(), item.get(), [this] { cluster()->Kill(1, SIGKILL); });
-    ExpectGivenUpOn(caught, 1);
-    // The restarted server serves new regions: whole-item calls there succeed.
-    cluster()->Restart(1);
-    WaitForCluster();
-    auto again = CreateRegion("again", 6 * kGiB, 0700, &plain_);
-    auto fresh = ItemOnServer(again.get(), kGiB, 1);
-    ASSERT_NE(fresh, nullptr);
-    Pattern buffer(kGiB);
-    PutGetAndCheck(fresh.get(), &buffer, 5);
+TEST_F(GiveUpTest, ServerStoppedWithGibibytesInFlightFailsThemAndServesAgain) { Stopped(); }
+
+TEST_F(GiveUpTest, ServerKilledWithGibibytesInFlightFailsThemAndTheProcessGoesOn) { Killed(); }
+
+// The same on the other providers a cluster runs on, where it works: a stopped server over shm
+// with fabric_direct off (with it on, this process copies the bytes itself, and a stopped
+// server stops nothing), a killed one over sockets. Not the other two: a shm server killed
+// while it holds its queue's lock leaves the client spinning on that lock inside
+// fi_writemsg for good (libfabric 1.17's shm keeps a pthread spinlock in the server's shared
+// region), and over sockets a server stopped with 1 GiB calls in flight never completes the
+// client's later operations after it resumes (on 2dffa9c as well); docs/robustness.md.
+class ShmGiveUpTest : public GiveUpTest {
+  protected:
+    const char *Spec() const override {
+        return "3:0:shm:region_span_size_per_memoryserver=0,fabric_direct=false";
+    }
+};
+
+TEST_F(ShmGiveUpTest, ServerStoppedWithGibibytesInFlightFailsThemAndServesAgain) { Stopped(); }
+
+class SocketsGiveUpTest : public GiveUpTest {
+  protected:
+    const char *Spec() const override { return "3:0:sockets:region_span_size_per_memoryserver=0"; }
+};
+
+TEST_F(SocketsGiveUpTest, ServerKilledWithGibibytesInFlightFailsThemAndTheProcessGoesOn) {
+    Killed();
 }
 
 // Non-blocking gets posted and left undriven while the server answers: its responses fill the
