@@ -201,6 +201,7 @@ FabricDomain::FabricDomain(const FabricConfig &config, Role role) : config_(conf
     half_received_reads_crash_ = std::strstr(chosen->fabric_attr->prov_name, "tcp") &&
                                  std::strstr(chosen->fabric_attr->prov_name, "ofi_rxm") &&
                                  fi_version() < FI_VERSION(1, 18);
+    closing_leaks_operations_ = std::strcmp(chosen->fabric_attr->prov_name, "sockets") == 0;
     if (chosen != info_ || info_->next) {
         fi_info *all = info_;
         info_ = fi_dupinfo(chosen);

@@ -160,6 +160,17 @@ class FabricDomain {
     // in 1.18; docs/robustness.md, "Large transfers, and giving up on them"). A channel aborts
     // such connections first (DropConnections, fabric/connection_reset.h).
     bool half_received_reads_crash() const { return half_received_reads_crash_; }
+    // Whether closing an endpoint with operations in flight leaks them: the sockets provider
+    // takes an endpoint's operations off its domain's progress engine without freeing the
+    // engine's entries that carry them, 128 for the whole domain (libfabric 1.17's
+    // sock_pe_remove_tx_ctx), and once they are gone no operation of any endpoint of the
+    // domain is sent again. A channel aborts its connections first, and waits for the provider
+    // to fail each operation on them, which frees its entry.
+    bool closing_leaks_operations() const { return closing_leaks_operations_; }
+    // Whether a channel must know its endpoint's sockets (either of the above).
+    bool drops_connections_at_close() const {
+        return half_received_reads_crash_ || closing_leaks_operations_;
+    }
 
     FidPtr<fid_av> OpenAddressVector();
     // Registers [address, address + length) for `access` (FI_READ, FI_REMOTE_WRITE, ...); binds
@@ -183,6 +194,7 @@ class FabricDomain {
     bool two_read_paths_ = false;  // see ReadFlags
     bool provider_names_endpoints_ = false;
     bool half_received_reads_crash_ = false;
+    bool closing_leaks_operations_ = false;
 };
 
 // An RDM endpoint bound to an address vector, a completion queue and, optionally, a

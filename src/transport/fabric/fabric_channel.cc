@@ -45,9 +45,10 @@ void FabricChannel::CloseEndpoint() {
     // dropped. Only where a write completes once it is in the server's memory
     // (FI_DELIVERY_COMPLETE): elsewhere a completed write may still be queued, and the other
     // endpoints' connections to the server, reset when they close, would drop it.
-    if (endpoint_.endpoint && reads_in_flight_ && posted_ != settled_ &&
-        domain_.half_received_reads_crash()) {
-        EndReads();
+    if (endpoint_.endpoint && posted_ != settled_ &&
+        ((reads_in_flight_ && domain_.half_received_reads_crash()) ||
+         domain_.closing_leaks_operations())) {
+        EndInFlight();
     }
     if (endpoint_.endpoint && (posted_ != settled_ || failures_seen_ != 0) &&
         !busy_servers_.empty() && domain_.write_flags() != 0) {
@@ -197,7 +198,7 @@ void FabricChannel::Post(PostCall &&post, const char *call, const FabricBinding:
 
 template <typename PostCall>
 ssize_t FabricChannel::PostNotingSockets(PostCall &post, uint64_t server_id) {
-    if (!domain_.half_received_reads_crash() || sockets_.count(server_id) != 0) return post();
+    if (!domain_.drops_connections_at_close() || sockets_.count(server_id) != 0) return post();
     // The provider opens the connection (and its socket) inside the call. Other sockets the
     // process opens meanwhile are told apart later by their peers (DropConnections); another
     // channel's first operations wait.

@@ -137,7 +137,7 @@ class FabricChannel : public Channel {
     void Post(PostCall &&post, const char *call, const FabricBinding::Server &server,
               Clock::time_point deadline);
     // `post`; when it is this endpoint's first operation to the server and the domain needs
-    // to know the endpoint's sockets (half_received_reads_crash), notes in sockets_ which
+    // to know the endpoint's sockets (drops_connections_at_close), notes in sockets_ which
     // ones it opened (its connection to the server).
     template <typename PostCall>
     ssize_t PostNotingSockets(PostCall &post, uint64_t server_id);
@@ -173,11 +173,11 @@ class FabricChannel : public Channel {
     // Closes the endpoint and what is bound to it, endpoint first (a counter or queue still
     // bound cannot close, and would leak its file descriptors).
     void CloseEndpoint();
-    // Before CloseEndpoint with reads not all completed, where closing could then crash
-    // (half_received_reads_crash): aborts this endpoint's connections to the busy servers and
-    // drives the provider until it has failed what they were receiving and closed them
-    // (fabric_channel_completion.cc).
-    void EndReads();
+    // Before CloseEndpoint with operations not all completed, where closing could then crash
+    // (reads, half_received_reads_crash) or leak them (closing_leaks_operations): aborts this
+    // endpoint's connections to the busy servers and drives the provider until it has failed
+    // what they carried and closed them (fabric_channel_completion.cc).
+    void EndInFlight();
     // Ends a non-blocking call: remembers how many operations had been posted when it ended.
     void EndNonBlocking(bool blocking);
     [[noreturn]] void GiveUp(Outcome outcome);

@@ -197,12 +197,14 @@ std::string FabricChannel::GiveUpMessage(Outcome outcome) const {
         context_->timeout_ms(), context_->provider(), BufferSizeHint(context_->provider()));
 }
 
-void FabricChannel::EndReads() {
+void FabricChannel::EndInFlight() {
     // A read's response half received when the endpoint closes would crash the process
-    // (FabricDomain::half_received_reads_crash). Aborted first, each connection to a busy
-    // server fails under the provider as a reset from the server would: it fails the read it
-    // was receiving once, and closes the connection; nothing more lands in the reads' buffers,
-    // and no response is half received when the endpoint closes. Only this endpoint's own
+    // (FabricDomain::half_received_reads_crash), and on sockets every operation in flight
+    // would leak (closing_leaks_operations). Aborted first, each connection to a busy server
+    // fails under the provider as a reset from the server would: it fails the read it was
+    // receiving once (sockets: every operation on the connection, each freeing what carried
+    // it), and closes the connection; nothing more lands in the reads' buffers, and no
+    // response is half received when the endpoint closes. Only this endpoint's own
     // connections (PostNotingSockets): one the provider replaced since (a connection lost
     // while idle, made again by a later operation) is not known, and is closed as before.
     std::vector<SocketName> dropped;
@@ -215,13 +217,17 @@ void FabricChannel::EndReads() {
         dropped.insert(dropped.end(), some.begin(), some.end());
     }
     // The provider sees the failure at its next progress, and closes the socket a few rounds
-    // later; bounded.
+    // later (sockets: and fails each operation that was on it, as its progress thread comes to
+    // it); bounded.
+    fid_cntr *counter = endpoint_.counter.get();
     auto until = Clock::now() + kDroppingConnections;
     for (;;) {
         bool open = false;
         for (const SocketName &socket : dropped) open = open || StillOpen(socket);
-        if (!open || Clock::now() >= until) return;
-        fi_cntr_read(endpoint_.counter.get());  // drives a manual-progress provider
+        uint64_t done = fi_cntr_read(counter);  // drives a manual-progress provider
+        bool ended =
+            !domain_.closing_leaks_operations() || done + fi_cntr_readerr(counter) >= posted_;
+        if ((!open && ended) || Clock::now() >= until) return;
         std::this_thread::yield();
     }
 }

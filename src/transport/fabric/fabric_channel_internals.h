@@ -46,7 +46,7 @@ constexpr auto kProbeAfter = std::chrono::milliseconds(200);
 // within noise at 64 KiB-64 MiB, puts faster at 16-64 MiB, and 64 MiB gets 0.94-0.99 of the
 // loop where one operation of 64 MiB was 1.22-1.29 (docs/robustness.md).
 constexpr uint64_t kLargestOperation = uint64_t{1} << 20;
-// How long EndReads drives the provider to see the connections it aborted fail and close
+// How long EndInFlight drives the provider to see the connections it aborted fail and close
 // them: a few hundred rounds of progress (ofi_rxm looks at connections once in 128).
 constexpr auto kDroppingConnections = std::chrono::milliseconds(500);
 // A put of this many bytes or more has its servers make its pages first (MakePagesAhead), the
