@@ -1,5 +1,6 @@
 // MetadataRpcService: memory servers' heartbeats, their deaths, and the rebuild of the members
 // of redundant regions they held (see metadata_rpc_service.h).
+#include <algorithm>
 #include <cstdio>
 #include <future>
 #include <optional>
@@ -132,20 +133,24 @@ void MetadataRpcService::NoteLife(MemoryServerClient *server, const std::string 
     server->KnowLife(incarnation);
 }
 
-void MetadataRpcService::AdoptLives() {
+void MetadataRpcService::AdoptLives(bool all) {
+    auto asked = [all](MemoryServerClient *server) { return all || !server->KnowsLife(); };
+    if (std::none_of(servers_.begin(), servers_.end(), asked)) return;  // no lock taken
     std::lock_guard<std::mutex> checking(check_mutex_);
-    std::vector<std::future<std::optional<MemoryServerInfo>>> answers;
-    for (MemoryServerClient *server : servers_) {
-        answers.push_back(
-            std::async(std::launch::async, [server]() -> std::optional<MemoryServerInfo> {
-                try {
-                    return server->Info(kHeartbeatTimeout);
-                } catch (const Failure &) {
-                    return std::nullopt;  // a dead server makes no extent: nothing to adopt
-                }
-            }));
+    std::vector<std::future<std::optional<MemoryServerInfo>>> answers(servers_.size());
+    for (size_t i = 0; i < servers_.size(); ++i) {
+        MemoryServerClient *server = servers_[i];
+        if (!asked(server)) continue;
+        answers[i] = std::async(std::launch::async, [server]() -> std::optional<MemoryServerInfo> {
+            try {
+                return server->Info(kHeartbeatTimeout);
+            } catch (const Failure &) {
+                return std::nullopt;  // a dead server makes no extent: nothing to adopt
+            }
+        });
     }
     for (size_t i = 0; i < servers_.size(); ++i) {
+        if (!answers[i].valid()) continue;
         if (std::optional<MemoryServerInfo> info = answers[i].get()) {
             NoteLife(servers_[i], info->incarnation);
         }

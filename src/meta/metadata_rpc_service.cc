@@ -67,12 +67,13 @@ grpc::Status MetadataRpcService::CreateRegion(grpc::ServerContext *,
                                         FromProto(request->intent()), caller);
         };
         RegionInfo region;
+        AdoptLives(/*all=*/false);
         try {
             region = create();
         } catch (const LifeChanged &) {
             // A server restarted and the monitor has not handled it yet: handled here, so
             // that the new region is not released with the earlier life's ones.
-            AdoptLives();
+            AdoptLives(/*all=*/true);
             region = create();
         }
         ToProto(region, reply);

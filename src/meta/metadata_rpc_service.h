@@ -123,9 +123,13 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     // restart, whose volatile regions are released (members of redundant ones lost). Under
     // check_mutex_.
     void NoteLife(MemoryServerClient *server, const std::string &incarnation);
-    // A server refused an extent for a life it no longer has (LifeChanged): asks every server
-    // its life now and handles the restarts, so that the call can be made again.
-    void AdoptLives();
+    // Asks servers their life now and handles the restarts (NoteLife): every server when `all`
+    // (one refused an extent for a life it no longer has, LifeChanged, and the call is made
+    // again), else those whose life this service has not seen yet, before a region is made:
+    // an extent made on a life never seen could not be told from a later life's (a server
+    // killed before the monitor's first heartbeat reached it kept its regions past its
+    // restart, seen once in a full test run).
+    void AdoptLives(bool all);
     // Throw Failure(FAM_ERR_INVALID) when another shard owns the region named `name` or with
     // id `region_id`: the caller's list of shards differs from the cluster's.
     void RequireOwnName(const std::string &name, const char *call) const;

@@ -162,6 +162,11 @@ void MemoryServerClient::KnowLife(const std::string &incarnation) {
     life_ = incarnation;
 }
 
+bool MemoryServerClient::KnowsLife() {
+    std::lock_guard<std::mutex> lock(life_mutex_);
+    return !life_.empty();
+}
+
 void MemoryServerClient::CreateExtent(ExtentRef extent, uint64_t size, uint64_t reserve) {
     rpc::ExtentRequest request = Request(extent, 0, size);
     request.set_reserve(reserve);

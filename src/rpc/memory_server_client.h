@@ -59,6 +59,7 @@ class MemoryServerClient : public MemoryServer {
     // region is made on a restarted server before the regions of its earlier life are released
     // (which would release the new one too).
     void KnowLife(const std::string &incarnation);
+    bool KnowsLife();
 
     void CreateExtent(ExtentRef extent, uint64_t size, uint64_t reserve) override;
     void DestroyExtent(ExtentRef extent) override;
