@@ -18,8 +18,8 @@ import urllib.request
 
 import pytest
 
-from test_cli import (BUILD_DIR, pids_of, run_dir, stop_process,  # noqa: F401 (fixture)
-                      up_on_free_ports)
+from test_cli import (BUILD_DIR, fampool, free_base_port, pids_of,  # noqa: F401 (fixture)
+                      run_dir, stop_process, up_on_free_ports)
 
 SOAK_WORKER = os.path.join(BUILD_DIR, "tests", "workers", "soak_worker")
 PREFIX = "metrics"
@@ -186,3 +186,40 @@ def test_region_names_stay_out_of_the_metrics_unless_asked_for(run_dir):
         text = reply.read().decode()
     assert re.search(r'(?m)^fampool_regions\{shard="0",redundancy="RAID1"\} 2$', text), text
     assert "secretname" not in text and "fampool_region_size_bytes" not in text, text
+
+
+def in_time_wait(port):
+    """Whether a connection on 127.0.0.1:PORT lingers in TIME_WAIT (state 06 of /proc/net/tcp)."""
+    with open("/proc/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    return any(row[1] == f"0100007F:{port:04X}" and row[3] == "06" for row in rows)
+
+
+def test_a_metrics_port_whose_last_connections_linger_in_time_wait_is_served(run_dir):
+    """A port whose last connections linger in TIME_WAIT (a memory server's fabric port a moment
+    before, in bench_smoke) is free to `up`'s probe, and a metrics endpoint binds it: with
+    cpp-httplib's own socket options (SO_REUSEPORT, not SO_REUSEADDR) the server stopped,
+    "cannot serve metrics on 127.0.0.1:PORT (port taken ...)"."""
+    for attempt in range(3):
+        base = free_base_port(servers=1)
+        port = base + 400  # memory server 0's metrics endpoint (docs/configuration.md)
+        # The side that closes first keeps the connection in TIME_WAIT: here, the port's.
+        with socket.socket() as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", port))
+            listener.listen(1)
+            client = socket.create_connection(("127.0.0.1", port), timeout=5)
+            accepted, _ = listener.accept()
+            accepted.close()
+            time.sleep(0.1)
+            client.close()
+        assert in_time_wait(port), f"no connection of port {port} in TIME_WAIT"
+        up = fampool("up", "--memservers", "1", "--provider", "tcp", "--run-dir", run_dir,
+                     "--base-port", str(base), "--authentication", "none")
+        # Another test may take one of the other ports meanwhile: new ports, not this one.
+        if up.returncode == 0 or f"127.0.0.1:{port} " in up.stdout + up.stderr or attempt == 2:
+            break
+    assert up.returncode == 0, up.stdout + up.stderr
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        assert reply.status == 200
+        assert b"fampool_" in reply.read()

@@ -65,6 +65,16 @@ MetricsEndpoint::MetricsEndpoint(const std::string &host, int port)
     : server_(std::make_unique<httplib::Server>()) {
     address_ = fmt::format("{}:{}", host, port);
     server_->new_task_queue = [] { return new httplib::ThreadPool(kScrapeThreads); };
+    // SO_REUSEADDR, as fampool's other listeners and `fampool up`'s probe of free ports take
+    // it, not cpp-httplib's SO_REUSEPORT alone: with that, a port whose earlier connections
+    // linger in TIME_WAIT (a memory server's fabric port, stopped a moment before) could not
+    // be bound though the probe found it free (bench_smoke: "cannot serve metrics on
+    // 127.0.0.1:64464"), and a second endpoint on a port already served would share it
+    // without an error.
+    server_->set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    });
     server_->Get("/metrics", [](const httplib::Request &, httplib::Response &response) {
         response.set_content(metrics::Process().Render(),
                              "text/plain; version=0.0.4; charset=utf-8");
