@@ -319,23 +319,14 @@ TEST_F(GiveUpTest, ServerStoppedWithGibibytesInFlightFailsThemAndServesAgain) { 
 
 TEST_F(GiveUpTest, ServerKilledWithGibibytesInFlightFailsThemAndTheProcessGoesOn) { Killed(); }
 
-// The same on the other providers a cluster runs on: over sockets, and a stopped server over shm
-// with fabric_direct off (with it on, this process copies the bytes itself, and a stopped
-// server stops nothing). Not a killed one over shm: a shm server killed while it holds its
-// queue's lock leaves the client spinning on that lock inside fi_writemsg for good
-// (libfabric 1.17's shm keeps a pthread spinlock in the server's shared region);
-// docs/robustness.md. Over sockets, a server stopped with 1 GiB calls in flight never
-// completed the process's later operations once it resumed (4 of 4), until a channel that
-// gives up aborted its connections first (FabricDomain::closing_leaks_operations).
-class ShmGiveUpTest : public GiveUpTest {
-  protected:
-    const char *Spec() const override {
-        return "3:0:shm:region_span_size_per_memoryserver=0,fabric_direct=false";
-    }
-};
-
-TEST_F(ShmGiveUpTest, ServerStoppedWithGibibytesInFlightFailsThemAndServesAgain) { Stopped(); }
-
+// The same over sockets. Not over shm: a shm server stopped or killed while it holds its
+// queue's lock (libfabric 1.17's shm keeps a pthread spinlock in the server's shared region)
+// leaves the client spinning on that lock inside fi_writemsg, where the bound cannot act: for
+// as long as the server is stopped (the stopped case hung 600 s in a full run, its threads
+// joined before the server was resumed), and for good once it is dead; docs/robustness.md.
+// Over sockets, a server stopped with 1 GiB calls in flight never completed the process's
+// later operations once it resumed (4 of 4), until a channel that gives up aborted its
+// connections first (FabricDomain::closing_leaks_operations).
 class SocketsGiveUpTest : public GiveUpTest {
   protected:
     const char *Spec() const override { return "3:0:sockets:region_span_size_per_memoryserver=0"; }
