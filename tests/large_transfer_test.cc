@@ -6,6 +6,11 @@
 // lives, and the next calls succeed once the server answers again (over tcp, and where the
 // providers allow it over shm and sockets); and the same with one get's response half received
 // when the server stops (closing an endpoint then crashed libfabric 1.17's tcp under ofi_rxm).
+//
+// Its tests run one at a time (each moves gibibytes through three servers): four at once on
+// two cores under ASan (scripts/sanitize runs 4 tests at a time) took more than 30 s to start
+// two threads' second 1 GiB calls over sockets (2 runs of 2; 15 s for the whole test alone).
+// ctest-resource-lock: gibibytes
 #include <signal.h>
 
 #include <algorithm>
