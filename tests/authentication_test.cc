@@ -2,10 +2,11 @@
 // fampool-server processes with a munged of the test's own. The metadata service takes the
 // uid and gid of the caller's session, not the ones it states: another user (uid 65534) is
 // refused a 0600 region through the API, and also when it sends uid 0 with its own token over
-// gRPC or the fabric. Credentials from a munged with another key, replayed ones and ones meant
-// for another service are refused with the reason; a call without a session is refused naming
-// MUNGE; a client cannot grant itself a fabric key at a memory server. Clients carry on when
-// the services restart. Without authentication, the stated uid is believed (the control).
+// gRPC or the fabric; fabric calls without a live session's seal are dropped. Credentials from a
+// munged with another key, replayed ones and ones meant for another service are refused with the
+// reason; a call without a session is refused naming MUNGE; a client cannot grant itself a fabric
+// key at a memory server. Clients carry on when the services restart. Without authentication, the
+// stated uid is believed (the control).
 #include <unistd.h>
 
 #include <chrono>
@@ -168,10 +169,12 @@ TEST_F(AuthenticationTest, OtherUserClaimingUidZeroIsRefusedOverTheFabric) {
     MakeSecret();
     rpc::Session nobody = SessionOf(kNobodyUid, kNobodyGid);
     rpc::FabricEndpoint endpoint;
-    rpc::Empty empty;
-    ASSERT_EQ(Ask(*metadata_, &rpc::Metadata::Stub::MetadataEndpoint, empty, &endpoint).code,
+    rpc::Caller asking;
+    asking.set_token(nobody.token());
+    ASSERT_EQ(Ask(*metadata_, &rpc::Metadata::Stub::MetadataEndpoint, asking, &endpoint).code,
               grpc::StatusCode::OK);
     ASSERT_FALSE(endpoint.address().empty()) << "the service takes calls over the fabric";
+    EXPECT_TRUE(endpoint.session_known());
     fampool::FabricConfig fabric;
     fabric.provider = "tcp";
     fampool::FabricMessageClient client(fabric, endpoint.address(), endpoint.incarnation(),
@@ -180,11 +183,12 @@ TEST_F(AuthenticationTest, OtherUserClaimingUidZeroIsRefusedOverTheFabric) {
     rpc::LookupRequest *lookup = call.mutable_lookup_item();
     lookup->mutable_caller()->set_uid(0);
     lookup->mutable_caller()->set_gid(0);
-    lookup->mutable_caller()->set_token(nobody.token());
     lookup->set_name("i");
     lookup->set_region("secret");
+    fampool::SessionSeal seal = fampool::SessionSeal::Of(nobody.token());
     rpc::FabricReply reply;
-    ASSERT_TRUE(client.Call(call, &reply, "LookupItem", true, [] { return true; }));
+    ASSERT_TRUE(client.Call(
+        call, &reply, "LookupItem", true, [] { return true; }, &seal));
     EXPECT_EQ(reply.code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
         << reply.message();
     EXPECT_EQ(reply.details(), std::to_string(FAM_ERR_NOPERM)) << reply.message();
@@ -297,18 +301,18 @@ TEST_F(AuthenticationTest, ClientCannotGrantItselfAKeyOrManageExtents) {
 // A memory server's calls over the fabric (atomics of redundant regions) need a session as
 // their gRPC twins do: without a token or with a forged one they are refused unauthenticated;
 // with another user's session, the call is judged by its fabric key (here a wrong one).
-TEST_F(AuthenticationTest, MemoryServerFabricCallsNeedASession) {
+// A fabric call is run only when it names a live session and its seal holds under that
+// session's key (messages/message_seal.h); any other is dropped unanswered, and its caller
+// gives up after its timeout.
+TEST_F(AuthenticationTest, MemoryServerFabricCallsNeedASealedSession) {
     MakeSecret();
     fampool::MemoryServerClient server(0, cluster_file_.memservers.at(0).rpc_address, kTimeout);
     fampool::MemoryServerInfo info = server.Info();
     ASSERT_FALSE(info.messages_address.empty()) << "memory server 0 takes calls over the fabric";
     fampool::FabricConfig fabric;
     fabric.provider = "tcp";
-    fampool::FabricMessageClient client(fabric, info.messages_address, info.messages_incarnation,
-                                        kTimeout, "memory server 0");
-    auto call_with = [&](const std::string &token) {
+    auto atomic_call = [&] {
         rpc::FabricCall call;
-        call.set_token(token);
         rpc::AtomicRequest *atomic = call.mutable_atomic();
         atomic->mutable_extent()->set_region_id(item_->get_global_descriptor().regionId);
         atomic->set_offset(0);
@@ -316,17 +320,17 @@ TEST_F(AuthenticationTest, MemoryServerFabricCallsNeedASession) {
         atomic->set_type(static_cast<int>(fampool::DataType::kUint64));
         atomic->set_operand(std::string(8, '\0'));
         atomic->set_key(12345);
-        rpc::FabricReply reply;
-        EXPECT_TRUE(client.Call(call, &reply, "Atomic", false, [] { return true; }));
-        return reply;
+        return call;
     };
-    rpc::FabricReply none = call_with("");
-    EXPECT_EQ(none.code(), static_cast<int>(grpc::StatusCode::UNAUTHENTICATED)) << none.message();
-    EXPECT_NE(none.message().find("MemoryServer.Atomic"), std::string::npos) << none.message();
-    EXPECT_FALSE(none.has_atomic());
-    rpc::FabricReply forged = call_with(std::string(16, 'k'));
-    EXPECT_EQ(forged.code(), static_cast<int>(grpc::StatusCode::UNAUTHENTICATED))
-        << forged.message();
+    // Each on a client of its own: a call given up breaks its client.
+    auto call_with = [&](const fampool::SessionSeal *seal, rpc::FabricReply *reply) {
+        fampool::FabricMessageClient client(fabric, info.messages_address,
+                                            info.messages_incarnation,
+                                            std::chrono::milliseconds(300), "memory server 0");
+        rpc::FabricCall call = atomic_call();
+        return client.Call(
+            call, reply, "Atomic", /*idempotent=*/true, [] { return true; }, seal);
+    };
     rpc::Credential credential;
     credential.set_munge(CredentialOf(kNobodyUid, kNobodyGid, cluster()->munge_socket(),
                                       fampool::MemoryServerAudience(0)));
@@ -334,18 +338,30 @@ TEST_F(AuthenticationTest, MemoryServerFabricCallsNeedASession) {
     auto memory = MemoryServer(0);
     ASSERT_EQ(Ask(*memory, &rpc::MemoryServer::Stub::Authenticate, credential, &session).code,
               grpc::StatusCode::OK);
-    rpc::FabricReply keyed = call_with(session.token());
-    EXPECT_EQ(keyed.code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
-        << keyed.message();
-    EXPECT_EQ(keyed.details(), std::to_string(FAM_ERR_NOPERM)) << keyed.message();
-    // Calls sent without waiting for their replies (Send, as a RAID5 lease's release goes):
-    // refused all the same (no token), and the next call gets its own reply, not theirs.
-    for (int i = 0; i < 3; ++i) {
+    fampool::SessionSeal seal = fampool::SessionSeal::Of(session.token());
+    fampool::SessionSeal unknown = fampool::SessionSeal::Of(std::string(16, 'k'));
+    fampool::SessionSeal forged{seal.id, unknown.key};  // the session's id, another key
+    rpc::FabricReply reply;
+    EXPECT_FALSE(call_with(nullptr, &reply)) << "a call without a session was answered";
+    EXPECT_FALSE(call_with(&unknown, &reply)) << "a call naming no live session was answered";
+    EXPECT_FALSE(call_with(&forged, &reply)) << "a call with a forged seal was answered";
+    ASSERT_TRUE(call_with(&seal, &reply)) << "the session's own sealed call was not answered";
+    EXPECT_EQ(reply.code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
+        << reply.message();
+    EXPECT_EQ(reply.details(), std::to_string(FAM_ERR_NOPERM)) << reply.message();
+    // Calls sent without waiting for their replies (Send, as a RAID5 lease's release goes),
+    // sealed or not: the next call gets its own reply, not theirs.
+    fampool::FabricMessageClient client(fabric, info.messages_address, info.messages_incarnation,
+                                        kTimeout, "memory server 0");
+    for (int i = 0; i < 4; ++i) {
         rpc::FabricCall release;
         release.mutable_stripe()->set_op(rpc::StripeRequest::RELEASE);
-        EXPECT_TRUE(client.Send(release));
+        EXPECT_TRUE(client.Send(release, i % 2 ? &seal : nullptr));
     }
-    rpc::FabricReply after = call_with(session.token());
+    rpc::FabricCall call = atomic_call();
+    rpc::FabricReply after;
+    ASSERT_TRUE(client.Call(
+        call, &after, "Atomic", false, [] { return true; }, &seal));
     EXPECT_EQ(after.code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
         << after.message();
     EXPECT_NE(after.message().find("for an atomic"), std::string::npos) << after.message();

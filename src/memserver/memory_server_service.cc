@@ -63,7 +63,7 @@ grpc::Status MemoryServerService::Authenticate(grpc::ServerContext *,
     });
 }
 
-grpc::Status MemoryServerService::Info(grpc::ServerContext *, const rpc::Empty *,
+grpc::Status MemoryServerService::Info(grpc::ServerContext *context, const rpc::Empty *,
                                        rpc::ServerInfo *reply) {
     return Serve([&] {
         reply->set_id(server_->id());
@@ -82,6 +82,9 @@ grpc::Status MemoryServerService::Info(grpc::ServerContext *, const rpc::Empty *
             reply->mutable_messages()->set_address(messages_->address());
             reply->mutable_messages()->set_incarnation(messages_->incarnation());
             reply->mutable_messages()->set_calls(messages_->answered());
+            // Info needs no session; one it carries is only looked at.
+            reply->mutable_messages()->set_session_known(sessions_ &&
+                                                         sessions_->Known(TokenOf(context)));
         }
         if (redundancy_) {
             reply->set_stripe_leases(redundancy_->stripe_leases().granted);
@@ -102,6 +105,9 @@ void MemoryServerService::ServeOverFabric(const FabricConfig &config) {
     // (soak_short, a PE failed with "no answer from the memory server in 10000 ms").
     handler.workers = kFabricWorkers;
     handler.yields = true;
+    if (SessionTable *sessions = sessions_.get()) {
+        handler.session = [sessions](const std::string &id) { return sessions->FindSealed(id); };
+    }
     messages_ = std::make_unique<FabricMessageService>(
         config, std::move(handler), fmt::format("memory server {}", server_->id()));
 }

@@ -32,6 +32,7 @@ class MemoryServerService final : public rpc::MemoryServer::Service {
         sessions_ = std::move(sessions);
         cluster_user_ = cluster_user;
     }
+    SessionTable *sessions() const { return sessions_.get(); }  // null: no authentication
 
     // Also takes the redundant-region calls (atomics, mirror writes, stripe atomics, reads and
     // writes) as fabric messages, on an endpoint at config.node (a port of the provider's choosing)

@@ -30,10 +30,26 @@ std::optional<rpc::FabricEndpoint> FabricMemoryServerClient::AskEndpoint() {
         endpoint.set_provider(info.messages_provider);
         endpoint.set_address(info.messages_address);
         endpoint.set_incarnation(info.messages_incarnation);
+        endpoint.set_session_known(info.messages_session_known);
     } catch (const Failure &) {
         return std::nullopt;
     }
     return endpoint;
+}
+
+rpc::FabricEndpoint FabricMemoryServerClient::RouteEndpoint() {
+    try {
+        std::string token;
+        if (munge()) token = SessionToken();
+        std::optional<rpc::FabricEndpoint> endpoint = AskEndpoint();
+        if (!endpoint) return rpc::FabricEndpoint();
+        if (munge() && !endpoint->address().empty() && !endpoint->session_known()) {
+            SessionToken(&token);  // ended there (idle, or the server restarted): a new one
+        }
+        return *endpoint;
+    } catch (const Failure &) {
+        return rpc::FabricEndpoint();  // no session: gRPC it is, and its call says why
+    }
 }
 
 bool FabricMemoryServerClient::SameServer(const FabricMessageClient &messages) {
@@ -47,18 +63,20 @@ bool FabricMemoryServerClient::OverFabric(rpc::FabricCall &call, rpc::FabricRepl
     for (int attempt = 0; attempt < 2; ++attempt) {
         // Unreachable: gRPC it is (its call reports the server being gone).
         std::shared_ptr<FabricMessageClient> messages =
-            route_.Client([this] { return AskEndpoint().value_or(rpc::FabricEndpoint()); });
+            route_.Client([this] { return RouteEndpoint(); });
         if (!messages) return false;
         std::string token;
+        SessionSeal seal;
         if (munge()) {
             token = SessionToken();
-            call.set_token(token);
+            seal = seals_.For(token);
         }
         auto same_service = [&] { return SameServer(*messages); };
         // Once the message left, a failure is FAM_ERR_RPC, as a gRPC call's timeout: the
         // caller's recovery makes the call again where it should (a mirrored atomic with its
         // id, applied once), not a second copy of it over gRPC here.
-        if (!messages->Call(call, reply, method, /*idempotent=*/false, same_service)) {
+        if (!messages->Call(call, reply, method, /*idempotent=*/false, same_service,
+                            munge() ? &seal : nullptr)) {
             return false;
         }
         grpc::Status status(static_cast<grpc::StatusCode>(reply->code()), reply->message(),
@@ -76,12 +94,13 @@ bool FabricMemoryServerClient::OverFabric(rpc::FabricCall &call, rpc::FabricRepl
 
 void FabricMemoryServerClient::StripeUnanswered(const StripeCall &call) {
     std::shared_ptr<FabricMessageClient> messages =
-        route_.Client([this] { return AskEndpoint().value_or(rpc::FabricEndpoint()); });
+        route_.Client([this] { return RouteEndpoint(); });
     if (messages) {
         rpc::FabricCall message;
         ToProto(call, message.mutable_stripe());
-        if (munge()) message.set_token(SessionToken());
-        if (messages->Send(message)) return;
+        SessionSeal seal;
+        if (munge()) seal = seals_.For(SessionToken());
+        if (messages->Send(message, munge() ? &seal : nullptr)) return;
     }
     MemoryServerClient::Stripe(call);
 }

@@ -51,6 +51,10 @@ class FabricMemoryServerClient : public MemoryServerClient {
     // Where the server takes calls over the fabric now, asked over gRPC (MessageRoute);
     // nullopt when it did not answer.
     std::optional<rpc::FabricEndpoint> AskEndpoint();
+    // AskEndpoint for the route (empty address: none): with authentication, a session the
+    // server knows is open first (a sealed message naming one it does not know is dropped
+    // unanswered, messages/message_seal.h).
+    rpc::FabricEndpoint RouteEndpoint();
     // Whether a call in flight on `messages` still has its server: the same endpoint, or a
     // server that does not answer but whose port does not refuse (stopped or busy: its answer
     // may come yet, and a call made again elsewhere could be applied twice).
@@ -60,6 +64,7 @@ class FabricMemoryServerClient : public MemoryServerClient {
     bool OverFabric(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method);
 
     MessageRoute route_;
+    SealCache seals_;
 };
 
 }  // namespace fampool

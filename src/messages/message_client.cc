@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "messages/message_seal.h"
 
 namespace fampool {
 namespace {
@@ -58,7 +59,7 @@ FabricMessageClient::FabricMessageClient(const FabricConfig &config,
       incarnation_(incarnation),
       timeout_(timeout),
       last_answer_(Clock::now().time_since_epoch().count()),
-      call_(domain_, endpoint_.endpoint.get(), 1, kMaxFabricMessage),
+      call_(domain_, endpoint_.endpoint.get(), 1, kMaxFabricMessage + kSealBytes),
       reply_(domain_, endpoint_.endpoint.get(), 1, kReceiveBuffer),
       loose_(domain_, endpoint_.endpoint.get(), 1, kLooseMessage),
       spin_(kSpin) {
@@ -73,13 +74,37 @@ FabricMessageClient::FabricMessageClient(const FabricConfig &config,
     }
 }
 
-bool FabricMessageClient::Send(rpc::FabricCall &call) {
+size_t FabricMessageClient::Prepare(rpc::FabricCall &call, const SessionSeal *seal, char *slot,
+                                    size_t room) {
+    call.set_call_id(RandomCallId());
+    call.set_reply_to(address_);
+    call.clear_token();  // a token never travels on the fabric
+    if (seal) call.set_session(seal->id);
+    size_t body = call.ByteSizeLong();
+    size_t size = body + (seal ? kSealBytes : 0);
+    if (body > kMaxFabricMessage || size > room) return 0;
+    call.SerializeToArray(slot, static_cast<int>(body));
+    if (seal) SealMessage(seal->key, slot, body);
+    return size;
+}
+
+bool FabricMessageClient::IsReply(size_t length, uint64_t id, const SessionSeal *seal,
+                                  rpc::FabricReply *reply) {
+    const char *bytes = reply_.slot(0);
+    bool taken =
+        (!seal || SealHolds(seal->key, bytes, length)) &&
+        reply->ParseFromArray(bytes, static_cast<int>(seal ? length - kSealBytes : length)) &&
+        reply->call_id() == id;
+    if (!taken) {
+        rejected_.fetch_add(1, std::memory_order_relaxed);
+        reply->Clear();
+    }
+    return taken;
+}
+
+bool FabricMessageClient::Send(rpc::FabricCall &call, const SessionSeal *seal) {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock() || broken_) return false;
-    call.set_call_id(next_call_++);
-    call.set_reply_to(address_);
-    size_t size = call.ByteSizeLong();
-    if (size > loose_.size()) return false;
     // The last one's buffer is the provider's until its send completed (seen by any call).
     fid_cq *queue = endpoint_.queue.get();
     auto deadline = Clock::now() + kConnectWait;
@@ -103,7 +128,8 @@ bool FabricMessageClient::Send(rpc::FabricCall &call) {
         }
         if (n <= 0) std::this_thread::yield();
     }
-    call.SerializeToArray(loose_.slot(0), static_cast<int>(size));
+    size_t size = Prepare(call, seal, loose_.slot(0), loose_.size());
+    if (size == 0) return false;
     for (;;) {
         ssize_t ret = fi_send(endpoint_.endpoint.get(), loose_.slot(0), size, loose_.descriptor(),
                               service_, &loose_context_);
@@ -138,15 +164,13 @@ FabricMessageClient::~FabricMessageClient() {
 }
 
 bool FabricMessageClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method,
-                               bool idempotent, const std::function<bool()> &same_service) {
+                               bool idempotent, const std::function<bool()> &same_service,
+                               const SessionSeal *seal) {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock() || broken_) return false;
-    uint64_t id = next_call_++;
-    call.set_call_id(id);
-    call.set_reply_to(address_);
-    size_t size = call.ByteSizeLong();
-    if (size > kMaxFabricMessage) return false;
-    call.SerializeToArray(call_.slot(0), static_cast<int>(size));
+    size_t size = Prepare(call, seal, call_.slot(0), call_.size());
+    if (size == 0) return false;
+    uint64_t id = call.call_id();
 
     // From the moment the provider takes the message the service may run the call: a failure
     // after that sends an idempotent call to gRPC and fails any other.
@@ -201,8 +225,8 @@ bool FabricMessageClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply, c
                 continue;
             }
             if (entries[i].op_context != &receive_context_) continue;
-            bool parsed = reply->ParseFromArray(reply_.slot(0), static_cast<int>(entries[i].len));
-            if (parsed && reply->call_id() == id) answered = true;  // else a stale reply
+            // Else a late reply to an earlier call, or a message someone else sent.
+            if (!answered && IsReply(entries[i].len, id, seal, reply)) answered = true;
             // Without a receive posted the client cannot be used again (it is then broken);
             // this call's reply is in hand all the same.
             if (!PostReceive() && !answered) return give_up("the provider refused a receive");

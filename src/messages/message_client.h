@@ -13,6 +13,7 @@
 
 #include "fabric/fabric.h"
 #include "messages/fabric_messages.h"
+#include "rpc/authentication.h"
 #include "rpc/fampool.pb.h"
 
 namespace fampool {
@@ -35,16 +36,23 @@ class FabricMessageClient {
     // (an error completion, the service gone per `same_service`, asked after 100 ms without a
     // reply, or no reply within the timeout) returns false for an `idempotent` call and
     // throws Failure(FAM_ERR_RPC) for another; the client is then broken.
+    // With `seal` (a cluster with authentication) the call names the session and is sealed
+    // (messages/message_seal.h), and only a reply sealed with the same session's key is taken;
+    // without, only the call id (random) tells the reply. Anything else that arrives is
+    // counted (rejected()) and ignored.
     bool Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method, bool idempotent,
-              const std::function<bool()> &same_service);
+              const std::function<bool()> &same_service, const SessionSeal *seal = nullptr);
     // Sends `call` (at most 4 KiB) without waiting for its reply or its sending (a call whose
     // outcome the caller does not need): the next Call or Send sees its completion and skips
     // its reply. False when it was not sent (as Call's false; then the caller makes it over
     // gRPC): the one before it had not completed its sending within 1 s (the client is then
     // broken), or the provider did not take it.
-    bool Send(rpc::FabricCall &call);
+    bool Send(rpc::FabricCall &call, const SessionSeal *seal = nullptr);
     bool broken() const { return broken_.load(); }
     uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+    // Messages that arrived while a call waited and were not its reply: late replies to
+    // earlier calls, and anything another process sent this endpoint.
+    uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
     // Whether `endpoint` (as the service names it now) is the one this client calls.
     bool Reaches(const rpc::FabricEndpoint &endpoint) const {
         return endpoint.address() == service_address_ && endpoint.incarnation() == incarnation_;
@@ -56,6 +64,12 @@ class FabricMessageClient {
 
   private:
     bool PostReceive();  // false (and broken) when the provider refuses it
+    // Serializes `call` (its id drawn, reply_to this endpoint, sealed with `seal` if any) into
+    // `slot` (`room` bytes); its size, 0 when it does not fit.
+    size_t Prepare(rpc::FabricCall &call, const SessionSeal *seal, char *slot, size_t room);
+    // Whether the `length` bytes received are the reply to call `id`, sealed with `seal`'s
+    // key if any; parsed into `reply` if so.
+    bool IsReply(size_t length, uint64_t id, const SessionSeal *seal, rpc::FabricReply *reply);
     // Whether a completion is of the message Send posted last (then no longer pending).
     bool Reaped(void *context);
 
@@ -74,13 +88,13 @@ class FabricMessageClient {
     MessageSlots loose_;                // Send's call, until its sending completed
     bool loose_pending_ = false;        // under mutex_
     std::mutex mutex_;                  // one call in flight
-    uint64_t next_call_ = 1;
     // How long the next call polls before it sleeps: halved after each reply that says the
     // service is shared, kSpin after any other (see kSpin in the .cc). Under mutex_.
     std::chrono::microseconds spin_;
     fi_context2 send_context_{}, receive_context_{}, loose_context_{};
     std::atomic<bool> broken_{false};
     std::atomic<uint64_t> calls_{0};
+    std::atomic<uint64_t> rejected_{0};
 };
 
 // Which FabricMessageClient a caller of one service uses now, if any: none until Use; then the

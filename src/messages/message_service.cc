@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "messages/message_seal.h"
 
 namespace fampool {
 namespace {
@@ -31,6 +32,13 @@ constexpr auto kServiceSpin = std::chrono::microseconds(100);
 constexpr auto kSharedWithin = std::chrono::microseconds(200);
 // A reply the provider does not take within this (it cannot connect to the caller) is dropped.
 constexpr auto kSendWait = std::chrono::seconds(1);
+// The calls one sender (a session, with authentication; else a reply endpoint) may have in
+// flight: more are dropped unanswered, so that one sender's flood (replies to endpoints that
+// never accept, each held for kSendWait) takes at most this many of the kServiceSends reply
+// slots. A process makes one call at a time per service (its FabricMessageClient; other
+// threads meanwhile call over gRPC) and one reply-less call beside it. Not per user: a job's
+// PEs are one user's many processes, each with calls of its own in flight.
+constexpr size_t kMostInFlightPerSender = 8;
 // A call for the worker that waited this long for its turn is not run (the caller is told to
 // make it over gRPC).
 constexpr auto kLongestWait = std::chrono::seconds(1);
@@ -63,6 +71,42 @@ bool PlausibleAddress(const std::string &name, uint32_t format) {
     }
 }
 
+// Where the requests that name their caller get the token of a sealed call's session (the
+// service's code reads it there, as from a gRPC call; a token never travels on the fabric).
+void PlaceToken(rpc::FabricCall *call, const std::string &token) {
+    call->set_token(token);
+    rpc::Caller *caller = nullptr;
+    switch (call->request_case()) {
+        case rpc::FabricCall::kLookupRegion:
+            caller = call->mutable_lookup_region()->mutable_caller();
+            break;
+        case rpc::FabricCall::kGetRegion:
+            caller = call->mutable_get_region()->mutable_caller();
+            break;
+        case rpc::FabricCall::kAllocateItem:
+            caller = call->mutable_allocate_item()->mutable_caller();
+            break;
+        case rpc::FabricCall::kDeallocateItem:
+            caller = call->mutable_deallocate_item()->mutable_caller();
+            break;
+        case rpc::FabricCall::kLookupItem:
+            caller = call->mutable_lookup_item()->mutable_caller();
+            break;
+        case rpc::FabricCall::kGetItem:
+            caller = call->mutable_get_item()->mutable_caller();
+            break;
+        case rpc::FabricCall::kCreateRegion:
+            caller = call->mutable_create_region()->mutable_caller();
+            break;
+        case rpc::FabricCall::kDestroyRegion:
+            caller = call->mutable_destroy_region()->mutable_caller();
+            break;
+        default:
+            break;  // memory servers' calls: the token is the call's own
+    }
+    if (caller) caller->set_token(token);
+}
+
 }  // namespace
 
 bool DecodeFabricCall(const char *data, size_t length, uint32_t address_format,
@@ -92,7 +136,7 @@ FabricMessageService::FabricMessageService(const FabricConfig &config, MessageHa
       queue_fd_(QueueDescriptor(endpoint_.queue.get())),
       address_(EndpointAddress(endpoint_.endpoint.get(), domain_.provider())),
       receives_(domain_, endpoint_.endpoint.get(), kServiceReceives, kReceiveBuffer),
-      sends_(domain_, endpoint_.endpoint.get(), kServiceSends, kMaxFabricMessage),
+      sends_(domain_, endpoint_.endpoint.get(), kServiceSends, kMaxFabricMessage + kSealBytes),
       receive_contexts_(kServiceReceives),
       send_contexts_(kServiceSends) {
     std::random_device random;
@@ -194,7 +238,11 @@ bool FabricMessageService::Serve() {
         while (!done_.empty() && !free_sends_.empty()) {
             Work &work = done_.front();
             fi_addr_t peer = PeerOf(work.call.reply_to());
-            if (peer != FI_ADDR_UNSPEC) Send(work.call, peer, &work.reply);
+            if (peer != FI_ADDR_UNSPEC) {
+                Send(work.call, peer, &work.reply, work.key, std::move(work.sender));
+            } else {
+                Settled(work.sender);
+            }
             done_.pop_front();
             finished_.fetch_sub(1, std::memory_order_release);
             worked = true;
@@ -235,6 +283,7 @@ bool FabricMessageService::Flush() {
                               sends_.descriptor(), it->peer, &send_contexts_[it->slot]);
         if (ret == 0) {
             worked = true;
+            Settled(it->sender);
         } else if (ret == -FI_EAGAIN && Clock::now() < it->deadline) {
             ++it;  // the provider is still connecting to the caller: later
             continue;
@@ -248,6 +297,7 @@ bool FabricMessageService::Flush() {
                                            : fi_strerror(static_cast<int>(-ret)));
             free_sends_.push_back(it->slot);
             answered_.fetch_sub(1, std::memory_order_relaxed);
+            Settled(it->sender);
         }
         it = unsent_.erase(it);
     }
@@ -275,26 +325,70 @@ fi_addr_t FabricMessageService::PeerOf(const std::string &name) {
     return address;
 }
 
+bool FabricMessageService::Admit(const char *data, size_t length, rpc::FabricCall *call,
+                                 std::string *key, Sender *sender) {
+    bool sealed = static_cast<bool>(handler_.session);
+    bool admitted = false;
+    if (!sealed) {
+        admitted = DecodeFabricCall(data, length, domain_.info()->addr_format, call);
+        call->clear_token();
+        *sender = call->reply_to();
+    } else if (length > kSealBytes &&
+               DecodeFabricCall(data, length - kSealBytes, domain_.info()->addr_format, call)) {
+        std::optional<SessionTable::Sealed> session = handler_.session(call->session());
+        if (session && SealHolds(session->key, data, length)) {
+            PlaceToken(call, session->token);
+            *key = std::move(session->key);
+            *sender = call->session();
+            admitted = true;
+        }
+    }
+    if (admitted) {
+        size_t &calls = in_flight_[*sender];
+        admitted = calls < kMostInFlightPerSender;
+        if (admitted) {
+            ++calls;
+        } else if (calls == 0) {
+            in_flight_.erase(*sender);
+        }
+    }
+    if (!admitted) refused_.fetch_add(1, std::memory_order_relaxed);
+    return admitted;
+}
+
+void FabricMessageService::Settled(const Sender &sender) {
+    auto found = in_flight_.find(sender);
+    if (found == in_flight_.end()) return;
+    if (--found->second == 0) in_flight_.erase(found);
+}
+
 void FabricMessageService::Answer(size_t receive, size_t length) {
     rpc::FabricCall call;
-    // A message that is not a call, or names no one to answer, is dropped: there is nobody to
-    // tell. Its sender times out. Nothing runs for a caller that cannot be answered.
-    if (!DecodeFabricCall(receives_.slot(receive), length, domain_.info()->addr_format, &call)) {
+    std::string key;
+    Sender sender;
+    // A message that is not a call, names no one to answer or (with authentication) no live
+    // session, or whose seal does not hold, is dropped: nobody can be told. So is a call of a
+    // sender with kMostInFlightPerSender in flight already. Its sender times out. Nothing runs
+    // for a caller that cannot be answered, and nothing is held for it.
+    if (!Admit(receives_.slot(receive), length, &call, &key, &sender)) return;
+    fi_addr_t peer = PeerOf(call.reply_to());
+    if (peer == FI_ADDR_UNSPEC) {
+        refused_.fetch_add(1, std::memory_order_relaxed);
+        Settled(sender);
         return;
     }
-    fi_addr_t peer = PeerOf(call.reply_to());
-    if (peer == FI_ADDR_UNSPEC) return;
     if (handler_.waits && handler_.waits(call)) {
         {
             std::lock_guard<std::mutex> lock(work_mutex_);
-            waiting_.push_back({std::move(call), {}, Clock::now()});
+            waiting_.push_back(
+                {std::move(call), {}, Clock::now(), std::move(key), std::move(sender)});
         }
         work_ready_.notify_one();
         return;
     }
     rpc::FabricReply reply;
     Dispatch(call, &reply);
-    Send(call, peer, &reply);
+    Send(call, peer, &reply, key, std::move(sender));
 }
 
 void FabricMessageService::Dispatch(const rpc::FabricCall &call, rpc::FabricReply *reply) {
@@ -316,7 +410,7 @@ void FabricMessageService::Dispatch(const rpc::FabricCall &call, rpc::FabricRepl
 }
 
 void FabricMessageService::Send(const rpc::FabricCall &call, fi_addr_t peer,
-                                rpc::FabricReply *answer) {
+                                rpc::FabricReply *answer, const std::string &key, Sender sender) {
     rpc::FabricReply &reply = *answer;  // filled in, and cut down when too large
     reply.set_call_id(call.call_id());
     auto now = Clock::now();
@@ -333,7 +427,11 @@ void FabricMessageService::Send(const rpc::FabricCall &call, fi_addr_t peer,
     free_sends_.pop_back();
     size_t size = reply.ByteSizeLong();
     reply.SerializeToArray(sends_.slot(slot), static_cast<int>(size));
-    unsent_.push_back({slot, size, peer, Clock::now() + kSendWait});
+    if (!key.empty()) {
+        SealMessage(key, sends_.slot(slot), size);
+        size += kSealBytes;
+    }
+    unsent_.push_back({slot, size, peer, Clock::now() + kSendWait, std::move(sender)});
     // Counted before the provider has it: the caller may have its reply (and ask the service
     // for the count) before this thread runs again.
     answered_.fetch_add(1, std::memory_order_relaxed);

@@ -22,6 +22,7 @@
 #include "common/metrics.h"
 #include "fabric/fabric.h"
 #include "messages/fabric_messages.h"
+#include "rpc/authentication.h"
 #include "rpc/fampool.pb.h"
 
 namespace fampool {
@@ -49,6 +50,10 @@ struct MessageHandler {
     // Cuts a reply larger than kMaxFabricMessage down to what tells the caller to ask again
     // over gRPC. Empty: FitFabricReplyForGrpc.
     std::function<void(const rpc::FabricCall &, rpc::FabricReply *)> fit;
+    // With authentication: the live session a sealed call names (messages/message_seal.h).
+    // A call that names none, or whose tag does not hold under its key, is dropped unanswered
+    // before anything else is done for it. Empty: calls are not sealed.
+    std::function<std::optional<SessionTable::Sealed>(const std::string &id)> session;
     // Whether the progress thread yields the core while it polls between calls (RunProgressLoop):
     // for services that share cores with other busy threads (memory servers: their data-path
     // progress, the PEs).
@@ -76,29 +81,46 @@ class FabricMessageService {
     const std::string &provider() const { return domain_.provider(); }
     // Calls answered so far (for tests and `fampool status`).
     uint64_t answered() const { return answered_.load(std::memory_order_relaxed); }
+    // Messages dropped unanswered: not a call, no one to answer, or (with authentication) no
+    // live session or a tag that does not hold.
+    uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
 
   private:
     struct Arrival {
         size_t slot;
         size_t length;
     };
+    // Whose calls these are, for the bound on what one sender may have in flight: the session
+    // (sealed calls), else the endpoint the reply goes to.
+    using Sender = std::string;
     struct Reply {
         size_t slot;
         size_t size;
         fi_addr_t peer;
         std::chrono::steady_clock::time_point deadline;
+        Sender sender;
     };
     struct Work {
         rpc::FabricCall call;
         rpc::FabricReply reply;
         std::chrono::steady_clock::time_point arrived;
+        std::string key;  // the session's, to seal the reply with (empty: not sealed)
+        Sender sender;
     };
     bool Serve();  // reaps the queue and answers what arrived; true when it found work
     bool Reap();   // reads the queue once
     void Complete(void *context, size_t length, bool failed);
     void Answer(size_t receive, size_t length);
-    // Puts `reply` to `call` into a free send slot and offers it to the provider.
-    void Send(const rpc::FabricCall &call, fi_addr_t peer, rpc::FabricReply *reply);
+    // Parses the call in `length` bytes, checks its seal (filling in its session's token and
+    // `key`); false, counted in refused_, for a message to drop.
+    bool Admit(const char *data, size_t length, rpc::FabricCall *call, std::string *key,
+               Sender *sender);
+    // Puts `reply` to `call` into a free send slot, sealed with `key` if any, and offers it to
+    // the provider; `sender`'s call is no longer in flight once the provider took the reply
+    // (or it was dropped).
+    void Send(const rpc::FabricCall &call, fi_addr_t peer, rpc::FabricReply *reply,
+              const std::string &key, Sender sender);
+    void Settled(const Sender &sender);  // one call of `sender` no longer in flight
     void RunWorker();
     // Runs the handler's dispatch, counted and timed in fampool_calls_total (common/metrics.h).
     void Dispatch(const rpc::FabricCall &call, rpc::FabricReply *reply);
@@ -126,10 +148,13 @@ class FabricMessageService {
     std::vector<size_t> unposted_;            // receive slots the provider did not take back yet
     std::list<Reply> unsent_;                 // replies the provider has not taken yet
     std::map<std::string, fi_addr_t> peers_;  // caller endpoint name -> address vector entry
+    // Calls each sender has in flight: admitted, and whose reply the provider has not taken.
+    std::map<Sender, size_t> in_flight_;
     // The last caller answered, and when: whether the service is shared (FabricReply.shared).
     fi_addr_t last_peer_ = FI_ADDR_UNSPEC;
     std::chrono::steady_clock::time_point last_answered_;
     std::atomic<uint64_t> answered_{0};
+    std::atomic<uint64_t> refused_{0};
     // Each kind of call's metrics (by the number of its field in FabricCall), found once.
     std::array<std::atomic<metrics::Calls *>, 64> calls_{};
     std::atomic<bool> stopping_{false};

@@ -80,6 +80,9 @@ std::unique_ptr<FabricMessageService> OpenMetadataFabric(const FabricConfig &con
         return call.has_create_region() || call.has_destroy_region();
     };
     handler.fit = FitFabricReply;
+    if (SessionTable *sessions = service->sessions()) {
+        handler.session = [sessions](const std::string &id) { return sessions->FindSealed(id); };
+    }
     return std::make_unique<FabricMessageService>(config, std::move(handler), "metadata");
 }
 

@@ -276,12 +276,13 @@ grpc::Status MetadataRpcService::ListItems(grpc::ServerContext *, const rpc::Reg
     });
 }
 
-grpc::Status MetadataRpcService::MetadataEndpoint(grpc::ServerContext *, const rpc::Empty *,
+grpc::Status MetadataRpcService::MetadataEndpoint(grpc::ServerContext *, const rpc::Caller *request,
                                                   rpc::FabricEndpoint *reply) {
     if (fabric_) {
         reply->set_provider(fabric_->provider());
         reply->set_address(fabric_->address());
         reply->set_incarnation(fabric_->incarnation());
+        reply->set_session_known(sessions_ && sessions_->Known(request->token()));
     }
     return grpc::Status::OK;
 }

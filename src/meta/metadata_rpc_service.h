@@ -64,6 +64,7 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     void RequireAuthentication(std::unique_ptr<SessionTable> sessions) {
         sessions_ = std::move(sessions);
     }
+    SessionTable *sessions() const { return sessions_.get(); }  // null: no authentication
 
     grpc::Status CreateRegion(grpc::ServerContext *, const rpc::CreateRegionRequest *,
                               rpc::Region *) override;
@@ -91,7 +92,7 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     grpc::Status Servers(grpc::ServerContext *, const rpc::Empty *, rpc::ServerList *) override;
     grpc::Status ListItems(grpc::ServerContext *, const rpc::RegionRequest *,
                            rpc::ItemList *) override;
-    grpc::Status MetadataEndpoint(grpc::ServerContext *, const rpc::Empty *,
+    grpc::Status MetadataEndpoint(grpc::ServerContext *, const rpc::Caller *,
                                   rpc::FabricEndpoint *) override;
     grpc::Status ReportFailure(grpc::ServerContext *, const rpc::ServerReport *,
                                rpc::Empty *) override;

@@ -1,5 +1,6 @@
 #include "rpc/authentication.h"
 
+#include <sodium.h>
 #include <sys/random.h>
 
 #include <cerrno>
@@ -40,6 +41,28 @@ std::string Hex(const std::string &bytes) {
 }
 
 }  // namespace
+
+SessionSeal SessionSeal::Of(const std::string &token) {
+    // BLAKE2b keyed with the token (16 bytes, the least it takes as a key) over a label that
+    // says what the output is for: the id and the key are unrelated to each other.
+    auto derive = [&](const char *label, size_t bytes) {
+        std::string out(bytes, '\0');
+        crypto_generichash(reinterpret_cast<unsigned char *>(out.data()), bytes,
+                           reinterpret_cast<const unsigned char *>(label), std::strlen(label),
+                           reinterpret_cast<const unsigned char *>(token.data()), token.size());
+        return out;
+    };
+    return SessionSeal{derive("fampool session id", 16), derive("fampool message key", 16)};
+}
+
+SessionSeal SealCache::For(const std::string &token) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (token != token_ || seal_.id.empty()) {
+        seal_ = SessionSeal::Of(token);
+        token_ = token;
+    }
+    return seal_;
+}
 
 std::string MemoryServerAudience(uint64_t id) { return fmt::format("memory {}", id); }
 
@@ -110,6 +133,8 @@ SessionTable::Opened SessionTable::Open(const std::string &credential, const cha
     ForgetIdle(now);
     Entry &entry = sessions_[opened.token];
     entry.caller = opened.caller;
+    entry.seal = SessionSeal::Of(opened.token);
+    by_seal_[entry.seal.id] = opened.token;
     entry.last_used.store(now, std::memory_order_relaxed);
     return opened;
 }
@@ -122,25 +147,51 @@ Caller SessionTable::Resolve(const std::string &token, const char *call) {
             "carries no session token",
             call, service_));
     }
-    int64_t now = Now();
     std::shared_lock<std::shared_mutex> lock(mutex_);
-    auto found = sessions_.find(token);
-    // An idle session has ended even before a sweep removes it.
-    if (found == sessions_.end() ||
-        now - found->second.last_used.load(std::memory_order_relaxed) > idle_limit_) {
+    Entry *entry = Live(token, Now());
+    if (!entry) {
         CountRefusal("session");
         throw Unauthenticated(fmt::format(
             "{}: the {} does not know this caller's session (it ended after {} s unused, or "
             "the service restarted)",
             call, service_, idle_limit_));
     }
+    return entry->caller;
+}
+
+SessionTable::Entry *SessionTable::Live(const std::string &token, int64_t now) {
+    auto found = sessions_.find(token);
+    // An idle session has ended even before a sweep removes it.
+    if (found == sessions_.end() ||
+        now - found->second.last_used.load(std::memory_order_relaxed) > idle_limit_) {
+        return nullptr;
+    }
     found->second.last_used.store(now, std::memory_order_relaxed);
-    return found->second.caller;
+    return &found->second;
+}
+
+bool SessionTable::Known(const std::string &token) {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    return Live(token, Now()) != nullptr;
+}
+
+std::optional<SessionTable::Sealed> SessionTable::FindSealed(const std::string &id) {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto named = by_seal_.find(id);
+    Entry *entry = named == by_seal_.end() ? nullptr : Live(named->second, Now());
+    if (!entry) {
+        CountRefusal("session");
+        return std::nullopt;
+    }
+    return Sealed{named->second, entry->seal.key};
 }
 
 void SessionTable::End(const std::string &token) {
     std::unique_lock<std::shared_mutex> lock(mutex_);
-    sessions_.erase(token);
+    auto found = sessions_.find(token);
+    if (found == sessions_.end()) return;
+    by_seal_.erase(found->second.seal.id);
+    sessions_.erase(found);
 }
 
 size_t SessionTable::size() const {
@@ -153,7 +204,11 @@ void SessionTable::ForgetIdle(int64_t now) {
     if (now - last_sweep_ < 60) return;
     last_sweep_ = now;
     std::erase_if(sessions_, [&](const auto &session) {
-        return now - session.second.last_used.load(std::memory_order_relaxed) > idle_limit_;
+        if (now - session.second.last_used.load(std::memory_order_relaxed) <= idle_limit_) {
+            return false;
+        }
+        by_seal_.erase(session.second.seal.id);
+        return true;
     });
 }
 

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -48,6 +49,28 @@ std::string MakeCredential(const std::string &socket, const std::string &audienc
 std::string MemoryServerAudience(uint64_t id);
 constexpr char kMetadataAudience[] = "metadata";
 
+// What a session's fabric messages carry and are sealed with (messages/message_seal.h): `id`
+// names the session in each message, `key` tags each call and reply. The token itself never
+// travels on the fabric: both are keyed BLAKE2b hashes of it (libsodium), and neither
+// reveals it.
+struct SessionSeal {
+    std::string id;   // 16 bytes
+    std::string key;  // 16 bytes
+    static SessionSeal Of(const std::string &token);
+};
+
+// The seal of the token asked for last, derived once per token (a caller's session changes
+// only when it authenticates again). Thread-safe.
+class SealCache {
+  public:
+    SessionSeal For(const std::string &token);
+
+  private:
+    std::mutex mutex_;
+    std::string token_;
+    SessionSeal seal_;
+};
+
 // The sessions a service opened: token -> the caller's uid and gid. Thread-safe; Resolve, on
 // every call, takes a shared lock.
 class SessionTable {
@@ -55,6 +78,11 @@ class SessionTable {
     struct Opened {
         std::string token;  // 16 random bytes
         Caller caller;
+    };
+    // A session as a sealed fabric message names it (FindSealed).
+    struct Sealed {
+        std::string token;
+        std::string key;  // SessionSeal::key
     };
 
     // `service` names the service in messages ("metadata service 127.0.0.1:8787"). Credentials
@@ -68,6 +96,12 @@ class SessionTable {
     Opened Open(const std::string &credential, const char *call);
     // The caller of the session `token`. Throws Unauthenticated naming `call` when there is none.
     Caller Resolve(const std::string &token, const char *call);
+    // Whether `token` names a live session (counts as a use of it).
+    bool Known(const std::string &token);
+    // The session whose SessionSeal::id is `id`, if it is live (counts as a use of it): what
+    // a fabric message that names it is checked and answered with. No exception: a message
+    // that names none is dropped, unanswered (messages/message_service.h).
+    std::optional<Sealed> FindSealed(const std::string &id);
     // Ends the session `token` (its caller finalized): the token is refused from now on. An
     // unknown token is no error.
     void End(const std::string &token);
@@ -76,15 +110,19 @@ class SessionTable {
   private:
     struct Entry {
         Caller caller;
+        SessionSeal seal;
         std::atomic<int64_t> last_used{0};  // seconds of steady_clock
     };
     static int64_t Now();
     void ForgetIdle(int64_t now);  // under the exclusive lock
+    // The live entry of `token` (touched), or null; under the shared lock.
+    Entry *Live(const std::string &token, int64_t now);
 
     std::string munge_socket_, audience_, service_;
     int64_t idle_limit_;
     mutable std::shared_mutex mutex_;
     std::unordered_map<std::string, Entry> sessions_;
+    std::unordered_map<std::string, std::string> by_seal_;  // SessionSeal::id -> token
     int64_t last_sweep_ = 0;
 };
 

@@ -133,6 +133,11 @@ MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout,
     rpc::ServerInfo reply;
     auto context = CallContext(timeout);
     context->set_wait_for_ready(wait_for_connection);
+    {
+        // Info needs no session: one open is shown, so the reply says whether it is live.
+        std::lock_guard<std::mutex> lock(session_mutex_);
+        if (munge_ && session_open_) context->AddMetadata(kTokenHeader, token_);
+    }
     CheckStatus(stub_->Info(context.get(), request, &reply), "MemoryServer.Info", address_);
     return MemoryServerInfo{reply.id(),
                             reply.fabric_address(),
@@ -146,6 +151,7 @@ MemoryServerInfo MemoryServerClient::Info(std::chrono::milliseconds timeout,
                             reply.messages().address(),
                             reply.messages().incarnation(),
                             reply.messages().calls(),
+                            reply.messages().session_known(),
                             reply.stripe_leases(),
                             reply.stripe_leases_lapsed()};
 }

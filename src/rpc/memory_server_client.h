@@ -28,6 +28,8 @@ struct MemoryServerInfo {
     // Where it takes redundant-region calls as fabric messages (empty address: nowhere).
     std::string messages_provider, messages_address, messages_incarnation;
     uint64_t messages_calls = 0;  // calls it answered there since it started
+    // Whether the session Info carried (the caller's, with authentication) is live there.
+    bool messages_session_known = false;
     // RAID5 stripe leases granted, and ended by time (memserver/stripe_gate.h), since it started.
     uint64_t stripe_leases = 0, stripe_leases_lapsed = 0;
 };

@@ -13,6 +13,10 @@
 //   security_worker restore-new NAME REGION ITEM
 //   security_worker map REGION ITEM read N | write TEXT | mprotect
 //   security_worker destroy REGION
+//   security_worker secrets REGION COUNT TEXT  waits 2 s with its endpoints open, then allocates
+//                                              COUNT items (mode 0600) in REGION 100 ms apart,
+//                                              puts TEXT in each and deallocates it; prints
+//                                              "misplaced N": items not in REGION
 //
 // Modes are octal. Configured from the environment (FAMPOOL_CONFIG, or the embedded model's).
 #include <fam/fam.h>
@@ -20,12 +24,14 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 using openfam::fam;
@@ -132,6 +138,25 @@ std::string Command(fam &f, const std::vector<std::string> &a) {
             return std::string("mprotect refused: ") + std::strerror(errno);
         }
         return "mprotect allowed";
+    }
+    if (what == "secrets") {
+        std::unique_ptr<Fam_Region_Descriptor> region(f.fam_lookup_region(a.at(1).c_str()));
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        int misplaced = 0;
+        for (int i = 0; i < std::stoi(a.at(2)); ++i) {
+            std::string name = "secret-" + std::to_string(i);
+            std::unique_ptr<Fam_Descriptor> made(
+                f.fam_allocate(name.c_str(), 4096, 0600, region.get()));
+            f.fam_put_blocking(const_cast<char *>(a.at(3).c_str()), made.get(), 0, a[3].size());
+            if (made->get_global_descriptor().regionId !=
+                region->get_global_descriptor().regionId) {
+                ++misplaced;  // another region's item: left as it is
+            } else {
+                f.fam_deallocate(made.get());
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        return "misplaced " + std::to_string(misplaced);
     }
     if (what == "destroy") {
         std::unique_ptr<Fam_Region_Descriptor> region(f.fam_lookup_region(a.at(1).c_str()));

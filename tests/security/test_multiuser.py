@@ -28,6 +28,7 @@ BUILD_DIR = os.path.abspath(os.environ.get("FAMPOOL_BUILD_DIR", "build"))
 FAMPOOL = os.path.join(BUILD_DIR, "tools", "fampool")
 WORKER = os.path.join(BUILD_DIR, "tests", "workers", "security_worker")
 ATTACKER = os.path.join(BUILD_DIR, "tests", "workers", "raw_attacker")
+FORGER = os.path.join(BUILD_DIR, "tests", "workers", "message_forger")
 TIMEOUT_S = 90
 NOPERM = 2  # FAM_ERR_NOPERM (include/fam/fam_exception.h)
 SIGSEGV_EXIT = -11
@@ -97,6 +98,20 @@ def attacker(user, env, *args):
         name, code, message = (line.split(" ", 2) + [""])[:3]
         results[name] = (int(code), message)
     return results
+
+
+def forger(user, env, *args):
+    """message_forger ARGS as USER, started: the process (its output is read by forged())."""
+    return subprocess.Popen([FORGER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd="/", stdin=subprocess.DEVNULL,
+                            user=user.uid, group=user.gid, extra_groups=user.groups)
+
+
+def forged(process):
+    """What a message_forger process sent: {what: count}."""
+    out, err = process.communicate(timeout=TIMEOUT_S)
+    assert process.returncode == 0, out + err
+    return {line.split()[0]: int(line.split()[2]) for line in out.splitlines()}
 
 
 def can_open(user, path, mode):
@@ -288,6 +303,23 @@ def test_tcp_memory_server_and_metadata_calls_of_another_user(tcp_data, scratch)
         assert sessions[attempt][0] == NOPERM, (attempt, sessions)
     own = attacker(alice, env, "sessions", "secret")
     assert own["ClaimUidZero"][0] == 0, "alice's token is alice whatever uid she states"
+
+
+def test_tcp_forged_and_relayed_replies_are_not_taken(tcp_data):
+    """bob sends alice's message endpoints replies for call ids 1-120 (and random ones) naming
+    his own item, and makes the metadata service answer his own lookups to her endpoints,
+    while alice allocates items in her 0700 region and writes a secret into each: every item
+    she gets is in her region, and bob's item still holds his bytes."""
+    alice, bob, env = tcp_data
+    attack = forger(bob, env, str(alice.uid), "bobs", "item", "7")
+    try:
+        allocated = worker(alice, env, "secrets", "secret", "30", "alice secret")
+    finally:
+        sent = forged(attack)
+    assert allocated == ("ok", "misplaced 0")
+    assert sent["victim-endpoints"] > 0, sent  # alice's endpoints were found and attacked
+    assert sent["forged"] > 0 and sent["relayed"] > 0, sent
+    assert worker(bob, env, "get", "bobs", "item", "3") == ("ok", "bob")
 
 
 def test_tcp_fabric_keys_cannot_be_guessed_and_die_with_the_permission(tcp_data, scratch):

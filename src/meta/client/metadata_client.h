@@ -112,7 +112,8 @@ class MetadataClient : public MetadataService {
     bool Reauthenticated(const grpc::Status &status, const std::string &token);
     rpc::Session OpenSession();  // under session_mutex_
     // Where the service takes fabric calls now, asked over gRPC; empty when it does not
-    // answer or has no endpoint.
+    // answer or has no endpoint. With authentication, the session the ask carried is renewed
+    // when the service no longer knows it (a sealed message naming it would be dropped).
     rpc::FabricEndpoint AskFabricEndpoint();
 
     // A hint for a failed connection whose `error` looks like a TLS mismatch; "" otherwise.
@@ -130,6 +131,7 @@ class MetadataClient : public MetadataService {
     bool session_open_ = false;
 
     MessageRoute fabric_{"metadata service"};
+    SealCache seals_;  // of the session's token, for fabric calls
     bool wait_for_service_ = false;
 };
 

@@ -26,11 +26,20 @@ bool MetadataClient::Call(grpc::Status (rpc::Metadata::Stub::*method)(grpc::Clie
         rpc::FabricCall call;
         Request *sent = (call.*call_field)();
         *sent = request;
+        // With authentication the call names the session and is sealed with its key; the
+        // token itself never travels on the fabric (messages/message_seal.h).
         std::optional<std::string> token;
-        if (munge_) token = Stamp(sent->mutable_caller());
+        SessionSeal seal;
+        if (munge_) {
+            token = Stamp(sent->mutable_caller());
+            sent->mutable_caller()->clear_token();
+            seal = seals_.For(*token);
+        }
         rpc::FabricReply answer;
         auto same_service = [&] { return fabric->Reaches(AskFabricEndpoint()); };
-        if (!fabric->Call(call, &answer, name, idempotent, same_service)) break;
+        if (!fabric->Call(call, &answer, name, idempotent, same_service, token ? &seal : nullptr)) {
+            break;
+        }
         grpc::Status status(static_cast<grpc::StatusCode>(answer.code()), answer.message(),
                             answer.details());
         if (attempt == 0 && token && Reauthenticated(status, *token)) continue;
@@ -141,9 +150,18 @@ void MetadataClient::UseFabric(const FabricConfig &config) { fabric_.Use(config,
 rpc::FabricEndpoint MetadataClient::AskFabricEndpoint() {
     rpc::FabricEndpoint endpoint;
     try {
-        rpc::Empty request;
+        rpc::Caller request;  // the session's token: the reply says whether it is live
+        if (munge_) Stamp(&request);
         Call(&rpc::Metadata::Stub::MetadataEndpoint, "Metadata.MetadataEndpoint", request,
              &endpoint);
+        if (munge_ && !endpoint.address().empty() && !endpoint.session_known()) {
+            std::string stale;
+            {
+                std::lock_guard<std::mutex> lock(session_mutex_);
+                stale = token_;
+            }
+            Reauthenticated(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, ""), stale);
+        }
     } catch (const Failure &) {
         endpoint.Clear();  // unreachable: gRPC it is (its calls report the service being gone)
     }
