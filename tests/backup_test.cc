@@ -181,6 +181,43 @@ TEST_F(BackupTest, BackupWithEmptyNameThrowsInvalid) {
     EXPECT_FAM_ERROR(fam()->fam_backup(src_.get(), "", nullptr), FAM_ERR_INVALID, "fam_backup");
 }
 
+TEST_F(BackupTest, BackupNameWithAControlCharacterOrASlashThrowsInvalid) {
+    for (const char *name : {"two\nlines", "tab\there", "escape\x1b[31m", "del\x7f", "a/b"}) {
+        SCOPED_TRACE(name);
+        EXPECT_TRUE(BackupFails(src_.get(), name, FAM_ERR_INVALID));
+    }
+    EXPECT_EQ(ListFiles(archive_dir()).size(), 0u) << "a refused name left a file behind";
+}
+
+// A backup's header keeps each field on its line whatever the item's name holds: an item named
+// with newlines and header lines of its own is listed as itself, and the backup keeps the
+// owner and mode of the item it copies.
+TEST_F(BackupTest, ItemNameWithHeaderLinesCannotRewriteTheBackupsHeader) {
+    const char *name = "evil\nuid 4242\nmode 73\nname stolen %41";
+    std::unique_ptr<Fam_Descriptor> evil = Allocate(name, kItemSize, region_.get(), 0600);
+    PutBytes(evil.get(), 0, Pattern(kItemSize, 4));
+    Backup(evil.get(), "b-evil");
+    Backup(src_.get(), "b-plain");
+    // Owner, group and mode as a backup of another item of the region has them.
+    auto fields = [](const std::string &listed) {
+        size_t from = listed.find(" uid="), to = listed.find(" time=");
+        return from == std::string::npos || to == std::string::npos
+                   ? std::string("(none)")
+                   : listed.substr(from, to - from);
+    };
+    std::string listed = List("b-evil");
+    EXPECT_EQ(listed.rfind("name=b-evil ", 0), 0u) << listed;
+    EXPECT_EQ(fields(listed), fields(List("b-plain"))) << listed;
+    EXPECT_NE(listed.find("item=evil\\x0auid 4242\\x0amode 73\\x0aname stolen %41 "),
+              std::string::npos)
+        << "the item's name, on the backup's line: " << listed;
+    std::string all = List("*");
+    EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 2) << "two backups, a line each: " << all;
+    std::unique_ptr<Fam_Descriptor> dest = Allocate("dest", kItemSize, region_.get());
+    Restore("b-evil", dest.get());
+    EXPECT_EQ(GetBytes(dest.get(), 0, kItemSize), Pattern(kItemSize, 4));
+}
+
 TEST_F(BackupTest, BackupWaitOnNullThrowsNullptr) {
     EXPECT_FAM_ERROR(fam()->fam_backup_wait(nullptr), FAM_ERR_NULLPTR, "fam_backup_wait");
 }

@@ -259,14 +259,28 @@ void RunAll(std::vector<std::function<void()>> calls) {
 // The archive is one directory every memory server reaches; any server answers for it.
 MemoryServer &Archivist(Session &session) { return session.Server(0); }
 
+// A name as a listing shows it: one line per backup, whatever bytes its item's name holds
+// (control characters and DEL as \xHH; backup names cannot hold them, item names can).
+std::string Printable(const std::string &name) {
+    std::string out;
+    for (unsigned char c : name) {
+        if (c < 0x20 || c == 0x7f) {
+            out += fmt::format("\\x{:02x}", c);
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
 std::string FormatBackup(const BackupInfo &info) {
     char when[32] = "";
     time_t seconds = static_cast<time_t>(info.time);
     struct tm utc;
     if (gmtime_r(&seconds, &utc)) std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
     return fmt::format("name={} size={} uid={} gid={} mode={:04o} time={} item={} crc32c={:08x}\n",
-                       info.name, info.size, info.uid, info.gid, info.mode, when,
-                       info.item_name.empty() ? "-" : info.item_name, info.checksum);
+                       Printable(info.name), info.size, info.uid, info.gid, info.mode, when,
+                       info.item_name.empty() ? "-" : Printable(info.item_name), info.checksum);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "common/crc32c.h"
@@ -23,7 +24,10 @@ namespace {
 constexpr size_t kHeaderSize = 4096;
 constexpr size_t kChunk = 4 << 20;
 constexpr const char *kSuffix = ".fambackup";
-constexpr const char *kMagic = "FAMPOOL-BACKUP 1";
+// Version 2 escapes the text fields (name, item): a value can no longer hold a line of its own.
+// Version 1 headers (earlier releases) are still read, each field's first line winning.
+constexpr const char *kMagic = "FAMPOOL-BACKUP 2";
+constexpr const char *kMagicV1 = "FAMPOOL-BACKUP 1";
 
 class File {
   public:
@@ -80,6 +84,45 @@ void ReadAll(int fd, char *data, size_t n, off_t at, const std::string &path) {
     }
 }
 
+// A text field as the header holds it: '%', control characters and DEL as %XX, so that no
+// value can end its line or hide in the padding.
+std::string EscapeField(const std::string &value) {
+    std::string out;
+    for (unsigned char c : value) {
+        if (c < 0x20 || c == 0x7f || c == '%') {
+            char hex[4];
+            std::snprintf(hex, sizeof hex, "%%%02X", c);
+            out += hex;
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
+std::string UnescapeField(const std::string &value, const std::string &path) {
+    std::string out;
+    for (size_t i = 0; i < value.size(); ++i) {
+        if (value[i] != '%') {
+            out += value[i];
+            continue;
+        }
+        unsigned int byte = 0;
+        bool good = i + 2 < value.size();
+        if (good) {
+            auto read = std::from_chars(value.data() + i + 1, value.data() + i + 3, byte, 16);
+            good = read.ec == std::errc() && read.ptr == value.data() + i + 3;
+        }
+        if (!good) {
+            Fail(openfam::FAM_ERR_RESOURCE, "backup file {} is damaged: a bad escape in \"{}\"",
+                 path, value);
+        }
+        out += static_cast<char>(byte);
+        i += 2;
+    }
+    return out;
+}
+
 std::string Header(const BackupInfo &info) {
     std::ostringstream out;
     out << kMagic << "\n"
@@ -89,8 +132,8 @@ std::string Header(const BackupInfo &info) {
         << "mode " << info.mode << "\n"
         << "time " << info.time << "\n"
         << "crc32c " << info.checksum << "\n"
-        << "item " << info.item_name << "\n"
-        << "name " << info.name << "\n";
+        << "item " << EscapeField(info.item_name) << "\n"
+        << "name " << EscapeField(info.name) << "\n";
     std::string text = out.str();
     if (text.size() >= kHeaderSize) {
         Fail(openfam::FAM_BACKUP_NOT_CREATED, "backup header of \"{}\" too long", info.name);
@@ -117,14 +160,26 @@ BackupInfo ParseHeader(const std::string &bytes, const std::string &path) {
     std::string text(bytes.c_str());  // up to the padding
     std::istringstream in(text);
     std::string line;
-    if (!std::getline(in, line) || line != kMagic) {
+    if (!std::getline(in, line) || (line != kMagic && line != kMagicV1)) {
         Fail(openfam::FAM_BACKUP_INFO_NOTFOUND, "{} is not a fampool backup", path);
     }
+    bool escaped = line == kMagic;
     BackupInfo info;
+    std::set<std::string> seen;
     while (std::getline(in, line)) {
         auto space = line.find(' ');
         std::string key = line.substr(0, space);
         std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+        if (!seen.insert(key).second) {
+            // A field twice: in a version 2 header only damage does that; in a version 1
+            // header, a name with a newline did (the name came last): the first one is real.
+            if (escaped) {
+                Fail(openfam::FAM_ERR_RESOURCE,
+                     "backup file {} is damaged: header field {} appears twice", path, key);
+            }
+            continue;
+        }
+        if (escaped && (key == "item" || key == "name")) value = UnescapeField(value, path);
         auto number = [&](uint64_t largest) { return HeaderNumber(value, largest, key, path); };
         if (key == "size")
             info.size = number(UINT64_MAX);
@@ -153,6 +208,17 @@ void Archive::CheckName(const std::string &name) {
     if (name.size() > 255) {
         Fail(openfam::FAM_ERR_NAME_TOO_LONG, "backup name of {} bytes exceeds 255", name.size());
     }
+    // Names are shown in listings and other users' terminals, and read as paths by people:
+    // no control characters, DEL or path separators.
+    for (size_t i = 0; i < name.size(); ++i) {
+        auto c = static_cast<unsigned char>(name[i]);
+        if (c < 0x20 || c == 0x7f || c == '/') {
+            Fail(openfam::FAM_ERR_INVALID,
+                 "backup name holds {} at byte {}: names may not hold control characters, DEL "
+                 "or '/'",
+                 c == '/' ? std::string("'/'") : fmt::format("the byte 0x{:02x}", c), i);
+        }
+    }
 }
 
 std::string Archive::PathOf(const std::string &name) const {
@@ -164,6 +230,7 @@ bool Archive::Exists(const std::string &name) const {
 }
 
 BackupInfo Archive::Write(const BackupInfo &request, const Source &source) {
+    CheckName(request.name);  // whoever sent it: the client library checks it too
     access_.MakeDirectory(dir_, FileAccess::Dir::kOwn, false, openfam::FAM_BACKUP_NOT_CREATED);
     BackupInfo info = request;
     info.time = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(

@@ -19,17 +19,6 @@ namespace fampool {
 
 namespace {
 
-// The end of [offset, offset + nbytes); a request whose range wraps is refused, never served:
-// the memory server does not trust its callers.
-uint64_t EndOf(uint64_t offset, uint64_t nbytes) {
-    uint64_t end;
-    if (__builtin_add_overflow(offset, nbytes, &end)) {
-        Fail(openfam::FAM_ERR_OUTOFRANGE, "range of {} bytes at offset {} overflows", nbytes,
-             offset);
-    }
-    return end;
-}
-
 // `item "name"` or `item at offset N of region R`, for messages.
 std::string Describe(const ItemLayout &item) {
     if (!item.name.empty()) return fmt::format("item \"{}\"", item.name);
@@ -79,7 +68,7 @@ class LocalMemoryServer::ItemBytes {
     // Item bytes on this server, for reading or (`write`) writing them: as far as the key the
     // client was granted for them reaches.
     char *Local(const BytePlace &place, uint64_t length, bool write, const char *what) {
-        uint64_t end = EndOf(place.physical, length);
+        uint64_t end = CheckedEnd(place.physical, length);
         ExtentRef extent = item_.extent;
         extent.copy = item_.servers[place.index].copy;
         server_.CheckKey(extent, item_.servers[place.index].key, place.physical, length, write,
@@ -131,6 +120,15 @@ class LocalMemoryServer::ItemBytes {
     ExtentRef mapping_extent_;               // the extent mapping_.back() maps
     std::unique_ptr<PeerTransfers> remote_;  // after mapping_: ends its transfers first
 };
+
+uint64_t CheckedEnd(uint64_t offset, uint64_t nbytes) {
+    uint64_t end;
+    if (__builtin_add_overflow(offset, nbytes, &end)) {
+        Fail(openfam::FAM_ERR_OUTOFRANGE, "range of {} bytes at offset {} overflows", nbytes,
+             offset);
+    }
+    return end;
+}
 
 std::string NodeIdentity() {
     static const std::string identity = [] {
@@ -261,7 +259,7 @@ void LocalMemoryServer::ZeroExtents(const std::vector<ExtentRanges> &extents) {
     for (const ExtentRanges &each : extents) {
         std::string path = HeapPath(each.extent);
         for (auto [offset, nbytes] : each.ranges) {
-            auto mapping = cache_.Get(path, EndOf(offset, nbytes));
+            auto mapping = cache_.Get(path, CheckedEnd(offset, nbytes));
             heap::Zero(path, mapping.get(), offset, nbytes);
         }
     }
@@ -283,8 +281,8 @@ std::shared_ptr<HeapMapping> LocalMemoryServer::Map(ExtentRef extent, uint64_t m
 
 void LocalMemoryServer::Copy(const ItemLayout &src, uint64_t src_offset, const ItemLayout &dest,
                              uint64_t dest_offset, uint64_t nbytes) {
-    EndOf(src_offset, nbytes);
-    EndOf(dest_offset, nbytes);
+    CheckedEnd(src_offset, nbytes);
+    CheckedEnd(dest_offset, nbytes);
     ItemBytes from(*this, src), to(*this, dest);
     ForEachRun(src, src_offset, nbytes, [&](uint64_t at, const BytePlace &place, uint64_t length) {
         if (!from.Here(place)) return;  // the server holding those bytes copies them
@@ -315,6 +313,14 @@ BackupInfo LocalMemoryServer::Backup(const ItemLayout &item, const BackupInfo &a
         info.uid = recorded->uid;
         info.gid = recorded->gid;
         info.mode = recorded->mode;
+    } else if (cluster_user_) {
+        // A memory server that holds no grant of its own for the item would have to take the
+        // client's word for whose the backup is: a user could then file a backup of their own
+        // bytes under another user's name and mode, for that user to restore.
+        Fail(openfam::FAM_ERR_NOPERM,
+             "backup \"{}\" of {}: memory server {} holds no grant for the key presented (a "
+             "backup is made by a server holding the item, with the key it granted)",
+             asked.name, Describe(item), id_);
     }
     ItemBytes bytes(*this, item);
     return archive_.Write(info, [&](uint64_t start, char *buffer, size_t n) {
@@ -397,8 +403,8 @@ char *LocalMemoryServer::Reach(ExtentRef extent, uint64_t key, uint64_t offset, 
     // The grant's own mapping where it covers the bytes: the extent the key was granted for,
     // even if it is destroyed and made anew meanwhile.
     CheckKey(extent, key, offset, length, write, what, hold, life);
-    if (!*hold || (*hold)->length() < EndOf(offset, length))
-        *hold = Map(extent, EndOf(offset, length));
+    if (!*hold || (*hold)->length() < CheckedEnd(offset, length))
+        *hold = Map(extent, CheckedEnd(offset, length));
     return (*hold)->base() + offset;
 }
 
@@ -407,7 +413,7 @@ void LocalMemoryServer::Atomic(ExtentRef extent, uint64_t key, uint64_t offset, 
     auto data_type = static_cast<DataType>(type);
     CheckKey(extent, key, offset, SizeOf(data_type), static_cast<AtomicOp>(op) != AtomicOp::kFetch,
              "an atomic");
-    auto mapping = Map(extent, EndOf(offset, SizeOf(data_type)));
+    auto mapping = Map(extent, CheckedEnd(offset, SizeOf(data_type)));
     ApplyAtomic(mapping->base() + offset, static_cast<AtomicOp>(op), data_type, operand, compare,
                 result);
 }
@@ -421,7 +427,7 @@ void LocalMemoryServer::ApplyElements(ExtentRef extent, uint64_t key, ElementOp 
              element_size);
     }
     auto [low, high] = std::minmax_element(offsets.begin(), offsets.end());
-    uint64_t end = EndOf(*high, element_size);
+    uint64_t end = CheckedEnd(*high, element_size);
     CheckKey(extent, key, *low, end - *low, op != ElementOp::kGather, NameOf(op));
     if (op == ElementOp::kAdd) {
         for (uint64_t offset : offsets) {
@@ -435,164 +441,6 @@ void LocalMemoryServer::ApplyElements(ExtentRef extent, uint64_t key, ElementOp 
     char *base = mapping->base();
     for (size_t i = 0; i < offsets.size(); ++i) {
         ApplyElement(op, element_size, base + offsets[i], data + i * element_size);
-    }
-}
-
-}  // namespace fampool
-
-namespace fampool {
-
-KeyGrant LocalMemoryServer::GrantKey(ExtentRef extent, uint64_t offset, uint64_t size,
-                                     bool writable, const Permissions &permissions) {
-    KeyGrant grant;
-    if (!registrar_) return grant;
-    bool again;
-    {
-        std::lock_guard<std::mutex> lock(grants_mutex_);
-        again = revoked_.count(GrantsOf(extent)) > 0;
-    }
-    if (again) HoldAt("server.key-regranted");
-    std::lock_guard<std::mutex> lock(grants_mutex_);
-    // A whole-extent grant covers the heap as it is now: after the region grew, a mapping (and
-    // a grant) of the old length would leave the new part out of reach.
-    uint64_t end = size ? EndOf(offset, size) : HeapLength(extent);
-    auto mapping = Map(extent, end);
-    uint64_t length = size ? size : mapping->length();
-    // What the caller is told of a grant: its key, and where and whom to ask for the heap.
-    auto told = [&](const Grant &g) {
-        return KeyGrant{g.registration.key,
-                        g.registration.base - offset,
-                        registrar_->address(),
-                        HeapPath(extent),
-                        NodeIdentity(),
-                        socket_,
-                        static_cast<uint32_t>(geteuid()),
-                        incarnation_};
-    };
-    auto range = grants_.equal_range(GrantsOf(extent));
-    for (auto it = range.first; it != range.second; ++it) {
-        Grant &g = it->second;
-        // Reuse a grant of the same range on the current mapping (a grown heap gets a new one).
-        // The permissions are the metadata service's latest word (a change of them revokes
-        // the grants first, so they only ever agree).
-        if (g.offset == offset && g.size == size && g.writable == writable &&
-            g.mapping == mapping) {
-            if (permissions.known) g.permissions = permissions;
-            return told(g);
-        }
-    }
-    Grant g{offset,
-            size,
-            writable,
-            mapping,
-            registrar_->Register(mapping->base() + offset, length, writable),
-            permissions,
-            HeapPath(extent)};
-    grants_.emplace(GrantsOf(extent), g);
-    return told(g);
-}
-
-std::optional<Permissions> LocalMemoryServer::RecordedPermissions(const ItemLayout &item) {
-    std::lock_guard<std::mutex> lock(grants_mutex_);
-    for (const ItemLayout::Server &server : item.servers) {
-        if (server.id != id_) continue;
-        ExtentRef extent{item.extent.region_id, item.extent.persistent, server.copy};
-        auto range = grants_.equal_range(GrantsOf(extent));
-        for (auto it = range.first; it != range.second; ++it) {
-            const Grant &g = it->second;
-            if (g.registration.key == server.key && g.permissions.known) return g.permissions;
-        }
-    }
-    return std::nullopt;
-}
-
-int LocalMemoryServer::OpenHeapFor(const Caller &peer, uint64_t region_id, uint64_t key,
-                                   bool writable) {
-    std::lock_guard<std::mutex> lock(grants_mutex_);
-    for (bool copy : {false, true}) {
-        ExtentRef extent{region_id, false, copy};  // GrantsOf ignores `persistent`
-        auto range = grants_.equal_range(GrantsOf(extent));
-        for (auto it = range.first; it != range.second; ++it) {
-            const Grant &g = it->second;
-            if (g.registration.key != key) continue;
-            if (g.size != 0) {
-                Fail(openfam::FAM_ERR_INVALIDOP,
-                     "memory server {}: key {:#x} grants one item of region {} (a DATAITEM-level "
-                     "region): a descriptor of the heap would reach its other items too",
-                     id_, key, region_id);
-            }
-            const Permissions &p = g.permissions;
-            bool may_read = p.known && Allowed(p.mode, p.uid, p.gid, peer, kRead);
-            bool may_write = may_read && g.writable && Allowed(p.mode, p.uid, p.gid, peer, kWrite);
-            if (!may_read || (writable && !may_write)) {
-                Fail(openfam::FAM_ERR_NOPERM,
-                     "memory server {}: uid {} gid {} may not {} region {} (owner uid {}, group "
-                     "gid {}, mode {:04o}{})",
-                     id_, peer.uid, peer.gid, writable ? "write" : "read", region_id, p.uid, p.gid,
-                     p.mode, g.writable ? "" : "; the key is read-only");
-            }
-            // The file whose memory the key reaches.
-            int fd = open(g.heap_path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-            if (fd < 0) {
-                Fail(openfam::FAM_ERR_RESOURCE, "memory server {}: cannot open heap {}: {}", id_,
-                     g.heap_path, std::strerror(errno));
-            }
-            return fd;
-        }
-    }
-    Fail(openfam::FAM_ERR_NOPERM,
-         "memory server {}: key {:#x} grants nothing of region {} (revoked, or never granted)", id_,
-         key, region_id);
-}
-
-void LocalMemoryServer::CheckKey(ExtentRef extent, uint64_t key, uint64_t offset, uint64_t length,
-                                 bool write, const char *what,
-                                 std::shared_ptr<HeapMapping> *mapping, uint64_t *life) {
-    uint64_t end = EndOf(offset, length);
-    std::lock_guard<std::mutex> lock(grants_mutex_);
-    if (life) {
-        auto found = lives_.find(GrantsOf(extent));
-        *life = found == lives_.end() ? 0 : found->second;
-    }
-    if (!registrar_) return;
-    auto range = grants_.equal_range(GrantsOf(extent));
-    for (auto it = range.first; it != range.second; ++it) {
-        const Grant &g = it->second;
-        if (g.registration.key != key) continue;
-        uint64_t granted_end = g.offset + (g.size ? g.size : g.mapping->length());
-        if (offset >= g.offset && end <= granted_end && (g.writable || !write)) {
-            if (mapping) *mapping = g.mapping;
-            return;
-        }
-    }
-    Fail(openfam::FAM_ERR_NOPERM,
-         "memory server {}: key {:#x} grants no {} access to bytes [{}, {}) of region {} for {} "
-         "(revoked, or never granted)",
-         id_, key, write ? "write" : "read", offset, end, extent.region_id, what);
-}
-
-void LocalMemoryServer::RevokeKeys(ExtentRef extent, uint64_t offset) {
-    RevokeWhere(
-        extent,
-        [](const Grant &g, uint64_t at) {
-            return at == kAllGrants || (g.size != 0 && g.offset == at);
-        },
-        offset);
-}
-
-void LocalMemoryServer::RevokeWhere(ExtentRef extent, bool (*match)(const Grant &, uint64_t),
-                                    uint64_t arg) {
-    if (!registrar_) return;
-    std::lock_guard<std::mutex> lock(grants_mutex_);
-    revoked_.insert(GrantsOf(extent));
-    auto range = grants_.equal_range(GrantsOf(extent));
-    for (auto it = range.first; it != range.second;) {
-        if (match(it->second, arg)) {
-            registrar_->Deregister(it->second.registration.handle);
-            it = grants_.erase(it);
-        } else {
-            ++it;
-        }
     }
 }
 

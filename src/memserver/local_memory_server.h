@@ -28,6 +28,10 @@ struct HeapLocation {
     FileAccess access;
 };
 
+// The end of [offset, offset + nbytes); a request whose range wraps is refused
+// (FAM_ERR_OUTOFRANGE), never served: the memory server does not trust its callers.
+uint64_t CheckedEnd(uint64_t offset, uint64_t nbytes);
+
 class LocalMemoryServer : public MemoryServer {
   public:
     LocalMemoryServer(uint64_t id, HeapLocation location, std::string archive_dir);

@@ -70,6 +70,7 @@ grpc::Status MemoryServerService::Info(grpc::ServerContext *context, const rpc::
         reply->set_incarnation(incarnation_);
         reply->set_version(FampoolVersion());
         reply->set_unix_time_us(UnixTimeMicros());
+        reply->set_open_files(OpenFilesLimit());
         reply->set_fabric_address(server_->fabric_address());
         reply->set_provider(server_->fabric_provider());
         reply->set_capacity(server_->capacity());

@@ -254,6 +254,7 @@ grpc::Status MetadataRpcService::Servers(grpc::ServerContext *, const rpc::Empty
         reply->set_usage_report_ms(usage_report_ms_.load());
         reply->set_version(FampoolVersion());
         reply->set_unix_time_us(UnixTimeMicros());
+        reply->set_open_files(OpenFilesLimit());
     });
 }
 

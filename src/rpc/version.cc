@@ -1,8 +1,9 @@
-// FampoolVersion and UnixTimeMicros (version.h).
+// FampoolVersion, UnixTimeMicros and OpenFilesLimit (version.h).
 #include "rpc/version.h"
 
 #include <fmt/format.h>
 #include <google/protobuf/descriptor.pb.h>
+#include <sys/resource.h>
 
 #include <chrono>
 
@@ -27,6 +28,12 @@ int64_t UnixTimeMicros() {
     return std::chrono::duration_cast<std::chrono::microseconds>(
                std::chrono::system_clock::now().time_since_epoch())
         .count();
+}
+
+uint64_t OpenFilesLimit() {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+    return limit.rlim_cur == RLIM_INFINITY ? UINT64_MAX : uint64_t{limit.rlim_cur};
 }
 
 }  // namespace fampool

@@ -15,6 +15,9 @@ const std::string &FampoolVersion();
 // Microseconds since the Unix epoch by this node's clock (the services send it with their
 // version: `fampool doctor` compares the clocks).
 int64_t UnixTimeMicros();
+// The most descriptors this process may hold open (its soft RLIMIT_NOFILE; the services send it
+// with their version).
+uint64_t OpenFilesLimit();
 
 }  // namespace fampool
 

@@ -1,7 +1,7 @@
 // message_forger: a hostile user's messages to another user's fabric-message endpoints, for
 // the multi-user suite (test_multiuser.py), which runs it as the attacking user:
 //
-//   message_forger VICTIM_UID REGION ITEM SECONDS
+//   message_forger replies VICTIM_UID REGION ITEM SECONDS
 //
 // For SECONDS it looks for the listening TCP ports of VICTIM_UID's processes in /proc/net/tcp
 // (which any user may read), every 100 ms, and sends each port it found, over tcp;ofi_rxm as
@@ -12,7 +12,16 @@
 //   relayed calls: this user's own lookups of ITEM, sealed with this user's session, sent to
 //     the metadata service's endpoint with reply_to naming the victim's port.
 // Prints "<what> 0 <count>" for victim-endpoints, forged and relayed (the messages the provider
-// took). Configured like any client: FAMPOOL_CONFIG names the (MUNGE) cluster's file.
+// took).
+//
+//   message_forger flood SECONDS
+//
+// For SECONDS, calls to the metadata service's and every memory server's endpoint as fast as
+// the provider takes them, none with a session: unsealed lookups, and lookups naming a session
+// nobody opened with a made-up tag, each with a reply_to that never accepts (port 1). Prints
+// "flood 0 <count>".
+//
+// Configured like any client: FAMPOOL_CONFIG names the (MUNGE) cluster's file.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rdma/fabric.h>
@@ -38,6 +47,7 @@
 #include "meta/client/metadata_client.h"
 #include "rpc/authentication.h"
 #include "rpc/convert.h"
+#include "rpc/memory_server_client.h"
 
 namespace {
 
@@ -138,10 +148,66 @@ class Sender {
     std::map<std::string, fi_addr_t> peers_;
 };
 
-int Forge(uint32_t victim, const std::string &region, const std::string &item, int seconds) {
+ClusterConfig Cluster() {
     const char *path = std::getenv("FAMPOOL_CONFIG");
     if (!path) throw std::runtime_error("FAMPOOL_CONFIG is not set");
-    ClusterConfig cluster = LoadClusterConfig(path);
+    return LoadClusterConfig(path);
+}
+
+// The bytes of a sockaddr_in for 127.0.0.1:`port`.
+std::string Loopback(uint16_t port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    return std::string(reinterpret_cast<const char *>(&address), sizeof address);
+}
+
+int Flood(int seconds) {
+    ClusterConfig cluster = Cluster();
+    std::vector<std::string> endpoints;
+    {
+        auto stub =
+            rpc::Metadata::NewStub(OpenChannel(cluster.metadata_address, ClientTls(cluster)));
+        auto context = CallContext(kTimeout);
+        rpc::FabricEndpoint service;
+        CheckStatus(stub->MetadataEndpoint(context.get(), rpc::Caller(), &service),
+                    "Metadata.MetadataEndpoint", cluster.metadata_address);
+        if (!service.address().empty()) endpoints.push_back(service.address());
+    }
+    for (const MemoryServerConfig &server : cluster.memservers) {
+        MemoryServerClient client(server.id, server.rpc_address, kTimeout, ClientTls(cluster));
+        MemoryServerInfo info = client.Info();
+        if (!info.messages_address.empty()) endpoints.push_back(info.messages_address);
+    }
+    Sender sender(cluster.provider.empty() ? "tcp" : cluster.provider);
+    std::vector<fi_addr_t> peers;
+    for (const std::string &endpoint : endpoints) peers.push_back(sender.Peer(endpoint));
+    std::mt19937_64 random(std::random_device{}());
+    uint64_t sent = 0;
+    auto until = Clock::now() + std::chrono::seconds(seconds);
+    while (Clock::now() < until) {
+        for (fi_addr_t peer : peers) {
+            rpc::FabricCall call;
+            call.set_call_id(random());
+            call.set_reply_to(Loopback(1));
+            rpc::LookupRequest *lookup = call.mutable_lookup_region();
+            lookup->set_name("anything");
+            std::string bytes = call.SerializeAsString();
+            sent += sender.Send(peer, bytes) ? 1 : 0;
+            call.set_session(std::string(16, static_cast<char>(random())));
+            bytes = call.SerializeAsString() + std::string(kSealBytes, 'x');
+            sent += sender.Send(peer, bytes) ? 1 : 0;
+        }
+        sender.Progress();
+    }
+    std::printf("endpoints 0 %zu\nflood 0 %lu\n", endpoints.size(),
+                static_cast<unsigned long>(sent));
+    return 0;
+}
+
+int Forge(uint32_t victim, const std::string &region, const std::string &item, int seconds) {
+    ClusterConfig cluster = Cluster();
     MetadataClient metadata(cluster.metadata_address, kTimeout, ClientTls(cluster));
     if (cluster.authentication == "munge") metadata.UseMunge(cluster.munge_socket);
     Caller me{getuid(), getgid()};
@@ -212,13 +278,17 @@ int Forge(uint32_t victim, const std::string &region, const std::string &item, i
 }  // namespace
 
 int main(int argc, char **argv) {
-    if (argc != 5) {
-        std::fprintf(stderr, "usage: message_forger VICTIM_UID REGION ITEM SECONDS\n");
-        return 2;
-    }
+    std::vector<std::string> args(argv + 1, argv + argc);
     try {
-        return Forge(static_cast<uint32_t>(std::stoul(argv[1])), argv[2], argv[3],
-                     std::stoi(argv[4]));
+        if (args.size() == 5 && args[0] == "replies") {
+            return Forge(static_cast<uint32_t>(std::stoul(args[1])), args[2], args[3],
+                         std::stoi(args[4]));
+        }
+        if (args.size() == 2 && args[0] == "flood") return Flood(std::stoi(args[1]));
+        std::fprintf(stderr,
+                     "usage: message_forger replies VICTIM_UID REGION ITEM SECONDS | flood "
+                     "SECONDS\n");
+        return 2;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "message_forger: %s\n", e.what());
         return 1;

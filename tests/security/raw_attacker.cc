@@ -15,6 +15,11 @@
 //                                          call of the item's memory server for the region in
 //                                          FILE (another user's), as this user, with the key
 //                                          in FILE
+//   raw_attacker elsewhere FILE SERVER UID NAME
+//                                          a Backup, named NAME, of the item in FILE (this
+//                                          user's own, with its key) sent to memory server
+//                                          SERVER, which does not hold it, stating uid UID as
+//                                          its owner and mode 0644
 //   raw_attacker metadata REGION SERVER    Rebuild (all, and REGION), ReportFailure (SERVER,
 //                                          which is alive), Status (is REGION listed?)
 //   raw_attacker sessions REGION           a lookup of REGION stating uid 0 with this user's
@@ -340,6 +345,21 @@ int MemoryServerCalls(const std::string &file) {
     return 0;
 }
 
+int BackupElsewhere(const std::string &file, uint64_t id, uint32_t uid, const std::string &name) {
+    Target t = Load(file);
+    auto server = Server(Cluster(), id);
+    Try("BackupElsewhere", [&] {
+        BackupInfo info;
+        info.name = name;
+        info.size = 64;
+        info.uid = uid;
+        info.gid = uid;
+        info.mode = 0644;
+        server->Backup(LayoutOf(t), info);
+    });
+    return 0;
+}
+
 int MetadataCalls(const std::string &region, uint64_t live_server) {
     ClusterConfig cluster = Cluster();
     auto metadata = Metadata(cluster);
@@ -423,7 +443,7 @@ int Socket(const std::string &file, bool writable) {
 
 int Usage() {
     std::fprintf(stderr,
-                 "usage: raw_attacker key|read|guess|memserver|metadata|sessions|socket "
+                 "usage: raw_attacker key|read|guess|memserver|elsewhere|metadata|sessions|socket "
                  "... (see the file's comment)\n");
     return 2;
 }
@@ -448,6 +468,10 @@ int main(int argc, char **argv) {
             return MetadataCalls(args[1], std::stoull(args[2]));
         }
         if (what == "sessions" && args.size() == 2) return Sessions(args[1]);
+        if (what == "elsewhere" && args.size() == 5) {
+            return BackupElsewhere(args[1], std::stoull(args[2]),
+                                   static_cast<uint32_t>(std::stoul(args[3])), args[4]);
+        }
         if (what == "socket" && args.size() == 3) return Socket(args[1], args[2] == "write");
     } catch (const std::exception &e) {
         std::fprintf(stderr, "raw_attacker: %s\n", e.what());

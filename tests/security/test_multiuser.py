@@ -289,6 +289,16 @@ def test_tcp_memory_server_and_metadata_calls_of_another_user(tcp_data, scratch)
     assert own["Copy"][0] == 0, own
     assert own["GrantKey"][0] == NOPERM, "not the cluster user either"
 
+    # bob's own item backed up by the memory server that does not hold it, with alice named
+    # as its owner: that server holds no grant for the key, and refuses instead of taking
+    # bob's word (alice would have restored bob's bytes as her own backup).
+    with open(theirs) as f:
+        elsewhere = str(1 - int(f.read().split()[3]))
+    forged_backup = attacker(bob, env, "elsewhere", theirs, elsewhere, str(alice.uid), "alice-2")
+    assert forged_backup["BackupElsewhere"][0] == NOPERM, forged_backup
+    assert "holds no grant" in forged_backup["BackupElsewhere"][1], forged_backup
+    assert worker(alice, env, "describe", "alice-2")[0] == "error"
+
     metadata = attacker(bob, env, "metadata", "secret", "0")
     assert metadata["RebuildAll"][0] == NOPERM, metadata
     assert metadata["RebuildRegion"][0] == NOPERM, metadata
@@ -311,7 +321,7 @@ def test_tcp_forged_and_relayed_replies_are_not_taken(tcp_data):
     while alice allocates items in her 0700 region and writes a secret into each: every item
     she gets is in her region, and bob's item still holds his bytes."""
     alice, bob, env = tcp_data
-    attack = forger(bob, env, str(alice.uid), "bobs", "item", "7")
+    attack = forger(bob, env, "replies", str(alice.uid), "bobs", "item", "7")
     try:
         allocated = worker(alice, env, "secrets", "secret", "30", "alice secret")
     finally:
@@ -320,6 +330,22 @@ def test_tcp_forged_and_relayed_replies_are_not_taken(tcp_data):
     assert sent["victim-endpoints"] > 0, sent  # alice's endpoints were found and attacked
     assert sent["forged"] > 0 and sent["relayed"] > 0, sent
     assert worker(bob, env, "get", "bobs", "item", "3") == ("ok", "bob")
+
+
+def test_tcp_calls_without_a_session_hold_nothing_for_others(tcp_data):
+    """bob floods the metadata service's and the memory servers' message endpoints with calls
+    that name no live session and a reply endpoint that never accepts, while alice allocates
+    and writes: each of those calls is dropped as it is read, holding no reply slot, and every
+    call of alice's succeeds (before, each took a slot for a second: her allocations failed
+    after 10 s, "may or may not have been done")."""
+    alice, bob, env = tcp_data
+    flood = forger(bob, env, "flood", "6")
+    try:
+        allocated = worker(alice, env, "secrets", "secret", "30", "alice secret")
+    finally:
+        sent = forged(flood)
+    assert allocated == ("ok", "misplaced 0")
+    assert sent["endpoints"] == 3 and sent["flood"] > 1000, sent
 
 
 def test_tcp_fabric_keys_cannot_be_guessed_and_die_with_the_permission(tcp_data, scratch):

@@ -32,6 +32,9 @@ constexpr std::chrono::milliseconds kProbe{500};
 constexpr uint64_t kLeastShmBytes = uint64_t{256} << 20;
 // What verbs needs pinned for a server's registrations and a client's buffers, at least.
 constexpr uint64_t kLeastLockedBytes = uint64_t{64} << 20;
+// A service that may hold fewer descriptors than this runs out with a few thousand clients'
+// connections (each holds one or two per service).
+constexpr uint64_t kLeastOpenFiles = 16384;
 // Clocks further apart than this are named: logs and timings no longer line up, and MUNGE
 // refuses credentials from a clock 5 minutes off (its default time to live).
 constexpr double kMostClockOffsetS = 1.0;
@@ -98,6 +101,7 @@ struct Answer {
     bool answered = false;
     std::string version, error;
     double offset_s = 0;
+    uint64_t open_files = 0;  // its open-file limit; 0: not said (an older fampool)
 };
 
 template <typename ServiceStub, typename Request, typename Reply>
@@ -120,6 +124,7 @@ Answer Ask(const ClusterConfig &config, const std::string &address,
     answer.version = reply.version();
     answer.offset_s =
         reply.unix_time_us() ? (reply.unix_time_us() - (before + after) / 2) / 1e6 : 0;
+    answer.open_files = reply.open_files();
     return answer;
 }
 
@@ -151,6 +156,22 @@ void CheckService(const std::string &who, const std::string &address, const Answ
     } else {
         findings->push_back(
             {true, fmt::format("{} runs this node's fampool, {}", who, answer.version), ""});
+    }
+    if (answer.open_files) {
+        std::string files = answer.open_files == UINT64_MAX
+                                ? fmt::format("{} may hold any number of descriptors", who)
+                                : fmt::format("{} may hold {} descriptors", who, answer.open_files);
+        if (answer.open_files >= kLeastOpenFiles) {
+            findings->push_back({true, files, ""});
+        } else {
+            findings->push_back(
+                {false,
+                 fmt::format("{}, fewer than {}: connections beyond it are refused", files,
+                             kLeastOpenFiles),
+                 "raise the hard open-file limit of the service's user (LimitNOFILE= in its "
+                 "systemd unit, nofile in /etc/security/limits.d/, or `ulimit -Hn` before "
+                 "`fampool up`): the services raise their own soft limit to it"});
+        }
     }
     std::string clock =
         fmt::format("{}'s clock is {:+.3f} s from this node's", who, answer.offset_s);

@@ -8,12 +8,15 @@
 #include <grpcpp/grpcpp.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -49,6 +52,10 @@ namespace {
 constexpr std::chrono::seconds kShutdownLimit(20);
 // How often clients report their data path to a metadata service that serves metrics.
 constexpr std::chrono::milliseconds kUsageReport(1000);
+// gRPC connections: how long one may take to start speaking HTTP/2, and stay without a call
+// (Listen). 128 PEs connecting at once on 2 cores took up to a few seconds.
+constexpr std::chrono::milliseconds kHandshakeTimeout(10000);
+constexpr std::chrono::milliseconds kIdleConnection(5 * 60 * 1000);
 
 std::string NewIncarnation() {
     std::random_device random;
@@ -317,6 +324,14 @@ std::unique_ptr<grpc::Server> Listen(const std::string &address, grpc::Service *
     // gRPC binds with SO_REUSEPORT by default: a second server on a taken port would start
     // and share the port's calls with the first instead of failing.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    // A connection that has not said it speaks HTTP/2 (its settings) within this is closed,
+    // and one with no call for kIdleConnection too (a client that comes back reconnects by
+    // itself): connections that never call, from anyone who reaches the port, hold no
+    // descriptor for long.
+    builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                               static_cast<int>(kHandshakeTimeout.count()));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                               static_cast<int>(kIdleConnection.count()));
     builder.RegisterService(service);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server || port == 0) {
@@ -454,9 +469,23 @@ int Run(int argc, char **argv) {
 }
 
 }  // namespace
+
+// Every client connection takes a descriptor, and a gRPC listener (1.51) whose accept4 failed
+// with EMFILE accepts nothing again: the soft limit (1,024 by default outside systemd) goes up
+// to the hard one, as high as the node allows without privileges (doctor shows it).
+void RaiseDescriptorLimit() {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+        std::fprintf(stderr, "fampool-server: cannot raise the open-file limit to %llu: %s\n",
+                     static_cast<unsigned long long>(limit.rlim_max), std::strerror(errno));
+    }
+}
 }  // namespace fampool
 
 int main(int argc, char **argv) {
+    fampool::RaiseDescriptorLimit();
     // Buffers of 128 KiB and more (RAID5 stripes, copy and backup chunks, gRPC messages) are
     // mapped and unmapped, not kept by malloc: with glibc's adaptive threshold, a memory server
     // serving 4 clients' RAID5 puts grew by 270-950 MiB in 2 minutes without levelling off
