@@ -98,6 +98,10 @@ uint32_t ParseMode(const std::string &command, const std::string &text);
 std::string Bytes(uint64_t bytes, bool exact = false);
 // "'a b'" for a shell; plain when it needs no quotes.
 std::string ShellQuote(const std::string &word);
+// A region's or item's name as the CLI prints it: as it is when every byte prints, else in the
+// shell's $'...' form (control characters and DEL as \n, \t or \xHH; backslash and quote
+// escaped), which prints on one line, moves no cursor, and can be typed back as an argument.
+std::string Shown(const std::string &name);
 
 // Rows of text printed under a header, columns padded to their widest cell.
 class Table {

@@ -4,6 +4,7 @@
 // fam_destroy_region would make; LMDB lets any number of processes share the store).
 #include "pool.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -40,7 +41,32 @@ void NoteRunDirHere(const std::string &command) {
 
 }  // namespace
 
-std::string Quote(const std::string &name) { return "\"" + name + "\""; }
+std::string Shown(const std::string &name) {
+    bool plain = std::all_of(name.begin(), name.end(),
+                             [](unsigned char c) { return c >= 0x20 && c != 0x7f; });
+    if (plain) return name;
+    std::string shown = "$'";
+    for (unsigned char c : name) {
+        if (c == '\n') {
+            shown += "\\n";
+        } else if (c == '\t') {
+            shown += "\\t";
+        } else if (c == '\\' || c == '\'') {
+            shown += '\\';
+            shown += static_cast<char>(c);
+        } else if (c < 0x20 || c == 0x7f) {
+            shown += fmt::format("\\x{:02x}", c);
+        } else {
+            shown += static_cast<char>(c);
+        }
+    }
+    return shown + "'";
+}
+
+std::string Quote(const std::string &name) {
+    std::string shown = Shown(name);
+    return shown == name ? "\"" + name + "\"" : shown;
+}
 std::string RegionObject(const std::string &region) { return "region " + Quote(region); }
 std::string ItemObject(const std::string &item, const std::string &region) {
     return fmt::format("data item {} in region {}", Quote(item), Quote(region));

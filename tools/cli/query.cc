@@ -110,9 +110,9 @@ void RegionTable(const rpc::ClusterStatus &status, bool exact, bool volatile_los
         uint64_t used = usage.used_bytes();
         std::string type = MemoryType(region.attributes);
         if (volatile_lost && type == "volatile") type = "volatile (lost at reboot)";
-        table.Add({r.name(), std::to_string(r.id()), Bytes(r.size(), exact), Bytes(used, exact),
-                   std::to_string(usage.items()), type, Redundancy(region), Mode(r.perm()),
-                   std::to_string(r.uid()), std::to_string(r.gid()),
+        table.Add({Shown(r.name()), std::to_string(r.id()), Bytes(r.size(), exact),
+                   Bytes(used, exact), std::to_string(usage.items()), type, Redundancy(region),
+                   Mode(r.perm()), std::to_string(r.uid()), std::to_string(r.gid()),
                    ServersOf(r.memory_servers())});
     }
     if (table.size() == 0) {
@@ -274,9 +274,9 @@ int List(const QueryOptions &options) {
     std::vector<ItemInfo> items = pool.Ask(object, [&] { return pool.ListItems(region.id); });
     Table table({"NAME", "OFFSET", "SIZE", "PERM", "UID", "GID"});
     for (const ItemInfo &item : items) {
-        table.Add({item.name.empty() ? "(unnamed)" : item.name, fmt::format("0x{:x}", item.offset),
-                   Bytes(item.size, exact), Mode(item.perm), std::to_string(item.uid),
-                   std::to_string(item.gid)});
+        table.Add({item.name.empty() ? "(unnamed)" : Shown(item.name),
+                   fmt::format("0x{:x}", item.offset), Bytes(item.size, exact), Mode(item.perm),
+                   std::to_string(item.uid), std::to_string(item.gid)});
     }
     if (table.size() == 0) {
         std::printf("  (region %s holds no data items)\n", Quote(region.name).c_str());
