@@ -313,6 +313,50 @@ TEST_F(ConfigTest, MetadataShardsAreListedWithShardZeroAtTheMetadataAddress) {
     EXPECT_EQ(fampool::ShardStoreDir(one, 0), "/m");
 }
 
+TEST_F(ConfigTest, QuotasBindUsersFieldByFieldOverTheDefault) {
+    ClusterConfig c = fampool::LoadClusterConfig(
+        File("c.yaml", std::string(kCluster) +
+                           "quotas:\n  default: {bytes: 1GiB, sessions: 100}\n"
+                           "  users:\n    root: {regions: 4}\n    '4242': {bytes: 2TiB}\n"
+                           "  groups:\n    '0': {bytes: 10GiB}\n"));
+    fampool::QuotaLimits root = c.quotas.User(0);
+    EXPECT_EQ(root.bytes, uint64_t{1} << 30) << "the default's bytes, root's own regions";
+    EXPECT_EQ(root.regions, 4u);
+    EXPECT_EQ(c.quotas.Sessions(0), 100u);
+    EXPECT_EQ(c.quotas.User(4242).bytes, uint64_t{2} << 40) << "a uid without a name";
+    EXPECT_FALSE(c.quotas.User(4243).regions.has_value());
+    ASSERT_NE(c.quotas.Group(0), nullptr);
+    EXPECT_EQ(c.quotas.Group(1), nullptr);
+    EXPECT_TRUE(c.quotas.BoundsRegions());
+    ClusterConfig none = fampool::LoadClusterConfig(File("n.yaml", kCluster));
+    EXPECT_FALSE(none.quotas.BoundsRegions());
+    EXPECT_EQ(none.quotas.Sessions(1000), fampool::kDefaultSessionsPerUser);
+}
+
+TEST_F(ConfigTest, QuotasThatCannotBeHonouredAreRefusedByName) {
+    auto load = [&](const std::string &quotas) {
+        return fampool::LoadClusterConfig(File("c.yaml", std::string(kCluster) + quotas));
+    };
+    EXPECT_FAM_ERROR(load("quotas: {users: {no-such-user-here: {bytes: 1}}}\n"),
+                     openfam::FAM_ERR_INVALID, "no user \"no-such-user-here\"");
+    EXPECT_FAM_ERROR(load("quotas: {groups: {root: {sessions: 5}}}\n"), openfam::FAM_ERR_INVALID,
+                     "sessions are bounded per user, not per group");
+    EXPECT_FAM_ERROR(load("quotas: {default: {byte: 5}}\n"), openfam::FAM_ERR_INVALID,
+                     "did you mean \"bytes\"");
+    EXPECT_FAM_ERROR(load("quotas: {default: {regions: 2GiB}}\n"), openfam::FAM_ERR_INVALID,
+                     "must be a whole number");
+    EXPECT_FAM_ERROR(load("quotas: {default: {sessions: 0}}\n"), openfam::FAM_ERR_INVALID,
+                     "at least 1");
+    EXPECT_FAM_ERROR(load("quotas: {users: {root: {}}, usres: {}}\n"), openfam::FAM_ERR_INVALID,
+                     "unknown key \"usres\"");
+    EXPECT_FAM_ERROR(load("metadata_shards: [127.0.0.1:9000, 127.0.0.1:9010]\n"
+                          "quotas: {default: {regions: 5}}\n"),
+                     openfam::FAM_ERR_INVALID, "need a metadata service of one shard");
+    EXPECT_NO_THROW(
+        load("metadata_shards: [127.0.0.1:9000, 127.0.0.1:9010]\n"
+             "quotas: {default: {sessions: 5}}\n"));
+}
+
 TEST_F(ConfigTest, MetadataShardsThatDisagreeOrRepeatAreRefusedByName) {
     EXPECT_FAM_ERROR(
         fampool::LoadClusterConfig(File("c.yaml",

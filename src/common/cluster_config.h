@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/quotas.h"
 #include "common/tls.h"
 
 namespace YAML {
@@ -101,6 +102,9 @@ struct ClusterConfig {
     // The group (name or number) that shares the servers' files (heaps, stores, archives)
     // with the user who runs them; "": private to that user (common/file_access.h).
     std::string sharing_group;
+    // What one user or group may hold (common/quotas.h); unset: no bound on bytes and regions,
+    // kDefaultSessionsPerUser sessions per user at each service.
+    Quotas quotas;
     // TLS on the control path (common/tls.h): the CA, the servers' certificate and key, and
     // whether servers require client certificates. tls_ca unset: no TLS.
     std::string tls_ca;

@@ -35,7 +35,7 @@ const std::set<std::string> &Keys() {
         "enable_region_spanning", "region_span_size_per_memoryserver", "progress", "memservers",
         "Memservers", "tls_certificate", "tls_private_key", "tls_client_certificates",
         "metadata_fabric_port", "metadata_metrics_port", "metrics_per_region", "metadata_shards",
-        "fam_backup_path", "delayed_free_threads",
+        "fam_backup_path", "delayed_free_threads", "quotas",
         // OpenFAM's own files hold these; CheckOpenFamValue takes the values that describe
         // what fampool does.
         "rpc_framework_type", "resource_release", "metadata_manager", "metadata_interface_type",

@@ -1,6 +1,7 @@
 #include "common/file_access.h"
 
 #include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,30 +18,31 @@
 namespace fampool {
 namespace {
 
-// The group `text` names (a name, or a number): true and its gid and name, or false.
-bool FindGroup(const std::string &text, gid_t *gid, std::string *name) {
+template <typename Entry, typename ById, typename ByName, typename IdOf, typename NameOf>
+bool FindAccount(const std::string &text, uint32_t *id, std::string *name, ById by_id,
+                 ByName by_name, IdOf id_of, NameOf name_of) {
     bool numeric = !text.empty() && text.size() <= 10 &&
                    std::all_of(text.begin(), text.end(),
                                [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (numeric) {
         unsigned long value = std::strtoul(text.c_str(), nullptr, 10);
         if (value > 0xfffffffeul) return false;
-        *gid = static_cast<gid_t>(value);
+        *id = static_cast<uint32_t>(value);
     }
     // A large group needs a larger buffer (ERANGE): grow it, up to 16 MiB.
     for (size_t size = 16384; size <= (16u << 20); size *= 4) {
         std::vector<char> buffer(size);
-        group entry{}, *found = nullptr;
-        int rc = numeric ? getgrgid_r(*gid, &entry, buffer.data(), buffer.size(), &found)
-                         : getgrnam_r(text.c_str(), &entry, buffer.data(), buffer.size(), &found);
+        Entry entry{}, *found = nullptr;
+        int rc = numeric ? by_id(*id, &entry, buffer.data(), buffer.size(), &found)
+                         : by_name(text.c_str(), &entry, buffer.data(), buffer.size(), &found);
         if (rc == ERANGE) continue;
         if (numeric) {
-            *name = found ? found->gr_name : text;
+            *name = found ? name_of(*found) : text;
             return true;  // a number need not have a name
         }
         if (!found) return false;
-        *gid = found->gr_gid;
-        *name = found->gr_name;
+        *id = id_of(*found);
+        *name = name_of(*found);
         return true;
     }
     return false;
@@ -57,6 +59,18 @@ bool MemberOf(gid_t gid) {
 }
 
 }  // namespace
+
+bool FindGroup(const std::string &text, uint32_t *gid, std::string *name) {
+    return FindAccount<group>(
+        text, gid, name, getgrgid_r, getgrnam_r, [](const group &g) { return g.gr_gid; },
+        [](const group &g) { return std::string(g.gr_name); });
+}
+
+bool FindUser(const std::string &text, uint32_t *uid, std::string *name) {
+    return FindAccount<passwd>(
+        text, uid, name, getpwuid_r, getpwnam_r, [](const passwd &p) { return p.pw_uid; },
+        [](const passwd &p) { return std::string(p.pw_name); });
+}
 
 FileAccess FileAccess::Sharing(const std::string &group, const std::string &setting) {
     FileAccess access;

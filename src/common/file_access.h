@@ -8,11 +8,17 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 
 #include "fam/fam_exception.h"
 
 namespace fampool {
+
+// The group (user) `text` names on this host, a name or a number: true and its gid (uid) and
+// name (a number without a name keeps the number as its name), or false.
+bool FindGroup(const std::string &text, uint32_t *gid, std::string *name);
+bool FindUser(const std::string &text, uint32_t *uid, std::string *name);
 
 class FileAccess {
   public:

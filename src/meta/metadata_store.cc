@@ -166,6 +166,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
         region.id = ReadU64(next);
         txn.Put(Table::kMeta, "next_region", Key(region.id + 1));
         RequireCapacity(txn, region, Layout{}, layout, size, "create");
+        RequireQuota(txn, region, Layout{}, layout, size, "create");
         txn.Commit();
     }
     std::vector<PlacedExtent> extents = ExtentsOf(region);
@@ -177,6 +178,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
         Txn txn(*env_, /*write=*/true);
         require_new_name(txn);  // a call made at the same time may have taken it meanwhile
         RequireCapacity(txn, region, Layout{}, layout, size, "create");
+        RequireQuota(txn, region, Layout{}, layout, size, "create");
         txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
         txn.Put(Table::kRegionNames, name, Key(region.id));
         if (layout.interleaved()) {
@@ -250,6 +252,7 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
              region.name, size);
     }
     RequireCapacity(txn, region, before, after, size, "resize");
+    RequireQuota(txn, region, before, after, size, "resize");
     // An interleaved region's allocator spans its virtual space; the others, one per server.
     std::vector<std::pair<uint64_t, uint64_t>> allocators;  // (allocator, multiplier)
     if (before.interleaved()) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/memory_server.h"
+#include "common/quotas.h"
 #include "meta/client/metadata_service.h"
 #include "meta/intent_placement.h"
 #include "meta/lmdb.h"
@@ -115,6 +116,9 @@ class MetadataStore : public MetadataService {
     // record every member as healthy, finish first, and new ones wait.
     std::unique_lock<std::shared_mutex> HoldMembers();
     bool IsSpare(uint64_t server_id) const { return options_.spare(server_id); }
+    // The bytes and regions each user and group may own (metadata_quotas.cc); `cluster_user`,
+    // who runs the service, has no bound. Set before the first call.
+    void SetQuotas(Quotas quotas, uint32_t cluster_user);
 
   private:
     // Capacity (metadata_capacity.cc). ServerUsage within a transaction of the caller's.
@@ -136,6 +140,11 @@ class MetadataStore : public MetadataService {
     // capacity at layout `after` (`before`: its layout now; extent_size 0 for a new region).
     void RequireCapacity(const Txn &txn, const RegionInfo &region, const store::Layout &before,
                          const store::Layout &after, uint64_t size, const char *action);
+
+    // Throws FAM_ERR_NO_SPACE, naming the quota, unless the region's owner and group may own
+    // it at layout `after` (`before`: its layout now; extent_size 0 for a new region).
+    void RequireQuota(const Txn &txn, const RegionInfo &region, const store::Layout &before,
+                      const store::Layout &after, uint64_t size, const char *action);
 
     // The memory server with this id; FAM_ERR_RESOURCE when the configuration has none (a
     // region placed on an embedded memory tier since removed from memory_tiers).
@@ -179,6 +188,8 @@ class MetadataStore : public MetadataService {
     MemberRecords members_{env_, servers_.size(), server_, grants_, options_};
     std::shared_mutex membership_;  // see HoldMembers
     std::atomic<uint64_t> round_robin_{0};
+    Quotas quotas_;
+    uint32_t cluster_user_ = 0;
     // Declared last: its thread, stopped first, uses the members above.
     ScrubQueue scrub_{env_, server_, grants_, options_.scrub_in_background, options_.grant_keys};
 };

@@ -78,18 +78,26 @@ std::string MakeCredential(const std::string &socket, const std::string &audienc
 namespace {
 
 // fampool_authentication_failures_total{reason}: credentials refused (undecodable, expired,
-// replayed, or meant for another service) and calls whose session token is unknown. Made when
+// replayed, or meant for another service), calls whose session token is unknown, and sessions
+// refused because their user has all its quota allows. Made when
 // the first SessionTable is, so that no count takes the registry's lock under the table's.
-metrics::Counter &Refusals(bool credential) {
-    static metrics::Counter &credentials = metrics::Process().Counter(
-        "fampool_authentication_failures_total", "Callers refused by authentication, by reason",
-        {{"reason", "credential"}});
-    static metrics::Counter &tokens = metrics::Process().Counter(
-        "fampool_authentication_failures_total", "Callers refused by authentication, by reason",
-        {{"reason", "session"}});
-    return credential ? credentials : tokens;
+metrics::Counter &Refusals(const char *reason) {
+    static const char *const kReasons[] = {"credential", "session", "quota"};
+    static metrics::Counter *counters[3] = {};
+    static std::once_flag made;
+    std::call_once(made, [] {
+        for (int i = 0; i < 3; ++i) {
+            counters[i] = &metrics::Process().Counter(
+                "fampool_authentication_failures_total",
+                "Callers refused by authentication, by reason", {{"reason", kReasons[i]}});
+        }
+    });
+    for (int i = 0; i < 3; ++i) {
+        if (std::strcmp(reason, kReasons[i]) == 0) return *counters[i];
+    }
+    return *counters[1];
 }
-void CountRefusal(const char *reason) { Refusals(std::string(reason) == "credential").Add(); }
+void CountRefusal(const char *reason) { Refusals(reason).Add(); }
 
 }  // namespace
 
@@ -99,7 +107,7 @@ SessionTable::SessionTable(std::string munge_socket, std::string audience, std::
       audience_(std::move(audience)),
       service_(std::move(service)),
       idle_limit_(idle_limit.count()) {
-    Refusals(true), Refusals(false);
+    Refusals("session");
 }
 
 int64_t SessionTable::Now() {
@@ -131,6 +139,16 @@ SessionTable::Opened SessionTable::Open(const std::string &credential, const cha
     int64_t now = Now();
     std::unique_lock<std::shared_mutex> lock(mutex_);
     ForgetIdle(now);
+    uint64_t &open = per_user_[identity.uid];
+    uint64_t most = quotas_.Sessions(identity.uid);
+    if (open >= most && identity.uid != geteuid()) {
+        CountRefusal("quota");
+        Fail(openfam::FAM_ERR_RESOURCE,
+             "{}: refused: {} has {} sessions open with the {}, as many as its quota allows "
+             "(quotas: sessions; a session ends at fam_finalize, or after {} s unused)",
+             call, QuotaOwner(false, identity.uid), open, service_, idle_limit_);
+    }
+    ++open;
     Entry &entry = sessions_[opened.token];
     entry.caller = opened.caller;
     entry.seal = SessionSeal::Of(opened.token);
@@ -189,9 +207,19 @@ std::optional<SessionTable::Sealed> SessionTable::FindSealed(const std::string &
 void SessionTable::End(const std::string &token) {
     std::unique_lock<std::shared_mutex> lock(mutex_);
     auto found = sessions_.find(token);
-    if (found == sessions_.end()) return;
-    by_seal_.erase(found->second.seal.id);
-    sessions_.erase(found);
+    if (found != sessions_.end()) Erase(found);
+}
+
+void SessionTable::Bound(Quotas quotas) {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    quotas_ = std::move(quotas);
+}
+
+void SessionTable::Erase(std::unordered_map<std::string, Entry>::iterator session) {
+    by_seal_.erase(session->second.seal.id);
+    auto user = per_user_.find(session->second.caller.uid);
+    if (user != per_user_.end() && --user->second == 0) per_user_.erase(user);
+    sessions_.erase(session);
 }
 
 size_t SessionTable::size() const {
@@ -203,13 +231,13 @@ void SessionTable::ForgetIdle(int64_t now) {
     // At most once a minute: a sweep reads every session.
     if (now - last_sweep_ < 60) return;
     last_sweep_ = now;
-    std::erase_if(sessions_, [&](const auto &session) {
-        if (now - session.second.last_used.load(std::memory_order_relaxed) <= idle_limit_) {
-            return false;
+    for (auto session = sessions_.begin(); session != sessions_.end();) {
+        auto next = std::next(session);
+        if (now - session->second.last_used.load(std::memory_order_relaxed) > idle_limit_) {
+            Erase(session);
         }
-        by_seal_.erase(session.second.seal.id);
-        return true;
-    });
+        session = next;
+    }
 }
 
 }  // namespace fampool

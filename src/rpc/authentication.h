@@ -23,6 +23,7 @@
 
 #include "common/error.h"
 #include "common/fam_objects.h"
+#include "common/quotas.h"
 
 namespace fampool {
 
@@ -90,9 +91,13 @@ class SessionTable {
     // authenticates again when it comes back).
     SessionTable(std::string munge_socket, std::string audience, std::string service,
                  std::chrono::seconds idle_limit = std::chrono::hours(1));
+    // The sessions each user may have open here (Quotas::Sessions); the user who runs the
+    // service has no bound. Default: kDefaultSessionsPerUser each.
+    void Bound(Quotas quotas);
 
     // Decodes `credential` and opens a session for its uid and gid. Throws
-    // Failure(FAM_ERR_NOPERM) naming `call` and the reason it was refused.
+    // Failure(FAM_ERR_NOPERM) naming `call` and the reason it was refused, and
+    // Failure(FAM_ERR_RESOURCE) when the user has all the sessions its quota allows.
     Opened Open(const std::string &credential, const char *call);
     // The caller of the session `token`. Throws Unauthenticated naming `call` when there is none.
     Caller Resolve(const std::string &token, const char *call);
@@ -115,6 +120,7 @@ class SessionTable {
     };
     static int64_t Now();
     void ForgetIdle(int64_t now);  // under the exclusive lock
+    void Erase(std::unordered_map<std::string, Entry>::iterator session);  // the same
     // The live entry of `token` (touched), or null; under the shared lock.
     Entry *Live(const std::string &token, int64_t now);
 
@@ -123,6 +129,8 @@ class SessionTable {
     mutable std::shared_mutex mutex_;
     std::unordered_map<std::string, Entry> sessions_;
     std::unordered_map<std::string, std::string> by_seal_;  // SessionSeal::id -> token
+    std::unordered_map<uint32_t, uint64_t> per_user_;       // uid -> sessions open
+    Quotas quotas_;
     int64_t last_sweep_ = 0;
 };
 

@@ -246,6 +246,7 @@ def test_up_writes_cluster_file_from_options(run_dir):
     assert "placement: least-used" in text
     assert f"libfabric_port: {base + 101}" in text
     assert f'fam_path: "{run_dir}/heaps1"' in text
+    assert text.count("capacity: ") == 2  # --capacity auto (the node's memory over the servers)
 
 
 def test_status_shows_both_servers_reachable(shared_cluster):
@@ -366,6 +367,13 @@ def test_up_with_bad_interleave_fails_naming_option(run_dir):
                  "--interleave", "100")
     assert up.returncode == 1
     assert "--interleave 100" in up.stderr
+    assert pids_of(run_dir) == {}
+
+
+@pytest.mark.parametrize("value, error", [("0", "--capacity 0: give none"), ("lots", "--capacity")])
+def test_up_with_bad_capacity_fails_naming_option(run_dir, value, error):
+    up = fampool("up", "--run-dir", run_dir, "--base-port", str(free_base_port()), "--capacity", value)
+    assert up.returncode == 1 and error in up.stderr, up.stderr
     assert pids_of(run_dir) == {}
 
 

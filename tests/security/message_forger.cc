@@ -80,9 +80,15 @@ std::vector<std::string> ListeningPorts(uint32_t uid) {
 }
 
 class Sender {
+    static FabricConfig ConfigOf(const std::string &provider) {
+        FabricConfig config;
+        config.provider = provider;
+        return config;
+    }
+
   public:
     explicit Sender(const std::string &provider)
-        : config_{provider},
+        : config_(ConfigOf(provider)),
           domain_(config_, FabricDomain::Role::kMessages),
           av_(domain_.OpenAddressVector()),
           endpoint_(OpenEndpoint(domain_, av_.get(), MessageEndpointOptions(domain_))),

@@ -25,6 +25,11 @@
 //   raw_attacker sessions REGION           a lookup of REGION stating uid 0 with this user's
 //                                          token; one with no token; a credential presented
 //                                          twice; a token used after its session ended
+//   raw_attacker open COUNT [SERVER]       opens COUNT sessions, each with a credential of its
+//                                          own, with the metadata service (or memory server
+//                                          SERVER) and keeps them: "Opened 0 N", and "Refused
+//                                          CODE M MESSAGE" (M refusals, the first one's code and
+//                                          message; "Refused 0 0" when none)
 //   raw_attacker socket FILE read|write    the item's heap descriptor through its server's
 //                                          same-node socket, with the key in FILE
 //
@@ -429,6 +434,37 @@ int Sessions(const std::string &region) {
     return 0;
 }
 
+int OpenSessions(uint64_t count, int server) {
+    ClusterConfig cluster = Cluster();
+    std::string address =
+        server < 0 ? cluster.metadata_address : cluster.memservers.at(server).rpc_address;
+    auto channel = OpenChannel(address, ClientTls(cluster));
+    auto metadata = rpc::Metadata::NewStub(channel);
+    auto memory = rpc::MemoryServer::NewStub(channel);
+    std::string audience =
+        server < 0 ? std::string(kMetadataAudience) : MemoryServerAudience(server);
+    uint64_t opened = 0, refused = 0;
+    int first_code = 0;
+    std::string first;
+    for (uint64_t i = 0; i < count; ++i) {
+        try {
+            rpc::Credential request;
+            request.set_munge(MakeCredential(cluster.munge_socket, audience, "test"));
+            rpc::Session session;
+            auto context = CallContext(kTimeout);
+            CheckStatus(server < 0 ? metadata->Authenticate(context.get(), request, &session)
+                                   : memory->Authenticate(context.get(), request, &session),
+                        "Authenticate", address);
+            ++opened;
+        } catch (const Fam_Exception &e) {
+            if (refused++ == 0) first_code = e.fam_error(), first = e.fam_error_msg();
+        }
+    }
+    Report("Opened", 0, std::to_string(opened));
+    Report("Refused", first_code, std::to_string(refused) + " " + first);
+    return 0;
+}
+
 int Socket(const std::string &file, bool writable) {
     Target t = Load(file);
     Try(writable ? "SocketWrite" : "SocketRead", [&] {
@@ -471,6 +507,9 @@ int main(int argc, char **argv) {
         if (what == "elsewhere" && args.size() == 5) {
             return BackupElsewhere(args[1], std::stoull(args[2]),
                                    static_cast<uint32_t>(std::stoul(args[3])), args[4]);
+        }
+        if (what == "open" && (args.size() == 2 || args.size() == 3)) {
+            return OpenSessions(std::stoull(args[1]), args.size() == 3 ? std::stoi(args[2]) : -1);
         }
         if (what == "socket" && args.size() == 3) return Socket(args[1], args[2] == "write");
     } catch (const std::exception &e) {

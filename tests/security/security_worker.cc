@@ -13,6 +13,8 @@
 //   security_worker restore-new NAME REGION ITEM
 //   security_worker map REGION ITEM read N | write TEXT | mprotect
 //   security_worker destroy REGION
+//   security_worker region REGION SIZE [raid1]  a region of SIZE bytes (mode 0700), no item
+//   security_worker resize REGION SIZE
 //   security_worker secrets REGION COUNT TEXT  waits 2 s with its endpoints open, then allocates
 //                                              COUNT items (mode 0600) in REGION 100 ms apart,
 //                                              puts TEXT in each and deallocates it; prints
@@ -157,6 +159,18 @@ std::string Command(fam &f, const std::vector<std::string> &a) {
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
         return "misplaced " + std::to_string(misplaced);
+    }
+    if (what == "region") {
+        Fam_Region_Attributes attributes{};
+        if (a.size() > 3 && a[3] == "raid1") attributes.redundancyLevel = RAID1;
+        std::unique_ptr<Fam_Region_Descriptor> region(
+            f.fam_create_region(a.at(1).c_str(), std::stoull(a.at(2)), 0700, &attributes));
+        return "";
+    }
+    if (what == "resize") {
+        std::unique_ptr<Fam_Region_Descriptor> region(f.fam_lookup_region(a.at(1).c_str()));
+        f.fam_resize_region(region.get(), std::stoull(a.at(2)));
+        return "";
     }
     if (what == "destroy") {
         std::unique_ptr<Fam_Region_Descriptor> region(f.fam_lookup_region(a.at(1).c_str()));

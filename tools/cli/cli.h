@@ -138,6 +138,8 @@ struct UpOptions {
     // P+300+k, memory server i on P+400+i.
     bool metrics = true;
     bool metrics_per_region = false;  // --metrics per-region: metrics_per_region: true
+    // Each memory server's capacity: "auto" (AutoCapacity, launch.cc), "none", or a size.
+    std::string capacity = "auto";
     std::string config;
     double timeout_s = 30;
     // An emulated fabric (emulate.h): from a topology file, or from the options below.
@@ -147,6 +149,12 @@ struct UpOptions {
     std::string link_rate = "unlimited";         // each memory server's link
     std::string client_link_rate = "unlimited";  // each client's and metadata shard's link
 };
+
+struct Topology;
+// The cluster file `fampool up` writes from its options (cluster_file.cc), or, on an emulated
+// fabric, from `topology`.
+std::string GeneratedClusterFile(const UpOptions &o, const std::string &dir,
+                                 const Topology *topology);
 
 struct DownOptions {
     std::string run_dir;

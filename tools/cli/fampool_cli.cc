@@ -162,6 +162,12 @@ int Main(int argc, char **argv) {
             "endpoint sees every region's name); off: none")
         ->check(CLI::IsMember({"on", "per-region", "off"}))
         ->default_str("on");
+    up_command
+        ->add_option("--capacity", up.capacity,
+                     "bytes each memory server may hold (capacity): auto: this node's memory "
+                     "(MemTotal) or the size of /dev/shm, whichever is less, shared evenly by "
+                     "the memory servers; none: no limit; or a size (64GiB)")
+        ->default_str("auto");
     auto *config_option = up_command->add_option(
         "--config", up.config,
         "use this cluster file instead of writing one from the options above (it is copied to "
@@ -172,7 +178,7 @@ int Main(int argc, char **argv) {
     for (const char *generated :
          {"--memservers", "--metadata-shards", "--provider", "--base-port", "--interleave",
           "--placement", "--region-span", "--progress", "--authentication", "--munge-socket",
-          "--tls", "--tls-client-certificates", "--metrics"}) {
+          "--tls", "--tls-client-certificates", "--metrics", "--capacity"}) {
         config_option->excludes(up_command->get_option(generated));
     }
     auto *emulate_flag = up_command->add_flag(

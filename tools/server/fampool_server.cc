@@ -79,6 +79,15 @@ void CheckMunged(const ClusterConfig &cluster, const std::string &who) {
 }
 
 // Who shares the servers' files (heaps, stores, archives) with the user running them.
+// The sessions a service keeps, each user's bounded by the cluster's quotas.
+std::unique_ptr<SessionTable> BoundedSessions(const ClusterConfig &cluster,
+                                              const std::string &audience,
+                                              const std::string &name) {
+    auto sessions = std::make_unique<SessionTable>(cluster.munge_socket, audience, name);
+    sessions->Bound(cluster.quotas);
+    return sessions;
+}
+
 FileAccess ServerFiles(const ClusterConfig &cluster) {
     return FileAccess::Sharing(cluster.sharing_group, cluster.path + ": sharing_group");
 }
@@ -190,7 +199,7 @@ MemoryRole StartMemoryRole(const ClusterConfig &cluster, uint64_t id) {
         std::string name = fmt::format("memory server {}", id);
         CheckMunged(cluster, name);
         role.service->RequireAuthentication(
-            std::make_unique<SessionTable>(cluster.munge_socket, MemoryServerAudience(id), name),
+            BoundedSessions(cluster, MemoryServerAudience(id), name),
             static_cast<uint32_t>(geteuid()));
         // RAID1 atomics this server forwards to the copy's server go as the cluster user.
         for (auto &other : *role.others) other->UseMunge(cluster.munge_socket);
@@ -278,14 +287,14 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     // unless delayed_free_threads is 0.
     placement.scrub_in_background = cluster.delayed_free_threads > 0;
     role.store = std::make_unique<MetadataStore>(role.env, servers, placement);
+    role.store->SetQuotas(cluster.quotas, static_cast<uint32_t>(geteuid()));
     role.service = std::make_unique<MetadataRpcService>(role.store.get(), clients);
     role.service->ServeAsShard(shard, shards);
     role.service->SetProvider(cluster.provider);
     if (cluster.authentication == "munge") {
         std::string name = "metadata service " + shards[shard];
         CheckMunged(cluster, name);
-        role.service->RequireAuthentication(
-            std::make_unique<SessionTable>(cluster.munge_socket, kMetadataAudience, name));
+        role.service->RequireAuthentication(BoundedSessions(cluster, kMetadataAudience, name));
         for (MemoryServerClient *client : clients) client->UseMunge(cluster.munge_socket);
     }
     // With TLS, session tokens must not travel in clear: metadata calls stay on gRPC.
