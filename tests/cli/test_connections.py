@@ -2,7 +2,8 @@
 2,000 idle connections held while `fampool status` and a program's fam_initialize run, which
 must succeed, and again at once after they close; connections that never speak HTTP/2 are
 closed by the service within its handshake timeout (10 s); the services raise their open-file
-limit to the hard one, and `fampool doctor` names a service that may hold too few."""
+limit to the hard one, and `fampool doctor` names a service that may hold too few; a service
+that ran out of descriptors accepts connections again once they are free."""
 import os
 import resource
 import socket
@@ -13,7 +14,7 @@ from test_cli import (FAMPOOL, fampool, free_base_port, run_dir,  # noqa: F401 (
                       cluster, stop_cluster)
 
 EXAMPLE = os.path.join(os.path.dirname(FAMPOOL), "..", "examples", "first_program")
-HANDSHAKE_TIMEOUT_S = 10  # tools/server/fampool_server.cc kHandshakeTimeout
+HANDSHAKE_TIMEOUT_S = 10  # tools/server/listeners.h kHandshakeTimeout
 
 
 def grpc_ports(run_dir):
@@ -88,6 +89,37 @@ def test_connections_that_never_speak_http2_are_closed(cluster):
         for s in held:
             s.close()
     assert len(closed) == len(held), f"{len(held) - len(closed)} idle connections still open"
+
+
+def test_a_service_that_ran_out_of_descriptors_accepts_again(cluster):
+    """The metadata service's open-file limit lowered to what it holds plus 100, then 300
+    connections: gRPC's accept fails (EMFILE), after which gRPC 1.51 alone never accepted
+    again. Once they close, the service listens anew within a few seconds, and `fampool
+    status` and a program work."""
+    run_dir, _ = cluster
+    with open(os.path.join(run_dir, "pids", "metadata.pid")) as f:
+        pid = int(f.read().split()[0])
+    _, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (len(os.listdir(f"/proc/{pid}/fd")) + 100, hard))
+    log = os.path.join(run_dir, "logs", "metadata.log")
+    held = idle_connections(grpc_ports(run_dir)[0], 300)
+    try:
+        deadline = time.monotonic() + 10
+        while "Failed accept4" not in open(log).read() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "Failed accept4" in open(log).read(), "the service never ran out of descriptors"
+    finally:
+        for s in held:
+            s.close()
+    started = time.monotonic()
+    while "listening again" not in open(log).read() and time.monotonic() - started < 10:
+        time.sleep(0.1)
+    assert "listening again" in open(log).read(), open(log).read()[-2000:]
+    status = fampool("status", "--run-dir", run_dir, timeout=30)
+    assert status.returncode == 0, status.stdout + status.stderr
+    env = dict(os.environ, FAMPOOL_CONFIG=os.path.join(run_dir, "cluster.yaml"))
+    program = subprocess.run([EXAMPLE], capture_output=True, text=True, env=env, timeout=60)
+    assert program.returncode == 0, program.stdout + program.stderr
 
 
 def test_services_raise_their_limit_and_doctor_names_one_that_may_hold_too_few(run_dir):

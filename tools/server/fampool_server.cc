@@ -27,6 +27,7 @@
 #include "common/file_access.h"
 #include "common/metrics.h"
 #include "common/network.h"
+#include "listeners.h"
 #include "memserver/fabric_server.h"
 #include "memserver/heap_guard.h"
 #include "memserver/heap_socket.h"
@@ -52,10 +53,6 @@ namespace {
 constexpr std::chrono::seconds kShutdownLimit(20);
 // How often clients report their data path to a metadata service that serves metrics.
 constexpr std::chrono::milliseconds kUsageReport(1000);
-// gRPC connections: how long one may take to start speaking HTTP/2, and stay without a call
-// (Listen). 128 PEs connecting at once on 2 cores took up to a few seconds.
-constexpr std::chrono::milliseconds kHandshakeTimeout(10000);
-constexpr std::chrono::milliseconds kIdleConnection(5 * 60 * 1000);
 
 std::string NewIncarnation() {
     std::random_device random;
@@ -323,35 +320,6 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     return role;
 }
 
-std::unique_ptr<grpc::Server> Listen(const std::string &address, grpc::Service *service,
-                                     const TlsSettings &tls) {
-    grpc::ServerBuilder builder;
-    if (metrics::Enabled()) CountCalls(builder);
-    int port = 0;
-    builder.AddListeningPort(address, ServerCredentials(tls), &port);
-    builder.SetMaxReceiveMessageSize(64 << 20);
-    // gRPC binds with SO_REUSEPORT by default: a second server on a taken port would start
-    // and share the port's calls with the first instead of failing.
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    // A connection that has not said it speaks HTTP/2 (its settings) within this is closed,
-    // and one with no call for kIdleConnection too (a client that comes back reconnects by
-    // itself): connections that never call, from anyone who reaches the port, hold no
-    // descriptor for long.
-    builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-                               static_cast<int>(kHandshakeTimeout.count()));
-    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-                               static_cast<int>(kIdleConnection.count()));
-    builder.RegisterService(service);
-    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-    if (!server || port == 0) {
-        Fail(openfam::FAM_ERR_RPC,
-             "cannot listen on {} (port taken, or not an address of this "
-             "host)",
-             address);
-    }
-    return server;
-}
-
 // The process's metrics endpoint (docs/operations.md), when the cluster file gives the role a
 // port: the metadata shard's (metadata_metrics_port + shard, at the shard's host), else the
 // memory server's (its metrics_port, at the host of its rpc_address). Null: none.
@@ -407,15 +375,14 @@ int Run(int argc, char **argv) {
     std::unique_ptr<MetricsEndpoint> metrics_endpoint = ServeMetrics(cluster, role, id, shard);
     MemoryRole memory;
     MetadataRole metadata;
-    std::vector<std::unique_ptr<grpc::Server>> servers;
+    Listeners listeners;
     if (role == "memory" || role == "all") {
         memory = StartMemoryRole(cluster, id);
         if (metrics_endpoint) {
             memory.metrics = CollectMemoryServerMetrics(memory.heaps.get(), memory.fabric.get(),
                                                         memory.service->incarnation());
         }
-        servers.push_back(
-            Listen(cluster.memservers[id].rpc_address, memory.service.get(), ServerTls(cluster)));
+        listeners.Add(cluster.memservers[id].rpc_address, memory.service.get(), ServerTls(cluster));
         std::printf("fampool-server: memory server %llu on %s (fabric %s port %s)\n",
                     static_cast<unsigned long long>(id), cluster.memservers[id].rpc_address.c_str(),
                     memory.fabric->provider().c_str(), cluster.memservers[id].fabric_port.c_str());
@@ -432,7 +399,7 @@ int Run(int argc, char **argv) {
             metadata.metrics =
                 metadata.service->CollectMetrics(kUsageReport, cluster.metrics_per_region);
         const std::vector<std::string> shards = MetadataShards(cluster);
-        servers.push_back(Listen(shards[shard], metadata.service.get(), ServerTls(cluster)));
+        listeners.Add(shards[shard], metadata.service.get(), ServerTls(cluster));
         metadata.service->StartMonitor(std::chrono::milliseconds(100));
         std::string which = shards.size() == 1
                                 ? std::string("metadata service")
@@ -451,8 +418,12 @@ int Run(int argc, char **argv) {
     }
     std::fflush(stdout);
 
-    int signal_number = 0;
-    sigwait(&signals, &signal_number);
+    int signal_number = -1;
+    timespec tick{1, 0};
+    while (signal_number < 0) {
+        signal_number = sigtimedwait(&signals, nullptr, &tick);
+        if (signal_number < 0) listeners.Tend();
+    }
     std::printf("fampool-server: signal %d, shutting down\n", signal_number);
     std::fflush(stdout);
     // The memory servers are being stopped too: their silence from now on is no death.
@@ -466,7 +437,7 @@ int Run(int argc, char **argv) {
         std::_Exit(1);
     }).detach();
     auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(5);
-    for (auto &server : servers) server->Shutdown(deadline);
+    listeners.Shutdown(deadline);
     if (metadata.store) metadata.store->Sync();
     metrics_endpoint.reset();  // no scrape reads the roles from here on
     memory.metrics.reset();
@@ -480,8 +451,9 @@ int Run(int argc, char **argv) {
 }  // namespace
 
 // Every client connection takes a descriptor, and a gRPC listener (1.51) whose accept4 failed
-// with EMFILE accepts nothing again: the soft limit (1,024 by default outside systemd) goes up
-// to the hard one, as high as the node allows without privileges (doctor shows it).
+// with EMFILE accepts nothing again until it is started anew (listeners.h): the soft limit (1,024
+// by default outside systemd) goes up to the hard one, as high as the node allows without
+// privileges (doctor shows it).
 void RaiseDescriptorLimit() {
     rlimit limit{};
     if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
