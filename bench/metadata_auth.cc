@@ -12,7 +12,10 @@
 //   metadata_bench auth --none FILE --munge FILE [--seconds 2] [--rounds 5] [--csv PATH]
 //   metadata_bench auth --plain FILE --tls FILE [...]
 //
-// Each figure is the median over the rounds; the ratio column is munge / none (tls / plain).
+// Each figure is the median over the rounds. Both clusters are measured in each round, one
+// right after the other, so a round's ratio (munge / none, tls / plain) compares them under the
+// same load of the machine: the ratio column is the median of the rounds' ratios, and low and
+// high their least and greatest (how far the machine moved them).
 // With TLS the metadata service takes no fabric calls: its "fabric" rows are gRPC over TLS.
 #include <fam/fam.h>
 #include <unistd.h>
@@ -161,14 +164,22 @@ int AuthMain(int argc, char **argv) {
             }
         }
         std::ofstream out(csv);
-        out << "metric," << labels[0] << "," << labels[1] << ",unit,ratio\n";
-        std::printf("%-28s %12s %12s  %s/%s\n", "metric (median)", labels[0].c_str(),
-                    labels[1].c_str(), labels[1].c_str(), labels[0].c_str());
+        out << "metric," << labels[0] << "," << labels[1] << ",unit,ratio,ratio_low,ratio_high\n";
+        std::printf("%-28s %12s %12s  %s/%s (rounds: low-high)\n", "metric (median)",
+                    labels[0].c_str(), labels[1].c_str(), labels[1].c_str(), labels[0].c_str());
         for (const auto &[metric, pair] : samples) {
             double a = Median(pair.first), b = Median(pair.second);
+            std::vector<double> ratios;
+            for (size_t r = 0; r < pair.first.size() && r < pair.second.size(); ++r) {
+                ratios.push_back(pair.second[r] / pair.first[r]);
+            }
+            double ratio = Median(ratios);
+            auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
             std::string unit = metric.ends_with("_ms") ? "ms" : "per_s";
-            std::printf("%-28s %12.1f %12.1f  %.3f\n", metric.c_str(), a, b, b / a);
-            out << metric << "," << a << "," << b << "," << unit << "," << b / a << "\n";
+            std::printf("%-28s %12.1f %12.1f  %.3f (%.3f-%.3f)\n", metric.c_str(), a, b, ratio,
+                        *low, *high);
+            out << metric << "," << a << "," << b << "," << unit << "," << ratio << "," << *low
+                << "," << *high << "\n";
         }
         std::fflush(stdout);
 

@@ -18,6 +18,7 @@
 #include "common/data_path.h"
 #include "messages/message_client.h"
 #include "meta/client/metadata_client.h"
+#include "raw_endpoint.h"
 #include "rpc/convert.h"
 #include "rpc/memory_server_client.h"
 #include "rpc/munge.h"
@@ -78,6 +79,29 @@ class AuthenticationTest : public FamTest {
     std::unique_ptr<rpc::MemoryServer::Stub> MemoryServer(size_t id) {
         return rpc::MemoryServer::NewStub(
             fampool::OpenChannel(cluster_file_.memservers.at(id).rpc_address));
+    }
+    // A session of nobody's with memory server `id`, as its fabric calls are sealed with.
+    fampool::SessionSeal MemoryServerSeal(size_t id) {
+        rpc::Credential credential;
+        credential.set_munge(CredentialOf(kNobodyUid, kNobodyGid, cluster()->munge_socket(),
+                                          fampool::MemoryServerAudience(id)));
+        rpc::Session session;
+        auto memory = MemoryServer(id);
+        EXPECT_EQ(Ask(*memory, &rpc::MemoryServer::Stub::Authenticate, credential, &session).code,
+                  grpc::StatusCode::OK);
+        return fampool::SessionSeal::Of(session.token());
+    }
+    // An atomic on item_ with a made-up key, as a fabric call (the server refuses the key).
+    rpc::FabricCall AtomicCall() const {
+        rpc::FabricCall call;
+        rpc::AtomicRequest *atomic = call.mutable_atomic();
+        atomic->mutable_extent()->set_region_id(item_->get_global_descriptor().regionId);
+        atomic->set_offset(0);
+        atomic->set_op(0);
+        atomic->set_type(static_cast<int>(fampool::DataType::kUint64));
+        atomic->set_operand(std::string(8, '\0'));
+        atomic->set_key(12345);
+        return call;
     }
     // Opens a metadata session with `credential`.
     Answer Authenticate(const std::string &credential, rpc::Session *session) {
@@ -311,17 +335,7 @@ TEST_F(AuthenticationTest, MemoryServerFabricCallsNeedASealedSession) {
     ASSERT_FALSE(info.messages_address.empty()) << "memory server 0 takes calls over the fabric";
     fampool::FabricConfig fabric;
     fabric.provider = "tcp";
-    auto atomic_call = [&] {
-        rpc::FabricCall call;
-        rpc::AtomicRequest *atomic = call.mutable_atomic();
-        atomic->mutable_extent()->set_region_id(item_->get_global_descriptor().regionId);
-        atomic->set_offset(0);
-        atomic->set_op(0);
-        atomic->set_type(static_cast<int>(fampool::DataType::kUint64));
-        atomic->set_operand(std::string(8, '\0'));
-        atomic->set_key(12345);
-        return call;
-    };
+    auto atomic_call = [&] { return AtomicCall(); };
     // Each on a client of its own: a call given up breaks its client.
     auto call_with = [&](const fampool::SessionSeal *seal, rpc::FabricReply *reply) {
         fampool::FabricMessageClient client(fabric, info.messages_address,
@@ -331,14 +345,7 @@ TEST_F(AuthenticationTest, MemoryServerFabricCallsNeedASealedSession) {
         return client.Call(
             call, reply, "Atomic", /*idempotent=*/true, [] { return true; }, seal);
     };
-    rpc::Credential credential;
-    credential.set_munge(CredentialOf(kNobodyUid, kNobodyGid, cluster()->munge_socket(),
-                                      fampool::MemoryServerAudience(0)));
-    rpc::Session session;
-    auto memory = MemoryServer(0);
-    ASSERT_EQ(Ask(*memory, &rpc::MemoryServer::Stub::Authenticate, credential, &session).code,
-              grpc::StatusCode::OK);
-    fampool::SessionSeal seal = fampool::SessionSeal::Of(session.token());
+    fampool::SessionSeal seal = MemoryServerSeal(0);
     fampool::SessionSeal unknown = fampool::SessionSeal::Of(std::string(16, 'k'));
     fampool::SessionSeal forged{seal.id, unknown.key};  // the session's id, another key
     rpc::FabricReply reply;
@@ -353,6 +360,11 @@ TEST_F(AuthenticationTest, MemoryServerFabricCallsNeedASealedSession) {
     // sealed or not: the next call gets its own reply, not theirs.
     fampool::FabricMessageClient client(fabric, info.messages_address, info.messages_incarnation,
                                         kTimeout, "memory server 0");
+    rpc::FabricCall first = atomic_call();
+    rpc::FabricReply first_reply;
+    ASSERT_TRUE(client.Call(
+        first, &first_reply, "Atomic", false, [] { return true; }, &seal))
+        << "the client learns its reply proof at its first call";
     for (int i = 0; i < 4; ++i) {
         rpc::FabricCall release;
         release.mutable_stripe()->set_op(rpc::StripeRequest::RELEASE);
@@ -366,6 +378,45 @@ TEST_F(AuthenticationTest, MemoryServerFabricCallsNeedASealedSession) {
         << after.message();
     EXPECT_NE(after.message().find("for an atomic"), std::string::npos) << after.message();
     EXPECT_EQ(GetBytes(item_.get(), 0, 4096), Pattern(4096, 7)) << "the item is intact";
+}
+
+// A sealed call is run only with the proof that its session's owner receives at its reply_to,
+// which the service sends there alone: a user who names another's endpoint as reply_to in
+// calls of their own session makes the service send that endpoint one proof, never a reply.
+TEST_F(AuthenticationTest, ASealedCallIsRunOnlyWithTheProofOfItsReplyEndpoint) {
+    MakeSecret();
+    fampool::MemoryServerClient server(0, cluster_file_.memservers.at(0).rpc_address, kTimeout);
+    fampool::MemoryServerInfo info = server.Info();
+    fampool::SessionSeal seal = MemoryServerSeal(0);
+    rpc::FabricCall call = AtomicCall();
+    const std::chrono::milliseconds wait(2000);
+
+    RawEndpoint mine, other;
+    mine.Send(info.messages_address, call, seal, mine.address());
+    std::optional<rpc::FabricReply> first = mine.Receive(seal, wait);
+    ASSERT_TRUE(first) << "no answer at all";
+    EXPECT_FALSE(first->reply_proof().empty()) << "a call without a proof was answered";
+    EXPECT_EQ(first->reply_case(), rpc::FabricReply::REPLY_NOT_SET);
+    EXPECT_EQ(first->code(), 0) << "a call without a proof was run: " << first->message();
+
+    call.set_reply_proof(first->reply_proof());
+    mine.Send(info.messages_address, call, seal, mine.address());
+    std::optional<rpc::FabricReply> run = mine.Receive(seal, wait);
+    ASSERT_TRUE(run);
+    EXPECT_TRUE(run->reply_proof().empty());
+    EXPECT_EQ(run->code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
+        << "the call with its proof was run (and refused the made-up key): " << run->message();
+
+    // The same proof with another endpoint as reply_to: that endpoint gets a proof of its own,
+    // not a reply, and nothing comes back here.
+    mine.Send(info.messages_address, call, seal, other.address());
+    std::optional<rpc::FabricReply> elsewhere = other.Receive(seal, wait);
+    ASSERT_TRUE(elsewhere);
+    EXPECT_FALSE(elsewhere->reply_proof().empty());
+    EXPECT_NE(elsewhere->reply_proof(), first->reply_proof());
+    EXPECT_EQ(elsewhere->code(), 0) << "the call naming another endpoint was run";
+    EXPECT_EQ(elsewhere->reply_case(), rpc::FabricReply::REPLY_NOT_SET);
+    EXPECT_FALSE(mine.Receive(seal, std::chrono::milliseconds(200)));
 }
 
 TEST_F(AuthenticationTest, TokenOfAnEndedSessionIsRefused) {

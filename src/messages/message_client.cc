@@ -80,6 +80,11 @@ size_t FabricMessageClient::Prepare(rpc::FabricCall &call, const SessionSeal *se
     call.set_reply_to(address_);
     call.clear_token();  // a token never travels on the fabric
     if (seal) call.set_session(seal->id);
+    if (seal && proof_session_ == seal->id) {
+        call.set_reply_proof(proof_);
+    } else {
+        call.clear_reply_proof();
+    }
     size_t body = call.ByteSizeLong();
     size_t size = body + (seal ? kSealBytes : 0);
     if (body > kMaxFabricMessage || size > room) return 0;
@@ -105,6 +110,9 @@ bool FabricMessageClient::IsReply(size_t length, uint64_t id, const SessionSeal 
 bool FabricMessageClient::Send(rpc::FabricCall &call, const SessionSeal *seal) {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock() || broken_) return false;
+    // Without this endpoint's reply proof the service would not run it (and say so to no one
+    // who waits): over gRPC until a Call learnt the proof.
+    if (seal && proof_session_ != seal->id) return false;
     // The last one's buffer is the provider's until its send completed (seen by any call).
     fid_cq *queue = endpoint_.queue.get();
     auto deadline = Clock::now() + kConnectWait;
@@ -168,6 +176,24 @@ bool FabricMessageClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply, c
                                const SessionSeal *seal) {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock() || broken_) return false;
+    if (!CallOnce(call, reply, method, idempotent, same_service, seal)) return false;
+    if (seal && !reply->reply_proof().empty()) {
+        // Not run: the service sent this endpoint's proof for the session, which the call
+        // carries from now on (messages/message_seal.h).
+        proof_ = reply->reply_proof();
+        proof_session_ = seal->id;
+        reply->Clear();
+        if (!CallOnce(call, reply, method, idempotent, same_service, seal)) return false;
+        if (!reply->reply_proof().empty()) return false;  // not run: over gRPC
+    }
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+bool FabricMessageClient::CallOnce(rpc::FabricCall &call, rpc::FabricReply *reply,
+                                   const char *method, bool idempotent,
+                                   const std::function<bool()> &same_service,
+                                   const SessionSeal *seal) {
     size_t size = Prepare(call, seal, call_.slot(0), call_.size());
     if (size == 0) return false;
     uint64_t id = call.call_id();
@@ -279,7 +305,6 @@ bool FabricMessageClient::Call(rpc::FabricCall &call, rpc::FabricReply *reply, c
         }
     }
     spin_ = reply->shared() ? spin_ / 2 : kSpin;
-    calls_.fetch_add(1, std::memory_order_relaxed);
     Confirmed();
     return !reply->use_grpc();
 }

@@ -39,7 +39,9 @@ class FabricMessageClient {
     // With `seal` (a cluster with authentication) the call names the session and is sealed
     // (messages/message_seal.h), and only a reply sealed with the same session's key is taken;
     // without, only the call id (random) tells the reply. Anything else that arrives is
-    // counted (rejected()) and ignored.
+    // counted (rejected()) and ignored. A sealed call's first round trip for a session gets
+    // this endpoint's reply proof instead of the reply (messages/message_seal.h): the call is
+    // then made again, carrying it.
     bool Call(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method, bool idempotent,
               const std::function<bool()> &same_service, const SessionSeal *seal = nullptr);
     // Sends `call` (at most 4 KiB) without waiting for its reply or its sending (a call whose
@@ -63,6 +65,11 @@ class FabricMessageClient {
     void Confirmed();
 
   private:
+    // One round trip of Call, with mutex_ held; a reply holding only a reply proof is the
+    // service's challenge (the call was not run).
+    bool CallOnce(rpc::FabricCall &call, rpc::FabricReply *reply, const char *method,
+                  bool idempotent, const std::function<bool()> &same_service,
+                  const SessionSeal *seal);
     bool PostReceive();  // false (and broken) when the provider refuses it
     // Serializes `call` (its id drawn, reply_to this endpoint, sealed with `seal` if any) into
     // `slot` (`room` bytes); its size, 0 when it does not fit.
@@ -88,6 +95,9 @@ class FabricMessageClient {
     MessageSlots loose_;                // Send's call, until its sending completed
     bool loose_pending_ = false;        // under mutex_
     std::mutex mutex_;                  // one call in flight
+    // This endpoint's reply proof (messages/message_seal.h) for the session of id
+    // proof_session_, once the service sent it. Under mutex_.
+    std::string proof_, proof_session_;
     // How long the next call polls before it sleeps: halved after each reply that says the
     // service is shared, kSpin after any other (see kSpin in the .cc). Under mutex_.
     std::chrono::microseconds spin_;

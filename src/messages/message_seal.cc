@@ -44,6 +44,24 @@ bool SealHolds(const std::string &key, const char *data, size_t length) {
     return sodium_memcmp(tag, data + length - kSealBytes, kSealBytes) == 0;
 }
 
+std::string ReplyProof(const std::string &secret, const std::string &session,
+                       const std::string &reply_to) {
+    // The session id is 16 bytes: the two parts cannot be shifted into one another.
+    std::string both = session + reply_to;
+    std::string proof(kSealBytes, '\0');
+    SealTag(secret, both.data(), both.size(), reinterpret_cast<unsigned char *>(proof.data()));
+    return proof;
+}
+
+std::string RandomSecret() {
+    std::string secret;
+    for (int i = 0; i < 2; ++i) {
+        uint64_t part = RandomCallId();
+        secret.append(reinterpret_cast<const char *>(&part), sizeof part);
+    }
+    return secret;
+}
+
 uint64_t RandomCallId() {
     thread_local std::array<uint64_t, 256> ids;
     thread_local size_t next = ids.size();

@@ -16,6 +16,15 @@
 // its IP address and a port the peer states itself, so any process on a node can send
 // messages that seem to come from any other endpoint on that node; a reply is trusted because
 // only the session's two ends know its key, not because of where it came from.
+//
+// For the same reason a service cannot tell where to send a reply but to the endpoint the
+// call names (`reply_to`), and a user could name another's endpoint in calls of their own
+// session, making the service send replies there. So a sealed call is run only when it
+// carries the reply proof for its session and reply_to, which the service computes with a
+// secret of its own and sends nowhere but to that reply_to: a call without it gets only the
+// proof back (one small message; nothing is run), and only a caller that receives at reply_to
+// learns it. The proof needs no state in the service and costs a SipHash per call; the caller
+// learns it on its first call of each session and endpoint.
 #ifndef FAMPOOL_MESSAGES_MESSAGE_SEAL_H_
 #define FAMPOOL_MESSAGES_MESSAGE_SEAL_H_
 
@@ -32,6 +41,13 @@ void SealMessage(const std::string &key, char *data, size_t body);
 // Whether the last kSealBytes of the `length` bytes at `data` are the tag of the rest under
 // `key` (compared in constant time).
 bool SealHolds(const std::string &key, const char *data, size_t length);
+
+// The reply proof of `session` (SessionSeal id) and `reply_to` under `secret` (16 bytes):
+// kSealBytes bytes.
+std::string ReplyProof(const std::string &secret, const std::string &session,
+                       const std::string &reply_to);
+// 16 random bytes (a service's secret for ReplyProof), from the kernel's random generator.
+std::string RandomSecret();
 
 // A call id no other process can guess: 64 bits from the kernel's random generator (read 256
 // at a time), never 0.

@@ -130,6 +130,7 @@ FabricMessageService::FabricMessageService(const FabricConfig &config, MessageHa
                                            std::string who)
     : handler_(std::move(handler)),
       who_(std::move(who)),
+      proof_secret_(RandomSecret()),
       domain_(config, FabricDomain::Role::kMessages),
       av_(domain_.OpenAddressVector()),
       endpoint_(OpenEndpoint(domain_, av_.get(), MessageEndpointOptions(domain_))),
@@ -296,7 +297,7 @@ bool FabricMessageService::Flush() {
                          ret == -FI_EAGAIN ? "busy for 1 s: no connection to the caller"
                                            : fi_strerror(static_cast<int>(-ret)));
             free_sends_.push_back(it->slot);
-            answered_.fetch_sub(1, std::memory_order_relaxed);
+            if (it->counted) answered_.fetch_sub(1, std::memory_order_relaxed);
             Settled(it->sender);
         }
         it = unsent_.erase(it);
@@ -326,7 +327,7 @@ fi_addr_t FabricMessageService::PeerOf(const std::string &name) {
 }
 
 bool FabricMessageService::Admit(const char *data, size_t length, rpc::FabricCall *call,
-                                 std::string *key, Sender *sender) {
+                                 std::string *key, Sender *sender, std::string *proof) {
     bool sealed = static_cast<bool>(handler_.session);
     bool admitted = false;
     if (!sealed) {
@@ -341,6 +342,8 @@ bool FabricMessageService::Admit(const char *data, size_t length, rpc::FabricCal
             *key = std::move(session->key);
             *sender = call->session();
             admitted = true;
+            std::string expected = ReplyProof(proof_secret_, call->session(), call->reply_to());
+            if (call->reply_proof() != expected) *proof = std::move(expected);
         }
     }
     if (admitted) {
@@ -364,17 +367,25 @@ void FabricMessageService::Settled(const Sender &sender) {
 
 void FabricMessageService::Answer(size_t receive, size_t length) {
     rpc::FabricCall call;
-    std::string key;
+    std::string key, proof;
     Sender sender;
     // A message that is not a call, names no one to answer or (with authentication) no live
     // session, or whose seal does not hold, is dropped: nobody can be told. So is a call of a
     // sender with kMostInFlightPerSender in flight already. Its sender times out. Nothing runs
     // for a caller that cannot be answered, and nothing is held for it.
-    if (!Admit(receives_.slot(receive), length, &call, &key, &sender)) return;
+    if (!Admit(receives_.slot(receive), length, &call, &key, &sender, &proof)) return;
     fi_addr_t peer = PeerOf(call.reply_to());
     if (peer == FI_ADDR_UNSPEC) {
         refused_.fetch_add(1, std::memory_order_relaxed);
         Settled(sender);
+        return;
+    }
+    if (!proof.empty()) {
+        // Not run: reply_to gets the proof, which its owner sends with the call again.
+        rpc::FabricReply challenge;
+        challenge.set_reply_proof(proof);
+        challenged_.fetch_add(1, std::memory_order_relaxed);
+        Send(call, peer, &challenge, key, std::move(sender), /*counted=*/false);
         return;
     }
     if (handler_.waits && handler_.waits(call)) {
@@ -410,7 +421,8 @@ void FabricMessageService::Dispatch(const rpc::FabricCall &call, rpc::FabricRepl
 }
 
 void FabricMessageService::Send(const rpc::FabricCall &call, fi_addr_t peer,
-                                rpc::FabricReply *answer, const std::string &key, Sender sender) {
+                                rpc::FabricReply *answer, const std::string &key, Sender sender,
+                                bool counted) {
     rpc::FabricReply &reply = *answer;  // filled in, and cut down when too large
     reply.set_call_id(call.call_id());
     auto now = Clock::now();
@@ -431,10 +443,10 @@ void FabricMessageService::Send(const rpc::FabricCall &call, fi_addr_t peer,
         SealMessage(key, sends_.slot(slot), size);
         size += kSealBytes;
     }
-    unsent_.push_back({slot, size, peer, Clock::now() + kSendWait, std::move(sender)});
+    unsent_.push_back({slot, size, peer, Clock::now() + kSendWait, std::move(sender), counted});
     // Counted before the provider has it: the caller may have its reply (and ask the service
     // for the count) before this thread runs again.
-    answered_.fetch_add(1, std::memory_order_relaxed);
+    if (counted) answered_.fetch_add(1, std::memory_order_relaxed);
     Flush();
 }
 

@@ -84,6 +84,9 @@ class FabricMessageService {
     // Messages dropped unanswered: not a call, no one to answer, or (with authentication) no
     // live session or a tag that does not hold.
     uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
+    // Sealed calls not run for want of their reply proof (messages/message_seal.h): each got
+    // the proof back, at its reply_to.
+    uint64_t challenged() const { return challenged_.load(std::memory_order_relaxed); }
 
   private:
     struct Arrival {
@@ -99,6 +102,7 @@ class FabricMessageService {
         fi_addr_t peer;
         std::chrono::steady_clock::time_point deadline;
         Sender sender;
+        bool counted;  // in answered_ (a reply proof's challenge is not)
     };
     struct Work {
         rpc::FabricCall call;
@@ -112,14 +116,15 @@ class FabricMessageService {
     void Complete(void *context, size_t length, bool failed);
     void Answer(size_t receive, size_t length);
     // Parses the call in `length` bytes, checks its seal (filling in its session's token and
-    // `key`); false, counted in refused_, for a message to drop.
+    // `key`); false, counted in refused_, for a message to drop. A sealed call without its
+    // reply proof is admitted with `proof` set to the proof: it is answered with it, not run.
     bool Admit(const char *data, size_t length, rpc::FabricCall *call, std::string *key,
-               Sender *sender);
+               Sender *sender, std::string *proof);
     // Puts `reply` to `call` into a free send slot, sealed with `key` if any, and offers it to
     // the provider; `sender`'s call is no longer in flight once the provider took the reply
-    // (or it was dropped).
+    // (or it was dropped). `counted`: counted in answered_ (false for a challenge).
     void Send(const rpc::FabricCall &call, fi_addr_t peer, rpc::FabricReply *reply,
-              const std::string &key, Sender sender);
+              const std::string &key, Sender sender, bool counted = true);
     void Settled(const Sender &sender);  // one call of `sender` no longer in flight
     void RunWorker();
     // Runs the handler's dispatch, counted and timed in fampool_calls_total (common/metrics.h).
@@ -134,6 +139,7 @@ class FabricMessageService {
     // uses too.
     MessageHandler handler_;
     std::string who_;
+    std::string proof_secret_;  // ReplyProof's, drawn at start
     FabricDomain domain_;
     FidPtr<fid_av> av_;
     FabricEndpoint endpoint_;
@@ -155,6 +161,7 @@ class FabricMessageService {
     std::chrono::steady_clock::time_point last_answered_;
     std::atomic<uint64_t> answered_{0};
     std::atomic<uint64_t> refused_{0};
+    std::atomic<uint64_t> challenged_{0};
     // Each kind of call's metrics (by the number of its field in FabricCall), found once.
     std::array<std::atomic<metrics::Calls *>, 64> calls_{};
     std::atomic<bool> stopping_{false};
