@@ -14,12 +14,14 @@
 // Prints "<what> 0 <count>" for victim-endpoints, forged and relayed (the messages the provider
 // took).
 //
-//   message_forger flood SECONDS
+//   message_forger flood SECONDS [RATE [PERIOD_MS]]
 //
-// For SECONDS, calls to the metadata service's and every memory server's endpoint as fast as
-// the provider takes them, none with a session: unsealed lookups, and lookups naming a session
-// nobody opened with a made-up tag, each with a reply_to that never accepts (port 1). Prints
-// "flood 0 <count>".
+// For SECONDS, calls to the metadata service's and every memory server's endpoint, RATE a
+// second in all (0 or none: as fast as the provider takes them), none with a session:
+// unsealed lookups, and lookups naming a session nobody opened with a made-up tag, each with
+// a reply_to that never accepts (port 1). With PERIOD_MS, only in the first half of each
+// period (from the steady clock's time printed as start_ns): the other half is quiet. Prints
+// "flood 0 <count>" and "start_ns 0 <ns>".
 //
 // Configured like any client: FAMPOOL_CONFIG names the (MUNGE) cluster's file.
 #include <arpa/inet.h>
@@ -169,7 +171,7 @@ std::string Loopback(uint16_t port) {
     return std::string(reinterpret_cast<const char *>(&address), sizeof address);
 }
 
-int Flood(int seconds) {
+int Flood(int seconds, double rate, int period_ms) {
     ClusterConfig cluster = Cluster();
     std::vector<std::string> endpoints;
     {
@@ -191,8 +193,24 @@ int Flood(int seconds) {
     for (const std::string &endpoint : endpoints) peers.push_back(sender.Peer(endpoint));
     std::mt19937_64 random(std::random_device{}());
     uint64_t sent = 0;
-    auto until = Clock::now() + std::chrono::seconds(seconds);
+    auto start = Clock::now();
+    auto until = start + std::chrono::seconds(seconds);
+    const std::chrono::milliseconds period(period_ms), half(period_ms / 2);
+    Clock::duration quiet{};  // the quiet halves so far: the pace counts the loud ones only
     while (Clock::now() < until) {
+        if (period_ms > 0 && (Clock::now() - start) % period >= half) {
+            auto next = start + ((Clock::now() - start) / period + 1) * period;
+            std::this_thread::sleep_until(next);
+            quiet += period - half;
+            continue;
+        }
+        if (rate > 0) {
+            // Paced: the messages sent so far are due by now.
+            auto due = start + quiet +
+                       std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(sent / rate));
+            if (due > Clock::now()) std::this_thread::sleep_until(due);
+        }
         for (fi_addr_t peer : peers) {
             rpc::FabricCall call;
             call.set_call_id(random());
@@ -207,8 +225,11 @@ int Flood(int seconds) {
         }
         sender.Progress();
     }
-    std::printf("endpoints 0 %zu\nflood 0 %lu\n", endpoints.size(),
-                static_cast<unsigned long>(sent));
+    std::printf("endpoints 0 %zu\nflood 0 %lu\nstart_ns 0 %lld\n", endpoints.size(),
+                static_cast<unsigned long>(sent),
+                static_cast<long long>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch())
+                        .count()));
     return 0;
 }
 
@@ -290,10 +311,13 @@ int main(int argc, char **argv) {
             return Forge(static_cast<uint32_t>(std::stoul(args[1])), args[2], args[3],
                          std::stoi(args[4]));
         }
-        if (args.size() == 2 && args[0] == "flood") return Flood(std::stoi(args[1]));
+        if (args.size() >= 2 && args.size() <= 4 && args[0] == "flood") {
+            return Flood(std::stoi(args[1]), args.size() >= 3 ? std::stod(args[2]) : 0,
+                         args.size() == 4 ? std::stoi(args[3]) : 0);
+        }
         std::fprintf(stderr,
                      "usage: message_forger replies VICTIM_UID REGION ITEM SECONDS | flood "
-                     "SECONDS\n");
+                     "SECONDS [RATE [PERIOD_MS]]\n");
         return 2;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "message_forger: %s\n", e.what());

@@ -15,6 +15,12 @@
 //   security_worker destroy REGION
 //   security_worker region REGION SIZE [raid1]  a region of SIZE bytes (mode 0700), no item
 //   security_worker resize REGION SIZE
+//   security_worker time REGION COUNT          COUNT rounds, 2 ms apart, of an allocation and
+//                                              deallocation in REGION (calls to the metadata
+//                                              service) and a fam_fetch_add on an item of it
+//                                              (RAID1: calls to its memory servers); prints
+//                                              each round as T:A:B, its start on the steady
+//                                              clock (ns) and the two times (us)
 //   security_worker secrets REGION COUNT TEXT  waits 2 s with its endpoints open, then allocates
 //                                              COUNT items (mode 0600) in REGION 100 ms apart,
 //                                              puts TEXT in each and deallocates it; prints
@@ -171,6 +177,31 @@ std::string Command(fam &f, const std::vector<std::string> &a) {
         std::unique_ptr<Fam_Region_Descriptor> region(f.fam_lookup_region(a.at(1).c_str()));
         f.fam_resize_region(region.get(), std::stoull(a.at(2)));
         return "";
+    }
+    if (what == "time") {
+        using Clock = std::chrono::steady_clock;
+        std::unique_ptr<Fam_Region_Descriptor> region(f.fam_lookup_region(a.at(1).c_str()));
+        std::unique_ptr<Fam_Descriptor> counter(f.fam_allocate(8, 0600, region.get()));
+        std::string rounds;
+        auto micros = [](Clock::duration d) {
+            return std::chrono::duration<double, std::micro>(d).count();
+        };
+        for (int i = 0; i < std::stoi(a.at(2)); ++i) {
+            auto start = Clock::now();
+            std::unique_ptr<Fam_Descriptor> made(f.fam_allocate(4096, 0600, region.get()));
+            f.fam_deallocate(made.get());
+            auto allocated = Clock::now();
+            f.fam_fetch_add(counter.get(), 0, uint64_t{1});
+            auto done = Clock::now();
+            rounds += std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         start.time_since_epoch())
+                                         .count()) +
+                      ":" + std::to_string(micros(allocated - start)) + ":" +
+                      std::to_string(micros(done - allocated)) + " ";
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        f.fam_deallocate(counter.get());
+        return rounds;
     }
     if (what == "destroy") {
         std::unique_ptr<Fam_Region_Descriptor> region(f.fam_lookup_region(a.at(1).c_str()));
