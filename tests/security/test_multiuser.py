@@ -544,3 +544,30 @@ def test_tls_cluster_refuses_plaintext_and_foreign_certificates(users, scratch):
         assert "metadata calls over the fabric are off" in log, log
     finally:
         cluster.stop()
+
+
+def test_tls_cluster_offers_no_message_endpoint_to_forge_or_flood(users):
+    """The forged-reply and flood probes against a TLS cluster (client certificates not
+    required, MUNGE on): its services take no fabric messages (their calls stay on gRPC over
+    TLS), so the flood finds no endpoint and relays nothing, and replies forged to alice's
+    ports are not taken while she allocates."""
+    people, _ = users
+    alice, bob = people["alice"], people["bob"]
+    cluster = Cluster(people["cluster"], "--memservers", "1", "--provider", "tcp", "--tls")
+    try:
+        env = cluster.env
+        make_data(alice, env)
+        assert worker(bob, env, "make", "bobs", "700", "item", "600", "bob") == ("ok", "")
+        attack = forger(bob, env, "replies", str(alice.uid), "bobs", "item", "7")
+        try:
+            allocated = worker(alice, env, "secrets", "secret", "30", "alice secret")
+        finally:
+            sent = forged(attack)
+        assert allocated == ("ok", "misplaced 0")
+        assert sent["victim-endpoints"] > 0 and sent["forged"] > 0, sent  # alice's data endpoint
+        assert sent["relayed"] == 0, sent  # no message endpoint to relay through
+        flood = forged(forger(bob, env, "flood", "2"))
+        assert flood["endpoints"] == 0 and flood["flood"] == 0, flood
+        assert worker(bob, env, "get", "bobs", "item", "3") == ("ok", "bob")
+    finally:
+        cluster.stop()
