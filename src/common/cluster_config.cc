@@ -314,12 +314,6 @@ void CheckClusterConfig(const ClusterConfig &config) {
     if (config.rpc_timeout_ms < 1 || config.fabric_timeout_ms < 1) {
         Bad(path, "rpc_timeout_ms and fabric_timeout_ms must be at least 1");
     }
-    if (config.quotas.BoundsRegions() && config.metadata_shards.size() > 1) {
-        Bad(path,
-            "quotas on bytes or regions need a metadata service of one shard: each shard holds "
-            "only the regions whose names it serves and cannot count a user's others (sessions "
-            "may be bounded on any cluster)");
-    }
     auto bad_port = [](int port) { return port < 0 || port > 65535; };
     int shard_count = static_cast<int>(std::max<size_t>(config.metadata_shards.size(), 1));
     if (bad_port(config.metadata_metrics_port) ||

@@ -4,8 +4,10 @@
 // A region takes what it reserves on the memory servers: its share on each of its extents,
 // copies and parity included (a RAID1 region of 1 GiB takes 2 GiB), as capacity counts it
 // when it is made. It counts for its owner and its group. The sums are read from the store
-// in the same write transaction that records the region, so two calls at once cannot both
-// pass a bound that only one fits.
+// in the same write transaction that records the region, so two calls at once on one shard
+// cannot both pass a bound that only one fits. With several shards, what the other shards'
+// regions take is asked first (Metadata.QuotaUsage, a call to each): two calls at once on two
+// shards may each pass a bound that only one of them fits.
 #include "common/error.h"
 #include "meta/metadata_store.h"
 #include "meta/records.h"
@@ -47,13 +49,33 @@ void RequireRoom(const QuotaLimits &limits, const Taken &taken, uint64_t more, u
 
 }  // namespace
 
-void MetadataStore::SetQuotas(Quotas quotas, uint32_t cluster_user) {
+void MetadataStore::SetQuotas(Quotas quotas, uint32_t cluster_user, QuotaElsewhere elsewhere) {
     quotas_ = std::move(quotas);
     cluster_user_ = cluster_user;
+    elsewhere_ = std::move(elsewhere);
+}
+
+MetadataStore::QuotaTaken MetadataStore::TakenBy(uint32_t uid, uint32_t gid) {
+    QuotaTaken taken;
+    Txn txn(*env_, /*write=*/false);
+    Cursor cursor(txn, Table::kRegions);
+    for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
+        RegionInfo region = DecodeRegion(ReadU64(cursor.key()), cursor.value());
+        uint64_t bytes = ReservedBytes(region, LayoutOf(region));
+        if (region.uid == uid) taken.user_bytes += bytes, taken.user_regions += 1;
+        if (region.gid == gid) taken.group_bytes += bytes, taken.group_regions += 1;
+    }
+    return taken;
+}
+
+MetadataStore::QuotaTaken MetadataStore::TakenElsewhere(const RegionInfo &region) {
+    if (!elsewhere_ || !quotas_.BoundsRegions() || region.uid == cluster_user_) return {};
+    return elsewhere_(region.uid, region.gid);
 }
 
 void MetadataStore::RequireQuota(const Txn &txn, const RegionInfo &region, const Layout &before,
-                                 const Layout &after, uint64_t size, const char *action) {
+                                 const Layout &after, uint64_t size, const char *action,
+                                 const QuotaTaken &elsewhere) {
     if (!quotas_.BoundsRegions() || region.uid == cluster_user_) return;
     QuotaLimits user = quotas_.User(region.uid);
     const QuotaLimits *group = quotas_.Group(region.gid);
@@ -64,7 +86,8 @@ void MetadataStore::RequireQuota(const Txn &txn, const RegionInfo &region, const
     uint64_t now = ReservedBytes(region, after);
     if (!created && now <= was) return;  // a shrink never needs room
     // A resized region is in the table and counts as it is now; a new one is not yet.
-    Taken mine, ours;
+    Taken mine{elsewhere.user_bytes, elsewhere.user_regions};
+    Taken ours{elsewhere.group_bytes, elsewhere.group_regions};
     Cursor cursor(txn, Table::kRegions);
     for (bool ok = cursor.First(); ok; ok = cursor.Next()) {
         RegionInfo other = DecodeRegion(ReadU64(cursor.key()), cursor.value());

@@ -240,6 +240,25 @@ grpc::Status MetadataRpcService::Status(grpc::ServerContext *, const rpc::Status
     });
 }
 
+grpc::Status MetadataRpcService::QuotaUsage(grpc::ServerContext *,
+                                            const rpc::QuotaUsageRequest *request,
+                                            rpc::QuotaTaken *reply) {
+    return Serve([&] {
+        const Caller caller = Identify(request->caller(), "Metadata.QuotaUsage");
+        if (!IsClusterUser(caller)) {
+            Fail(openfam::FAM_ERR_NOPERM,
+                 "Metadata.QuotaUsage: the cluster user's (uid {}) call, made by the other "
+                 "metadata shards; not uid {}'s",
+                 cluster_user_, caller.uid);
+        }
+        MetadataStore::QuotaTaken taken = store_->TakenBy(request->uid(), request->gid());
+        reply->set_user_bytes(taken.user_bytes);
+        reply->set_user_regions(taken.user_regions);
+        reply->set_group_bytes(taken.group_bytes);
+        reply->set_group_regions(taken.group_regions);
+    });
+}
+
 grpc::Status MetadataRpcService::Servers(grpc::ServerContext *, const rpc::Empty *,
                                          rpc::ServerList *reply) {
     return Serve([&] {

@@ -103,6 +103,8 @@ class MetadataRpcService final : public rpc::Metadata::Service {
     grpc::Status EndSession(grpc::ServerContext *, const rpc::Caller *, rpc::Empty *) override;
     grpc::Status ReportUsage(grpc::ServerContext *, const rpc::UsageReport *,
                              rpc::Empty *) override;
+    grpc::Status QuotaUsage(grpc::ServerContext *, const rpc::QuotaUsageRequest *,
+                            rpc::QuotaTaken *) override;
 
     // Reports this shard's gauges (memory servers' health and heartbeats, capacity and use,
     // regions and their members, sessions, clients) at every scrape until the handle is

@@ -152,6 +152,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
     // held every other metadata write (allocations too) for as long as the slowest server took
     // to answer, seconds when its link was full and a packet had to be sent again. A server's
     // loss or restart, which records members' states, waits for creations in flight.
+    const QuotaTaken elsewhere = TakenElsewhere(region);  // before any transaction: a call
     std::shared_lock<std::shared_mutex> creating(membership_);
     auto require_new_name = [&](Txn &txn) {
         if (txn.Get(Table::kRegionNames, name, nullptr)) {
@@ -166,7 +167,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
         region.id = ReadU64(next);
         txn.Put(Table::kMeta, "next_region", Key(region.id + 1));
         RequireCapacity(txn, region, Layout{}, layout, size, "create");
-        RequireQuota(txn, region, Layout{}, layout, size, "create");
+        RequireQuota(txn, region, Layout{}, layout, size, "create", elsewhere);
         txn.Commit();
     }
     std::vector<PlacedExtent> extents = ExtentsOf(region);
@@ -178,7 +179,7 @@ RegionInfo MetadataStore::CreateRegion(const std::string &name, uint64_t size, u
         Txn txn(*env_, /*write=*/true);
         require_new_name(txn);  // a call made at the same time may have taken it meanwhile
         RequireCapacity(txn, region, Layout{}, layout, size, "create");
-        RequireQuota(txn, region, Layout{}, layout, size, "create");
+        RequireQuota(txn, region, Layout{}, layout, size, "create", elsewhere);
         txn.Put(Table::kRegions, Key(region.id), EncodeRegion(region));
         txn.Put(Table::kRegionNames, name, Key(region.id));
         if (layout.interleaved()) {
@@ -241,6 +242,13 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
     // Items waiting to be zeroed still hold their space: a shrink must not count them.
     std::string scrub_error;
     if (scrub_.background()) scrub_.Scrub(region_id, &scrub_error);
+    QuotaTaken elsewhere;
+    if (elsewhere_) {
+        // Asked before the write transaction (a call to each other shard); the owner and
+        // group read here are the region's until it is destroyed.
+        Txn read(*env_, /*write=*/false);
+        elsewhere = TakenElsewhere(ReadRegion(read, region_id));
+    }
     Txn txn(*env_, /*write=*/true);
     RegionInfo region = ReadRegion(txn, region_id);
     if (size == 0) Fail(openfam::FAM_ERR_INVALID, "region \"{}\" to size 0", region.name);
@@ -252,7 +260,7 @@ RegionInfo MetadataStore::ResizeRegion(uint64_t region_id, uint64_t size, const 
              region.name, size);
     }
     RequireCapacity(txn, region, before, after, size, "resize");
-    RequireQuota(txn, region, before, after, size, "resize");
+    RequireQuota(txn, region, before, after, size, "resize", elsewhere);
     // An interleaved region's allocator spans its virtual space; the others, one per server.
     std::vector<std::pair<uint64_t, uint64_t>> allocators;  // (allocator, multiplier)
     if (before.interleaved()) {

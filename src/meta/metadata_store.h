@@ -116,9 +116,17 @@ class MetadataStore : public MetadataService {
     // record every member as healthy, finish first, and new ones wait.
     std::unique_lock<std::shared_mutex> HoldMembers();
     bool IsSpare(uint64_t server_id) const { return options_.spare(server_id); }
+    // What a user's and a group's regions take (bytes as quotas count them, and regions).
+    struct QuotaTaken {
+        uint64_t user_bytes = 0, user_regions = 0, group_bytes = 0, group_regions = 0;
+    };
+    using QuotaElsewhere = std::function<QuotaTaken(uint32_t uid, uint32_t gid)>;
     // The bytes and regions each user and group may own (metadata_quotas.cc); `cluster_user`,
-    // who runs the service, has no bound. Set before the first call.
-    void SetQuotas(Quotas quotas, uint32_t cluster_user);
+    // who runs the service, has no bound. `elsewhere` (several shards): what the other shards'
+    // regions take, asked before a region is made or grown. Set before the first call.
+    void SetQuotas(Quotas quotas, uint32_t cluster_user, QuotaElsewhere elsewhere = nullptr);
+    // What the regions of `uid` and of group `gid` take of this store.
+    QuotaTaken TakenBy(uint32_t uid, uint32_t gid);
 
   private:
     // Capacity (metadata_capacity.cc). ServerUsage within a transaction of the caller's.
@@ -143,8 +151,13 @@ class MetadataStore : public MetadataService {
 
     // Throws FAM_ERR_NO_SPACE, naming the quota, unless the region's owner and group may own
     // it at layout `after` (`before`: its layout now; extent_size 0 for a new region).
+    // `elsewhere`: what the owner's and group's regions take of other shards.
     void RequireQuota(const Txn &txn, const RegionInfo &region, const store::Layout &before,
-                      const store::Layout &after, uint64_t size, const char *action);
+                      const store::Layout &after, uint64_t size, const char *action,
+                      const QuotaTaken &elsewhere);
+    // What QuotaElsewhere says for the region's owner and group; nothing when no quota binds
+    // them or there is one shard.
+    QuotaTaken TakenElsewhere(const RegionInfo &region);
 
     // The memory server with this id; FAM_ERR_RESOURCE when the configuration has none (a
     // region placed on an embedded memory tier since removed from memory_tiers).
@@ -190,6 +203,7 @@ class MetadataStore : public MetadataService {
     std::atomic<uint64_t> round_robin_{0};
     Quotas quotas_;
     uint32_t cluster_user_ = 0;
+    QuotaElsewhere elsewhere_;
     // Declared last: its thread, stopped first, uses the members above.
     ScrubQueue scrub_{env_, server_, grants_, options_.scrub_in_background, options_.grant_keys};
 };

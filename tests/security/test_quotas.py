@@ -42,29 +42,37 @@ def team():
         subprocess.run(["groupdel", group], timeout=30)
 
 
-@pytest.fixture(scope="module")
-def quota_cluster(users, team):
-    """A 2-server MUNGE cluster over tcp whose file bounds bob (64 MiB, 3 regions, 500
-    sessions) and the team's group (2 regions): started by `fampool up`, stopped, given the
-    quotas and started again from its own file."""
-    people, _ = users
-    (_, _), group = team
-    cluster = Cluster(people["cluster"], "--memservers", "2", "--provider", "tcp")
-    owner = people["cluster"]
+def with_quotas(owner, quotas, *up_args):
+    """A MUNGE cluster over tcp started by `fampool up` as OWNER, stopped, given QUOTAS (the
+    text of the key) and started again from its own file."""
+    cluster = Cluster(owner, "--provider", "tcp", *up_args)
     try:
         down = run_as(owner, [FAMPOOL, "down", "--run-dir", cluster.dir], base_env(),
                       cwd=cluster.dir, timeout=60)
         assert down.returncode == 0, down.stdout + down.stderr
         with open(cluster.config, "a") as f:
-            f.write(f"quotas:\n  users:\n    {people['bob'].name}: "
-                    f"{{bytes: 64MiB, regions: 3, sessions: 500}}\n"
-                    f"  groups:\n    {group}: {{regions: 2}}\n")
+            f.write(quotas)
         up = run_as(owner, [FAMPOOL, "up", "--run-dir", cluster.dir, "--config",
                             cluster.config], base_env(), cwd=cluster.dir)
         assert up.returncode == 0, up.stdout + up.stderr
-        yield cluster
-    finally:
+    except BaseException:
         cluster.stop()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def quota_cluster(users, team):
+    """2 memory servers; bob bound to 64 MiB, 3 regions and 500 sessions, the team's group to
+    2 regions."""
+    people, _ = users
+    (_, _), group = team
+    cluster = with_quotas(people["cluster"],
+                          f"quotas:\n  users:\n    {people['bob'].name}: "
+                          f"{{bytes: 64MiB, regions: 3, sessions: 500}}\n"
+                          f"  groups:\n    {group}: {{regions: 2}}\n", "--memservers", "2")
+    yield cluster
+    cluster.stop()
 
 
 def refused(result, code, *words):
@@ -142,3 +150,39 @@ def test_20000_sessions_from_one_user_are_refused_past_the_bound(users, quota_cl
     assert worker(alice, env, "get", "q", "item", "5") == ("ok", "alice")
     assert worker(alice, env, "destroy", "q") == ("ok", "")
     refused(worker(bob, env, "region", "b9", str(MIB)), RESOURCE, "quotas: sessions")
+
+
+def shard_of(name, shards):
+    """common/shards.h ShardOfName: FNV-1a of the name, mixed (splitmix64), modulo SHARDS."""
+    mask = (1 << 64) - 1
+    h = 1469598103934665603
+    for byte in name.encode():
+        h = ((h ^ byte) * 1099511628211) & mask
+    h = ((h ^ (h >> 30)) * 0xbf58476d1ce4e5b9) & mask
+    h = ((h ^ (h >> 27)) * 0x94d049bb133111eb) & mask
+    return (h ^ (h >> 31)) % shards
+
+
+def test_quotas_count_every_metadata_shard(users):
+    """Two metadata shards, bob bound to 2 regions: one region on each shard, and the third
+    is refused whichever shard it falls to (each shard asks the other what bob holds there)."""
+    people, _ = users
+    bob = people["bob"]
+    cluster = with_quotas(people["cluster"],
+                          f"quotas:\n  users:\n    {bob.name}: {{regions: 2}}\n",
+                          "--memservers", "1", "--metadata-shards", "2")
+    try:
+        names = [f"s{i}" for i in range(40)]
+        first = next(n for n in names if shard_of(n, 2) == 0)
+        second = next(n for n in names if shard_of(n, 2) == 1)
+        third = [n for n in names if n not in (first, second)][:2]
+        assert {shard_of(n, 2) for n in (first, second)} == {0, 1}
+        for name in (first, second):
+            assert worker(bob, cluster.env, "region", name, str(MIB)) == ("ok", "")
+        for name in third:
+            refused(worker(bob, cluster.env, "region", name, str(MIB)), NO_SPACE,
+                    "quotas: regions", "2 regions")
+        assert worker(bob, cluster.env, "destroy", first) == ("ok", "")
+        assert worker(bob, cluster.env, "region", third[0], str(MIB)) == ("ok", "")
+    finally:
+        cluster.stop()

@@ -35,6 +35,7 @@
 #include "memserver/memory_server_metrics.h"
 #include "memserver/memory_server_service.h"
 #include "messages/memory_server_messages.h"
+#include "meta/client/metadata_client.h"
 #include "meta/lmdb.h"
 #include "meta/metadata_fabric.h"
 #include "meta/metadata_rpc_service.h"
@@ -76,6 +77,33 @@ void CheckMunged(const ClusterConfig &cluster, const std::string &who) {
 }
 
 // Who shares the servers' files (heaps, stores, archives) with the user running them.
+// With several shards and quotas on bytes or regions: what a user's and a group's regions take
+// of the other shards, asked of each (as the cluster user) before a region is made or grown.
+MetadataStore::QuotaElsewhere QuotasElsewhere(const ClusterConfig &cluster,
+                                              const std::vector<std::string> &shards,
+                                              uint32_t shard) {
+    if (shards.size() < 2 || !cluster.quotas.BoundsRegions()) return nullptr;
+    auto others = std::make_shared<std::vector<std::unique_ptr<MetadataClient>>>();
+    for (uint32_t k = 0; k < shards.size(); ++k) {
+        if (k == shard) continue;
+        auto client = std::make_unique<MetadataClient>(
+            shards[k], std::chrono::milliseconds(cluster.rpc_timeout_ms), ClientTls(cluster));
+        if (cluster.authentication == "munge") client->UseMunge(cluster.munge_socket);
+        others->push_back(std::move(client));
+    }
+    return [others](uint32_t uid, uint32_t gid) {
+        MetadataStore::QuotaTaken sum;
+        for (const auto &other : *others) {
+            rpc::QuotaTaken usage = other->QuotaUsage(uid, gid);
+            sum.user_bytes += usage.user_bytes();
+            sum.user_regions += usage.user_regions();
+            sum.group_bytes += usage.group_bytes();
+            sum.group_regions += usage.group_regions();
+        }
+        return sum;
+    };
+}
+
 // The sessions a service keeps, each user's bounded by the cluster's quotas.
 std::unique_ptr<SessionTable> BoundedSessions(const ClusterConfig &cluster,
                                               const std::string &audience,
@@ -284,7 +312,8 @@ MetadataRole StartMetadataRole(const ClusterConfig &cluster, LocalMemoryServer *
     // unless delayed_free_threads is 0.
     placement.scrub_in_background = cluster.delayed_free_threads > 0;
     role.store = std::make_unique<MetadataStore>(role.env, servers, placement);
-    role.store->SetQuotas(cluster.quotas, static_cast<uint32_t>(geteuid()));
+    role.store->SetQuotas(cluster.quotas, static_cast<uint32_t>(geteuid()),
+                          QuotasElsewhere(cluster, shards, shard));
     role.service = std::make_unique<MetadataRpcService>(role.store.get(), clients);
     role.service->ServeAsShard(shard, shards);
     role.service->SetProvider(cluster.provider);

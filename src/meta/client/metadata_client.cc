@@ -109,6 +109,16 @@ rpc::ClusterStatus MetadataClient::Status(const Caller &caller) {
     return reply;
 }
 
+rpc::QuotaTaken MetadataClient::QuotaUsage(uint32_t uid, uint32_t gid, const Caller &caller) {
+    rpc::QuotaUsageRequest request;
+    ToProto(caller, request.mutable_caller());
+    request.set_uid(uid);
+    request.set_gid(gid);
+    rpc::QuotaTaken reply;
+    Call(&rpc::Metadata::Stub::QuotaUsage, "Metadata.QuotaUsage", request, &reply);
+    return reply;
+}
+
 void MetadataClient::EndSession() {
     std::lock_guard<std::mutex> lock(session_mutex_);
     if (!session_open_) return;

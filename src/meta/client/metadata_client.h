@@ -68,6 +68,9 @@ class MetadataClient : public MetadataService {
 
     // The servers, and the regions `caller` may look up (all of them for the cluster user).
     rpc::ClusterStatus Status(const Caller &caller = ThisProcess());
+    // What the regions of `uid` and of group `gid` take of this shard (the cluster user's call:
+    // another shard's, counting a quota).
+    rpc::QuotaTaken QuotaUsage(uint32_t uid, uint32_t gid, const Caller &caller = ThisProcess());
     void ReportFailure(const std::vector<uint64_t> &servers) override;
     // Sends what this process did on its data path (rpc UsageReport), within `timeout`.
     void ReportUsage(rpc::UsageReport report, std::chrono::milliseconds timeout);
