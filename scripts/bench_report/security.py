@@ -72,8 +72,11 @@ def tls_lines(rows):
                           f"{float(row['tls']):.1f}", f"{float(row['ratio']):.3f}"])
         else:
             cells.append([row["metric"], "", f"{float(row['tls']):.1f}", ""])
-    return ["metadata_bench auth, plaintext against TLS (5 rounds of 2 s, medians; the ratio is the "
-            "median of the rounds' ratios, each round measuring both clusters one after the other; "
+    # Runs since the bench paired its rounds carry each ratio's spread (ratio_low).
+    paired = any(row.get("ratio_low") for row in rows)
+    how = ("the ratio is the median of the rounds' ratios, each round measuring both clusters "
+           "one after the other; " if paired else "")
+    return ["metadata_bench auth, plaintext against TLS (5 rounds of 2 s, medians; " + how +
             "with TLS the \"fabric\" rows are gRPC over TLS):", ""] + table_lines(
         ["metric", "plaintext", "TLS", "TLS / plaintext"], cells) + [""]
 
